@@ -1,0 +1,5 @@
+"""``python -m serq`` is the ``serq`` command."""
+
+from .cli import main
+
+main()

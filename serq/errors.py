@@ -1,0 +1,170 @@
+"""Errors and their rendering.
+
+Every error a user can cause is a :class:`SerqError`. Positions stay character
+offsets into a :class:`Source` until rendering, which produces::
+
+    path:line:col: message
+      NN | the source line
+         |     ^^^^
+    help: what to do about it
+    note: where else to look
+
+Columns count Unicode characters from 1 (language §1.1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+
+@dataclass(frozen=True, eq=False)
+class Source:
+    """One program or library text, with the name errors use for it."""
+
+    text: str
+    path: str | None = None  # None: the program was given as text
+
+    @property
+    def name(self) -> str:
+        return self.path if self.path is not None else "<text>"
+
+    def line_col(self, offset: int) -> tuple[int, int]:
+        """1-based line and column of a character offset."""
+        offset = max(0, min(offset, len(self.text)))
+        line = self.text.count("\n", 0, offset) + 1
+        start = self.text.rfind("\n", 0, offset) + 1
+        return line, offset - start + 1
+
+    def line_text(self, line: int) -> str:
+        lines = self.text.split("\n")
+        return lines[line - 1] if 0 < line <= len(lines) else ""
+
+
+@dataclass(frozen=True)
+class Span:
+    """A range of characters in a source: ``[start, end)``."""
+
+    source: Source
+    start: int
+    end: int
+
+    @property
+    def line_col(self) -> tuple[int, int]:
+        return self.source.line_col(self.start)
+
+    def where(self) -> str:
+        line, col = self.line_col
+        return f"{self.source.name}:{line}:{col}"
+
+
+class SerqError(Exception):
+    """An error in a program, its input files or its run, meant for the user.
+
+    ``message`` is the headline; ``helps`` and ``notes`` become ``help:`` and
+    ``note:`` lines.  ``span`` points at the offending text when one is known.
+    """
+
+    kind = "error"
+
+    def __init__(
+        self,
+        message: str,
+        span: Span | None = None,
+        *,
+        helps: Sequence[str] = (),
+        notes: Sequence[str] = (),
+        prefix: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.span = span
+        self.helps = list(helps)
+        self.notes = list(notes)
+        self.prefix = prefix  # e.g. "FILE" for run-time errors without a span
+
+    def __str__(self) -> str:  # a one-line form, for logs and exceptions
+        return self.headline()
+
+    @property
+    def line(self) -> int | None:
+        return self.span.line_col[0] if self.span else None
+
+    @property
+    def col(self) -> int | None:
+        return self.span.line_col[1] if self.span else None
+
+    def headline(self) -> str:
+        if self.span is not None:
+            return f"{self.span.where()}: {self.message}"
+        if self.prefix:
+            return f"{self.prefix}: {self.message}"
+        return self.message
+
+    def render(self) -> str:
+        """The full diagnostic: headline, source line with carets, help and note lines."""
+        out = [self.headline()]
+        if self.span is not None:
+            line, col = self.span.line_col
+            text = self.span.source.line_text(line)
+            gutter = str(line)
+            pad = " " * len(gutter)
+            # a caret line as wide as the token, at least one, not past the line end
+            end_line, end_col = self.span.source.line_col(max(self.span.start, self.span.end))
+            width = (end_col - col) if end_line == line else (len(text) - col + 1)
+            width = max(1, width)
+            out.append(f"{pad} |")
+            out.append(f"{gutter} | {text}")
+            out.append(f"{pad} | {' ' * (col - 1)}{'^' * width}")
+        out += [f"help: {h}" for h in self.helps]
+        out += [f"note: {n}" for n in self.notes]
+        return "\n".join(out)
+
+
+class SerqRuntimeError(SerqError):
+    """An error found while a program runs (a guard that is not 0 or 1, a negative amount…)."""
+
+    kind = "runtime error"
+
+
+class UsageError(SerqError):
+    """A bad command line: unknown option, missing or invalid value (CLI exit code 2)."""
+
+    kind = "usage error"
+
+
+# ---------------------------------------------------------------------------
+# did-you-mean (language §7.1)
+
+
+def levenshtein(a: str, b: str) -> int:
+    """Edit distance over Unicode characters."""
+    if a == b:
+        return 0
+    if len(a) < len(b):
+        a, b = b, a
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i]
+        for j, cb in enumerate(b, 1):
+            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
+        prev = cur
+    return prev[-1]
+
+
+def suggest(name: str, candidates: Iterable[str]) -> str | None:
+    """The unique nearest candidate, if it is close enough (≤1 edit for names
+    shorter than 4 characters, ≤2 otherwise); otherwise ``None``."""
+    limit = 1 if len(name) < 4 else 2
+    best: list[str] = []
+    best_d = limit + 1
+    for cand in sorted(set(candidates)):
+        if cand == name:
+            continue
+        d = levenshtein(name, cand)
+        if d < best_d:
+            best, best_d = [cand], d
+        elif d == best_d:
+            best.append(cand)
+    return best[0] if len(best) == 1 and best_d <= limit else None
+

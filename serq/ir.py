@@ -1,0 +1,392 @@
+"""The checked program: what the simulator and the drawing read.
+
+The front end (``serq.frontend``) turns text into this: names resolved to
+indices, ``let`` constants folded to numbers, definitions expanded, the
+server spliced in place of every ``request;``, serving forms rewritten to
+``Run``, ``at admission`` bindings substituted.  Nothing here refers to source
+text, except short ``label`` strings (a pretty-printed statement such as
+```branch (c / K)```) that run-time errors quote.
+
+Expressions are trees of the ``Expr`` classes below; ``serq.expr`` compiles
+them once into Python callables.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Union
+
+# ---------------------------------------------------------------------------
+# expressions
+
+
+@dataclass(frozen=True, slots=True)
+class Num:
+    value: float
+
+
+@dataclass(frozen=True, slots=True)
+class Attr:
+    """A session attribute, by slot in ``Program.attributes``."""
+
+    slot: int
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Ctx:
+    """A context variable (language §6.4): ``now``, ``waited``, ``size``, ``age``,
+    ``last``, ``waiting``, ``present``, ``residents``, ``decoders``,
+    ``kv_decode``, ``kv_prefill``, ``tokens``, ``prefilled``, ``attention``,
+    ``decoding``, ``admission``, ``remaining``."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Unary:
+    op: Literal["-", "!"]
+    x: "Expr"
+
+
+@dataclass(frozen=True, slots=True)
+class Binary:
+    """``op`` is one of ``+ - * / ^ < <= > >= == != && ||``."""
+
+    op: str
+    a: "Expr"
+    b: "Expr"
+
+
+@dataclass(frozen=True, slots=True)
+class Cond:
+    c: "Expr"
+    a: "Expr"
+    b: "Expr"
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """A pure function: ``min max abs floor ceil sqrt exp ln pow``."""
+
+    fn: str
+    args: tuple["Expr", ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PoolRef:
+    """A pool, or a member of a pool array (``index`` is then an expression)."""
+
+    pool: int
+    index: "Expr | None" = None
+
+
+@dataclass(frozen=True, slots=True)
+class StageRef:
+    stage: int
+    index: "Expr | None" = None
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """An observable function of the deployment's state (language §6.5):
+    ``queue busy work`` and ``budget_left`` of a stage, ``used free cachedin
+    holders queued`` of a pool."""
+
+    fn: str
+    target: Union[PoolRef, StageRef]
+
+
+@dataclass(frozen=True, slots=True)
+class Draw:
+    """``~dist(args)``: ``exp det uniform erlang h2 bernoulli``."""
+
+    dist: str
+    args: tuple["Expr", ...]
+
+
+Expr = Union[Num, Attr, Ctx, Unary, Binary, Cond, Call, Probe, Draw]
+
+# ---------------------------------------------------------------------------
+# statements
+
+
+@dataclass(frozen=True, slots=True)
+class Set:
+    slot: int
+    expr: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class Observe:
+    """Record a sample of observation ``obs`` (an index into ``Program.observes``)."""
+
+    obs: int
+    expr: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class End:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class HoldPool:
+    ref: PoolRef
+    units: Expr  # moment Admit
+    reserve: Expr | None = None  # moment Admit
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:  # [A] parsed, refused by the checker in this version
+    ref: PoolRef
+    time: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class Hold:
+    """``hold P(u) [reserve (r)], … [reuse (ρ)] { body } [cache (ℓ)]``.
+
+    ``id`` is unique in the program.  Bindings of ``at admission`` are already
+    substituted into the header, and ``set x = e;`` is already at the top of
+    ``body`` for the bindings the body reads."""
+
+    id: int
+    pools: tuple[HoldPool, ...]
+    body: "Block"
+    reuse: Expr | None = None  # moment Admit
+    cache: Expr | None = None  # moment Session, read at release
+    lease: Lease | None = None
+    label: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Grow:
+    ref: PoolRef
+    amount: Expr
+    label: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Drop:
+    ref: PoolRef
+
+
+@dataclass(frozen=True, slots=True)
+class Release:
+    ref: PoolRef
+
+
+@dataclass(frozen=True, slots=True)
+class Load:  # [A]
+    ref: PoolRef
+    amount: Expr
+    label: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """A job of ``work`` on a stage.  ``mode`` is ``"prefill"`` or ``"decode"``
+    exactly when the stage is a step stage.  ``growing`` names the pool whose
+    innermost enclosing hold grows as the job advances."""
+
+    stage: StageRef
+    work: Expr
+    mode: Literal["prefill", "decode"] | None = None
+    growing: PoolRef | None = None
+    label: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Branch:
+    """A test: ``guard`` must be exactly 0 or 1 at run time."""
+
+    guard: Expr
+    then: "Block"
+    orelse: "Block | None" = None
+    label: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Loop:
+    body: "Block"
+
+
+@dataclass(frozen=True, slots=True)
+class Choose:
+    slot: int
+    count: Expr
+    keys: tuple[Expr, ...]
+    label: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ServerBegin:
+    """Where a spliced ``server`` block starts: the turn is sent (client metrics)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ServerEnd:
+    """Where a spliced ``server`` block ends: the answer is back (client metrics)."""
+
+
+Stmt = Union[
+    Set, Observe, Turn, End, Hold, Grow, Drop, Release, Load, Run, Branch, Loop, Choose,
+    ServerBegin, ServerEnd,
+]
+Block = tuple[Stmt, ...]
+
+# ---------------------------------------------------------------------------
+# declarations
+
+
+@dataclass(frozen=True, slots=True)
+class PoolDecl:
+    """``pool NAME[size] { … }``.  ``evict`` is ``"lru"`` or a tuple of keys
+    (moment Evict); ``queue`` is ``"fifo"`` or a tuple of keys (moment Select);
+    ``admit_via`` is the index of a step stage."""
+
+    name: str
+    size: int | None = None  # None: not an array
+    cap: float = float("inf")
+    block: float | None = None
+    evict: Union[Literal["lru"], tuple[Expr, ...]] = "lru"
+    preempt: Literal["none", "lifo"] = "none"
+    queue: Union[Literal["fifo"], tuple[Expr, ...]] = "fifo"
+    admit_via: int | None = None
+
+    @property
+    def members(self) -> int:
+        return 1 if self.size is None else self.size
+
+
+@dataclass(frozen=True, slots=True)
+class StepDecl:
+    """The clauses of a ``step`` stage.  ``serve`` is ``"admission"``,
+    ``"decode_first"``, ``"exclusive_prefill"`` or a tuple of keys (moment
+    Serve).  ``memory`` is a pool index."""
+
+    cost: Expr  # moment Step
+    budget: Expr = Num(float("inf"))  # moment Budget
+    chunk: Expr = Num(0.0)  # moment Budget; 0 means no cap
+    serve: Union[str, tuple[Expr, ...]] = "admission"
+    memory: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StageDecl:
+    """``stage NAME[size] : kind``; ``kind`` is ``delay``, ``fifo``, ``ps`` or ``step``."""
+
+    name: str
+    kind: Literal["delay", "fifo", "ps", "step"]
+    size: int | None = None
+    servers: int = 1  # fifo(c)
+    phi: Expr | None = None  # ps(φ), moment Ps
+    step: StepDecl | None = None
+
+    @property
+    def members(self) -> int:
+        return 1 if self.size is None else self.size
+
+
+@dataclass(frozen=True, slots=True)
+class Arrival:
+    """``arrive …``: ``kind`` in ``poisson renewal closed batch none``.
+    ``rate`` for poisson; ``n`` for closed and batch; ``gap`` for renewal."""
+
+    kind: Literal["poisson", "renewal", "closed", "batch", "none"] = "none"
+    rate: float = 0.0
+    n: int = 0
+    gap: Expr | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TraceDecl:
+    """``trace "file.csv" [ordered]``: ``path`` as resolved against the program's folder."""
+
+    path: str
+    ordered: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class RunSettings:
+    """``run { … }``; ``horizon`` is None when the program leaves it to ``--horizon``."""
+
+    horizon: float | None = None
+    warmup: float = 0.0
+    seed: int = 1
+    arrivals: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ObserveDecl:
+    """An observation name.  ``is_test``: some ``observe`` of it is a test (its
+    outermost operator a comparison, ``&&``, ``||`` or ``!``), which enables the
+    report's constant-0 note."""
+
+    name: str
+    is_test: bool = False
+
+
+#: The nine built-in session attributes, in slot order (language §6.3).
+BUILTIN_ATTRIBUTES: tuple[str, ...] = (
+    "serial", "turn_no", "cached", "computed", "new", "out", "think", "forced", "more",
+)
+SERIAL, TURN_NO, CACHED, COMPUTED, NEW, OUT, THINK, FORCED, MORE = range(9)
+
+
+@dataclass(frozen=True, slots=True)
+class Program:
+    """A checked program.  ``attributes[slot]`` names each session attribute;
+    the first nine are :data:`BUILTIN_ATTRIBUTES`.  ``constants`` are the
+    folded ``let``s in source order.  ``session`` is the whole life of a
+    session (the workload's ``session`` with the server spliced in, or the
+    top-level ``session``); ``two_sided`` tells which form it came from."""
+
+    pools: tuple[PoolDecl, ...]
+    stages: tuple[StageDecl, ...]
+    attributes: tuple[str, ...]
+    observes: tuple[ObserveDecl, ...]
+    session: Block
+    init: Block = ()
+    turn: Block | None = None  # None: no `turn` block
+    arrival: Arrival = Arrival()
+    trace: TraceDecl | None = None
+    hidden: frozenset[int] = frozenset()
+    run: RunSettings = RunSettings()
+    constants: dict[str, float] = field(default_factory=dict)
+    two_sided: bool = False
+    path: str | None = None  # the program file, if it came from one
+    block_count: int = 0  # statement blocks, for `serq check`'s summary
+
+    def pool_index(self, name: str) -> int:
+        return next(i for i, p in enumerate(self.pools) if p.name == name)
+
+    def stage_index(self, name: str) -> int:
+        return next(i for i, s in enumerate(self.stages) if s.name == name)
+
+    def summary(self) -> str:
+        """The one line ``serq check`` prints (semantics §10)."""
+        return (
+            f"OK: {len(self.pools)} pool(s), {len(self.stages)} stage(s), "
+            f"{len(self.attributes)} attribute(s), {self.block_count} block(s)"
+        )
+
+
+def walk_blocks(block: Block):
+    """Every statement of a block and of the blocks nested in it, depth first."""
+    for stmt in block:
+        yield stmt
+        if isinstance(stmt, Hold):
+            yield from walk_blocks(stmt.body)
+        elif isinstance(stmt, Loop):
+            yield from walk_blocks(stmt.body)
+        elif isinstance(stmt, Branch):
+            yield from walk_blocks(stmt.then)
+            if stmt.orelse is not None:
+                yield from walk_blocks(stmt.orelse)
