@@ -1,0 +1,26 @@
+"""serQ: LLM serving systems as queueing programs, and their simulator.
+
+The public surface::
+
+    program = serq.load("programs/multi-turn/vllm.sq", sets={"Lambda": "0.6"})
+    report = serq.run(program, seed=1, horizon=300, warmup=30)
+    report.text(); report.to_json(); report.observe("hit").mean
+
+Every error a program, its inputs or its run can cause is a :class:`SerqError`.
+"""
+
+from __future__ import annotations
+
+from .api import check, load, run
+from .errors import SerqError
+from .ir import Program
+
+__all__ = ["load", "check", "run", "Program", "Report", "SerqError"]
+
+
+def __getattr__(name: str):  # Report lives with the simulator; import it lazily
+    if name == "Report":
+        from .report import Report
+
+        return Report
+    raise AttributeError(name)

@@ -1,0 +1,62 @@
+"""``serq.load``, ``serq.check`` and ``serq.run``: the library entry points.
+
+They never print and never exit; errors are :class:`serq.SerqError`.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Mapping, Sequence
+
+from .ir import Program
+
+if TYPE_CHECKING:
+    from .report import Report
+
+Sets = Mapping[str, str] | Sequence[tuple[str, str]]
+
+
+def _looks_like_source(text: str) -> bool:
+    return "\n" in text or ";" in text or "{" in text
+
+
+def load(program: str | os.PathLike[str], *, sets: Sets = (), trace: str | None = None) -> Program:
+    """Read, check and link a program.
+
+    ``program`` is a path to a ``.sq`` file, or program text (a string with a
+    newline, ``;`` or ``{`` in it).  ``sets`` overrides ``let`` constants as
+    ``--set NAME=EXPR`` does (values are expression text); ``trace`` replaces
+    the workload's trace file (relative to the current folder)."""
+    from .frontend import load_program
+
+    pairs = list(sets.items()) if isinstance(sets, Mapping) else list(sets)
+    pairs = [(k, str(v)) for k, v in pairs]
+    if isinstance(program, str) and _looks_like_source(program):
+        return load_program(text=program, sets=pairs, trace=trace)
+    return load_program(path=os.fspath(program), sets=pairs, trace=trace)
+
+
+def check(program: str | os.PathLike[str], *, sets: Sets = ()) -> str:
+    """Load a program and return the one-line summary ``serq check`` prints."""
+    return load(program, sets=sets).summary()
+
+
+def run(
+    program: Program | str | os.PathLike[str],
+    *,
+    seed: int | None = None,
+    horizon: float | None = None,
+    warmup: float | None = None,
+    arrivals: int | None = None,
+    engines: Mapping[str, type] | None = None,
+) -> "Report":
+    """Simulate a program and return its :class:`~serq.report.Report`.
+
+    Unset arguments take the program's ``run { … }`` values (seed 1, warm-up
+    0; the horizon must come from one or the other).  ``engines`` maps a step
+    stage's name to a :class:`serq.sim.stages.step.StepEngine` subclass."""
+    from .sim.simulator import simulate
+
+    if not isinstance(program, Program):
+        program = load(program)
+    return simulate(program, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals, engines=engines or {})

@@ -1,0 +1,177 @@
+"""The ``serq`` command: a thin shell over :mod:`serq.api`.
+
+Exit codes (semantics §10): 0 success; 1 a program error (it does not load,
+does not link, fails at run time) or an output that cannot be written; 2 a
+usage error (unknown option, missing or invalid value).  Errors go to stderr;
+no Python traceback ever reaches the user.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import click
+import typer
+
+from .errors import SerqError, UsageError
+
+app = typer.Typer(
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    no_args_is_help=True,
+    help="serQ: check, draw and run serving-system programs.",
+)
+
+_SET_NAME = re.compile(r"[^\W\d]\w*\Z")
+
+
+def parse_sets(values: List[str] | None) -> list[tuple[str, str]]:
+    """``NAME=EXPR`` pairs; a malformed one is a usage error."""
+    pairs = []
+    for item in values or []:
+        name, eq, expr = item.partition("=")
+        name = name.strip()
+        if not eq:
+            raise UsageError(f"invalid --set `{item}`; expected NAME=EXPR")
+        if not _SET_NAME.match(name):
+            raise UsageError(f"invalid set name `{name}`; expected an identifier")
+        if not expr.strip():
+            raise UsageError(f"invalid expression in set `{name} = {expr}`: expected an expression")
+        pairs.append((name, expr))
+    return pairs
+
+
+def _fail(err: SerqError, file: str | None) -> "typer.Exit":
+    text = err.render()
+    if err.span is None and file and not isinstance(err, UsageError) and not err.prefix:
+        text = f"{file}: {text}"
+    if isinstance(err, UsageError):
+        text = f"error: {text}"
+    typer.echo(text, err=True)
+    return typer.Exit(2 if isinstance(err, UsageError) else 1)
+
+
+def _finite_positive(value: Optional[float], name: str, allow_zero: bool = False) -> None:
+    if value is None:
+        return
+    bad = not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero)
+    if bad:
+        need = "finite and >= 0" if allow_zero else "finite and > 0"
+        raise UsageError(f"invalid value for --{name}: {value:g} (must be {need})")
+
+
+SetOpt = typer.Option(None, "--set", metavar="NAME=EXPR", help="Override a `let` constant (repeatable).")
+
+
+@app.command()
+def check(
+    file: str = typer.Argument(..., metavar="FILE", help="A .sq program."),
+    set_: Optional[List[str]] = SetOpt,
+) -> None:
+    """Validate a program without running it."""
+    from . import api
+
+    try:
+        program = api.load(Path(file), sets=parse_sets(set_))
+    except SerqError as err:
+        raise _fail(err, file) from None
+    typer.echo(program.summary())
+
+
+@app.command()
+def run(
+    file: str = typer.Argument(..., metavar="FILE", help="A .sq program."),
+    horizon: Optional[float] = typer.Option(None, help="Simulated end time (overrides run { horizon })."),
+    warmup: Optional[float] = typer.Option(None, help="Statistics start here (overrides run { warmup })."),
+    seed: Optional[int] = typer.Option(None, min=0, help="Random seed, an unsigned integer."),
+    arrivals: Optional[int] = typer.Option(None, min=1, help="Stop after exactly N open arrivals, then drain."),
+    set_: Optional[List[str]] = SetOpt,
+    trace: Optional[str] = typer.Option(None, metavar="F", help="Replace the workload's trace file."),
+    json_: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    dump: Optional[str] = typer.Option(None, metavar="DIR", help="Write one CSV per observation into DIR."),
+    engine: Optional[List[str]] = typer.Option(
+        None, metavar="STAGE=module:Class", help="Use a StepEngine subclass for a step stage (repeatable)."
+    ),
+) -> None:
+    """Simulate a program and print its report."""
+    from . import api
+    from .files import write_dir_atomic
+    from .sim.engines import load_engine_classes
+
+    try:
+        _finite_positive(horizon, "horizon")
+        _finite_positive(warmup, "warmup", allow_zero=True)
+        sets = parse_sets(set_)
+        program = api.load(Path(file), sets=sets, trace=trace)
+        engines = load_engine_classes(engine or [])
+        report = api.run(program, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals, engines=engines)
+    except SerqError as err:
+        raise _fail(err, file) from None
+    if dump is not None:
+        try:
+            write_dir_atomic(dump, report.dump)
+        except OSError as err:
+            typer.echo(f"cannot write {dump}: {err.strerror or err}", err=True)
+            raise typer.Exit(1) from None
+    typer.echo(report.to_json() if json_ else report.text())
+    for line in report.warnings():
+        typer.echo(f"warning: {line}", err=True)
+
+
+@app.command()
+def draw(
+    file: str = typer.Argument(..., metavar="FILE", help="A .sq program."),
+    set_: Optional[List[str]] = SetOpt,
+    format_: str = typer.Option("tikz", "--format", help="svg or tikz."),
+    out: Optional[str] = typer.Option(None, metavar="PATH", help="Write to PATH instead of stdout."),
+) -> None:
+    """Draw the deployment: pools, stages, the session's flow and what each hold spans."""
+    from . import api
+    from .files import write_text_atomic
+
+    try:
+        if format_ not in ("svg", "tikz"):
+            raise UsageError(f"invalid value for --format: `{format_}` (expected svg or tikz)")
+        program = api.load(Path(file), sets=parse_sets(set_))
+        from .draw import render
+
+        text = render(program, format_)
+    except SerqError as err:
+        raise _fail(err, file) from None
+    if out is None:
+        typer.echo(text, nl=not text.endswith("\n"))
+        return
+    try:
+        write_text_atomic(out, text)
+    except OSError as err:
+        typer.echo(f"cannot write {out}: {err.strerror or err}", err=True)
+        raise typer.Exit(1) from None
+
+
+def main() -> None:
+    """Entry point of the ``serq`` console script."""
+    try:
+        code = app(standalone_mode=False)
+    except click.exceptions.UsageError as err:  # unknown option, bad value, missing argument
+        typer.echo(f"error: {err.format_message()}", err=True)
+        ctx = err.ctx
+        if ctx is not None:
+            typer.echo(ctx.get_usage(), err=True)
+        sys.exit(2)
+    except click.exceptions.Abort:
+        sys.exit(130)
+    except click.exceptions.Exit as err:
+        sys.exit(err.exit_code)
+    except typer.Exit as err:
+        sys.exit(err.exit_code)
+    except SerqError as err:
+        typer.echo(err.render(), err=True)
+        sys.exit(1)
+    except RecursionError:
+        typer.echo("error: the program is nested too deeply to check", err=True)
+        sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)
