@@ -1,0 +1,1 @@
+"""The simulator: sessions as SimPy processes, pools with a prefix cache, stages."""

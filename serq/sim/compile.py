@@ -1,0 +1,224 @@
+"""Statements compiled once into Python: the session's life as one generator
+function, ``init`` and ``turn`` as plain functions.
+
+A session is a SimPy process running the generator this module writes from
+the IR (``serq.ir``): ``loop`` becomes ``while True``, ``branch`` an ``if``
+on a guard that must be exactly 0 or 1, a ``run`` a ``yield`` of the event
+its stage returns, and a ``hold`` a ``with`` block around its body, inside a
+retry loop that a preemption of that hold re-enters (semantics §4.5: the
+session unwinds to just before the ``hold``).  Nothing walks the IR while the
+simulation runs.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
+from simpy.exceptions import Interrupt
+
+from .. import ir
+from ..errors import SerqError, SerqRuntimeError
+from ..expr import Frame, compile_expr, source
+from .pool import REJECTED, HoldSpec
+
+if TYPE_CHECKING:
+    from .simulator import Simulator
+
+
+def bad_guard(value: float, label: str) -> None:
+    shown = f"{value:g}" if value == value else "NaN"
+    raise SerqRuntimeError(f"{label}: the guard is {shown}, not 0 or 1; a draw is written `branch with (p)`")
+
+
+def member(i: float, n: int, label: str) -> int:
+    """A run-time array index: a whole number in 0 … n−1."""
+    if not (i == i and float(i).is_integer() and 0 <= i < n):
+        shown = f"{i:g}" if i == i else "NaN"
+        raise SerqRuntimeError(f"index `{label}` is {shown}: a member of an array of {n} is 0 to {n - 1}")
+    return int(i)
+
+
+class SessionCode:
+    """The compiled session: ``init(s)``, ``turn(s)`` (or None) and ``body(s)``."""
+
+    def __init__(self, init: Callable[[Any], None], turn: Callable[[Any], None] | None, body: Callable[[Any], Any], text: str) -> None:
+        self.init = init
+        self.turn = turn
+        self.body = body
+        self.text = text  # the generated source, for debugging
+
+
+class Compiler:
+    """Writes the Python source of a program's session and compiles it in a
+    namespace bound to one simulator's pools and stages."""
+
+    def __init__(self, sim: "Simulator") -> None:
+        self.sim = sim
+        ns = sim.ns
+        ns.update(_bad_guard=bad_guard, _member=member, _Interrupt=Interrupt, _REJECTED=REJECTED)
+        self.ns = ns
+        self.lines: list[str] = []
+        self.holds: dict[int, HoldSpec] = {}
+
+    # -- frames ----------------------------------------------------------------
+
+    def frame(self, *, attrs: str = "a", ctx: str = "s", session: str | None = "s", stream: str = "s.srng") -> Frame:
+        return Frame(self.ns, attrs=attrs, ctx=ctx, session=session, stream=stream,
+                     resolve_pool=self._pool, resolve_stage=self._stage)
+
+    def _pool(self, ref: ir.PoolRef, f: Frame) -> str:
+        members = self.sim.pools[ref.pool]
+        if ref.index is None:
+            return f.bind(members[0], "P")
+        label = f"{self.sim.program.pools[ref.pool].name}[…]"
+        return f"{f.bind(members, 'PA')}[_member({source(ref.index, f)}, {len(members)}, {label!r})]"
+
+    def _stage(self, ref: ir.StageRef, f: Frame) -> str:
+        members = self.sim.stages[ref.stage]
+        if ref.index is None:
+            return f.bind(members[0], "S")
+        label = f"{self.sim.program.stages[ref.stage].name}[…]"
+        return f"{f.bind(members, 'SA')}[_member({source(ref.index, f)}, {len(members)}, {label!r})]"
+
+    def fn(self, e: ir.Expr, **frame: Any) -> Callable[[Any], float]:
+        """An expression as ``lambda c: …`` (attributes of ``c.a``)."""
+        kw = dict(attrs="c.a", ctx="c", session="c", stream="c.srng")
+        kw.update(frame)
+        return compile_expr(e, self.frame(**kw))
+
+    # -- the program -------------------------------------------------------------
+
+    def compile(self, program: ir.Program) -> SessionCode:
+        text = "\n".join([
+            self._function("_init", program.init, gen=False, stream="s.wrng"),
+            self._function("_turn", program.turn or (), gen=False, stream="s.wrng"),
+            self._function("_body", program.session, gen=True, stream="s.srng"),
+        ])
+        try:
+            code = compile(text, "<serq session>", "exec")
+        except (SyntaxError, RecursionError):  # e.g. more than 20 statically nested blocks
+            raise SerqError("the program's blocks are nested too deeply to run") from None
+        exec(code, self.ns)  # noqa: S102 - our own generated code
+        return SessionCode(self.ns["_init"], self.ns["_turn"] if program.turn is not None else None,
+                           self.ns["_body"], text)
+
+    def _function(self, name: str, block: ir.Block, *, gen: bool, stream: str) -> str:
+        self.lines = [f"def {name}(s):", "    a = s.a"]
+        self._stream = stream
+        self._block(block, 1)
+        if gen:
+            self.lines += ["    return", "    yield"]  # a generator even if it never waits
+        return "\n".join(self.lines) + "\n"
+
+    def _emit(self, depth: int, text: str) -> None:
+        self.lines.append("    " * depth + text)
+
+    def _x(self, e: ir.Expr) -> str:
+        return source(e, self.frame(stream=self._stream))
+
+    def _block(self, block: ir.Block, depth: int) -> None:
+        if not block:
+            self._emit(depth, "pass")
+        for stmt in block:
+            self._stmt(stmt, depth)
+
+    def _stmt(self, st: ir.Stmt, d: int) -> None:
+        emit = self._emit
+        if isinstance(st, ir.Set):
+            emit(d, f"a[{st.slot}] = {self._x(st.expr)}")
+        elif isinstance(st, ir.Observe):
+            emit(d, f"_observe(s, {st.obs}, {self._x(st.expr)})")
+        elif isinstance(st, ir.Turn):
+            emit(d, "s.do_turn()")
+        elif isinstance(st, ir.End):
+            emit(d, "s.ending = True")
+            emit(d, "return")
+        elif isinstance(st, ir.ServerBegin):
+            emit(d, "s.server_begin()")
+        elif isinstance(st, ir.ServerEnd):
+            emit(d, "s.server_end()")
+        elif isinstance(st, ir.Loop):
+            emit(d, "while True:")
+            self._block(st.body, d + 1)
+        elif isinstance(st, ir.Branch):
+            emit(d, f"_g = {self._x(st.guard)}")
+            emit(d, "if _g == 1.0:")
+            self._block(st.then, d + 1)
+            emit(d, "elif _g == 0.0:")
+            self._block(st.orelse or (), d + 1)
+            emit(d, "else:")
+            emit(d + 1, f"_bad_guard(_g, {st.label!r})")
+        elif isinstance(st, ir.Choose):
+            keys = ", ".join(self._bind(self.fn(k), "K") for k in st.keys)
+            emit(d, f"a[{st.slot}] = s.choose({self._x(st.count)}, ({keys},), {st.slot}, {st.label!r})")
+        elif isinstance(st, ir.Run):
+            growing = self._poolx(st.growing) if st.growing is not None else "None"
+            emit(d, f"yield {self._stagex(st.stage)}.submit(s, {self._x(st.work)}, {st.mode!r}, {growing}, {st.label!r})")
+        elif isinstance(st, ir.Hold):
+            self._hold(st, d)
+        elif isinstance(st, ir.Grow):
+            emit(d, f"_ev = s.grow({self._poolx(st.ref)}, {self._x(st.amount)}, {st.label!r})")
+            emit(d, "if _ev is not None:")
+            emit(d + 1, "yield _ev")
+        elif isinstance(st, ir.Drop):
+            emit(d, f"s.drop({self._poolx(st.ref)})")
+        elif isinstance(st, ir.Release):
+            emit(d, f"s.release({self._poolx(st.ref)})")
+        else:
+            raise SerqError(f"`{type(st).__name__.lower()}` is not supported by the simulator yet")
+
+    def _bind(self, obj: Any, hint: str) -> str:
+        return self.frame().bind(obj, hint)
+
+    def _poolx(self, ref: ir.PoolRef) -> str:
+        return self._pool(ref, self.frame(stream=self._stream))
+
+    def _stagex(self, ref: ir.StageRef) -> str:
+        return self._stage(ref, self.frame(stream=self._stream))
+
+    def _hold(self, st: ir.Hold, d: int) -> None:
+        spec = self.hold_spec(st)
+        name = self._bind(spec, "H")
+        h = f"_h{st.id}"
+        emit = self._emit
+        emit(d, "while True:")
+        emit(d + 1, "try:")
+        emit(d + 2, f"with s.hold({name}) as {h}:")
+        emit(d + 3, f"if {h}.state == _REJECTED:")
+        emit(d + 4, "s.ending = True")
+        emit(d + 4, "return")
+        emit(d + 3, f"yield {h}")
+        self._block(st.body, d + 3)
+        emit(d + 2, "break")
+        emit(d + 1, "except _Interrupt as _e:")
+        emit(d + 2, f"if not s.preempted_at(_e, {name}):")
+        emit(d + 3, "raise")
+
+    def hold_spec(self, st: ir.Hold) -> HoldSpec:
+        """The run-time form of a ``hold``: pool resolution and header callables."""
+        refs = [hp.ref for hp in st.pools]
+        resolvers = [self._resolver(r) for r in refs]
+
+        def pools(s: Any) -> list:
+            return [r(s) for r in resolvers]
+
+        spec = HoldSpec(
+            st.id,
+            st.label,
+            pools,
+            [self.fn(hp.units) for hp in st.pools],
+            [self.fn(hp.reserve) if hp.reserve is not None else None for hp in st.pools],
+            self.fn(st.reuse) if st.reuse is not None else None,
+            self.fn(st.cache) if st.cache is not None else None,
+        )
+        self.holds[st.id] = spec
+        return spec
+
+    def _resolver(self, ref: ir.PoolRef) -> Callable[[Any], Any]:
+        members = self.sim.pools[ref.pool]
+        if ref.index is None:
+            pool = members[0]
+            return lambda s: pool
+        index = self.fn(ref.index)
+        label = f"{self.sim.program.pools[ref.pool].name}[…]"
+        return lambda s: members[member(index(s), len(members), label)]

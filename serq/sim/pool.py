@@ -1,0 +1,286 @@
+"""Pools: counted resources with an admission queue and a prefix cache
+(semantics §2).
+
+A :class:`Pool` is a SimPy resource: its ``put_queue`` holds the waiting
+:class:`HoldRequest` events, and ``_do_put`` decides one admission; the one
+bit it returns separates head-of-line blocking (stop the scan) from going on
+(SimPy ``resources/base.py``).  Unlike a SimPy resource, a pool does not try
+to admit when a request joins: admissions happen when the simulator settles
+an instant (§1.3 step 2), or inside a step stage's iteration for a pool with
+``admit via`` (§4.3e).
+
+A :class:`HoldRequest` is one attempt at a ``hold``: it waits in the queue
+of its first pool, is granted the units of every pool at once, and releases
+them at the end of its block.  Like SimPy's ``Request`` it is a context
+manager: leaving the ``with`` block releases (applying ``cache``) or, if
+never granted, cancels.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any, Callable
+
+from simpy.events import URGENT, Event
+from simpy.resources.base import BaseResource
+
+from ..errors import SerqRuntimeError
+from .cache import EPS, PrefixCache
+from .stats import TimeAverage
+
+if TYPE_CHECKING:
+    from .session import Session
+    from .simulator import Simulator
+
+WAITING, GRANTED, RELEASED, REJECTED, CANCELLED = range(5)
+
+
+def bad_amount(label: str, value: float) -> SerqRuntimeError:
+    shown = f"{value:g}" if value == value else "NaN"
+    return SerqRuntimeError(f"{label}: the amount is {shown}, not a number of units, tokens or seconds")
+
+
+class HoldSpec:
+    """A compiled ``hold``: how to find its pools and evaluate its header.
+
+    ``pools`` resolves the pool references for a session; ``units`` and
+    ``reserve`` are per-pool callables of the session (moment Admit);
+    ``cache`` (moment Session) is None without a ``cache`` clause."""
+
+    def __init__(
+        self,
+        id: int,
+        label: str,
+        pools: Callable[["Session"], list["Pool"]],
+        units: list[Callable[[Any], float]],
+        reserve: list[Callable[[Any], float] | None],
+        reuse: Callable[[Any], float] | None,
+        cache: Callable[[Any], float] | None,
+    ) -> None:
+        self.id = id
+        self.label = label
+        self.pools = pools
+        self.units = units
+        self.reserve = reserve
+        self.reuse = reuse
+        self.cache = cache
+
+    def amounts(self, s: "Session") -> list[tuple[float, float]]:
+        """(units, units that must fit) per pool, evaluated now."""
+        out = []
+        for u_fn, r_fn in zip(self.units, self.reserve):
+            u = u_fn(s)
+            if not u >= 0.0:
+                raise bad_amount(self.label, u)
+            need = u
+            if r_fn is not None:
+                r = r_fn(s)
+                if not r >= 0.0:
+                    raise bad_amount(self.label, r)
+                need = max(u, r)
+            out.append((u, need))
+        return out
+
+
+class HoldRequest(Event):
+    """One attempt at a hold, from joining the queue to the release."""
+
+    def __init__(self, session: "Session", spec: HoldSpec, pools: list["Pool"], front: bool = False) -> None:
+        super().__init__(session.sim.env)
+        self.session = session
+        self.spec = spec
+        self.pools = pools
+        self.front = front  # a preempted hold: tried first whatever the keys
+        self.state = WAITING
+        self.alloc = [0.0] * len(pools)
+        self.pos = [0.0] * len(pools)  # computed tokens per pool, from the consumed prefix
+        self.held = [False] * len(pools)
+        self.grown = False  # a growing run advanced a position: positions, not allocations, were computed
+        self.joined = self.env.now
+
+    @property
+    def rejected(self) -> bool:
+        return self.state == REJECTED
+
+    def __enter__(self) -> "HoldRequest":
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
+        s = self.session
+        if exc_type is not None and not s.sim.unwinding(exc):
+            return False  # the run is failing; leave the state as it is
+        if self.state == GRANTED:
+            s.sim.release_hold(self, completed=exc_type is None and not s.ending)
+        elif self.state == WAITING:
+            self.pools[0].cancel(self)
+        s.forget_hold(self)
+        return False
+
+    def index_of(self, pool: "Pool") -> int:
+        for k, p in enumerate(self.pools):
+            if p is pool and self.held[k]:
+                return k
+        return -1
+
+
+class Pool(BaseResource):
+    """One pool (or one member of a pool array)."""
+
+    def __init__(self, sim: "Simulator", decl: Any, label: str, index: int | None) -> None:
+        super().__init__(sim.env, decl.cap)
+        self.sim = sim
+        self.decl = decl
+        self.label = label
+        self.name = decl.name
+        self.index = index
+        self.cap: float = decl.cap
+        self.block: float | None = decl.block
+        self.used = 0.0
+        self.holders: list[HoldRequest] = []
+        self.growers: list[Any] = []  # stalled growths, in stall order
+        self.lifo = decl.preempt == "lifo"
+        self.admit_via = decl.admit_via
+        self.queue_keys: Callable[[Any], tuple] | None = None  # `queue by`, set by the simulator
+        self.cache = PrefixCache(self.block, None, None)
+        self.engines: list[Any] = []  # step stages whose `memory` this pool is
+        # statistics (§2.8)
+        now = sim.env.now
+        self.used_avg = TimeAverage(now, 0.0)
+        self.cached_avg = TimeAverage(now, 0.0)
+        self.queue_avg = TimeAverage(now, 0.0)
+        self.holders_avg = TimeAverage(now, 0.0)
+        self.wait_sum = 0.0
+        self.wait_count = 0
+        self.admissions = 0
+        self.preemptions = 0
+        self.rejected = 0
+        self.stuck = 0
+
+    # -- probes (language §6.5) ----------------------------------------------
+
+    @property
+    def cached(self) -> float:
+        return self.cache.total
+
+    def cached_of(self, s: "Session | None") -> float:
+        return self.cache.size_of(s.serial) if s is not None else 0.0
+
+    def holder_count(self) -> float:
+        return float(len(self.holders))
+
+    def queued(self) -> float:
+        return float(len(self.put_queue))
+
+    # -- amounts -------------------------------------------------------------
+
+    def round_up(self, x: float) -> float:
+        b = self.block
+        return math.ceil(x / b - EPS) * b if b is not None and x != math.inf else x
+
+    def round_down(self, x: float) -> float:
+        b = self.block
+        return math.floor(x / b + EPS) * b if b is not None and x != math.inf else x
+
+    def record(self) -> None:
+        """Sample the time-averaged signals (after any change)."""
+        now = self.sim.env._now
+        self.used_avg.set(now, self.used)
+        self.cached_avg.set(now, self.cache.total)
+        self.queue_avg.set(now, len(self.put_queue))
+        self.holders_avg.set(now, len(self.holders))
+
+    def make_room(self, need: float) -> None:
+        """Evict cached units until ``need`` more fit beside what is used (§3.3)."""
+        cache = self.cache
+        now = self.sim.env._now
+        while self.used + cache.total + need > self.cap + EPS:
+            if not cache.evict_one(now):
+                break
+
+    # -- the queue -------------------------------------------------------------
+
+    def join(self, req: HoldRequest) -> None:
+        if req.front:
+            self.put_queue.insert(0, req)
+        else:
+            self.put_queue.append(req)
+        req.session.queued_at = req.joined
+        self.record()
+
+    def cancel(self, req: HoldRequest) -> None:
+        if req in self.put_queue:
+            self.put_queue.remove(req)
+        req.state = CANCELLED
+        req.session.queued_at = None
+        self.record()
+
+    def fits(self, req: HoldRequest) -> list[tuple[float, float]] | None:
+        """The amounts of ``req`` if every pool of it has room now (§2.3), else None.
+        Cached units never block: they are evicted to make room."""
+        amounts = req.spec.amounts(req.session)
+        for pool, (_u, need) in zip(req.pools, amounts):
+            if pool.used + pool.round_up(need) > pool.cap + EPS:
+                return None
+        return amounts
+
+    def select(self) -> HoldRequest | None:
+        """The waiting hold to try next: the head, or under ``queue by`` the
+        smallest keys (ties in queue order); a preempted hold at the front first."""
+        q = self.put_queue
+        if not q:
+            return None
+        if self.queue_keys is None or q[0].front:
+            return q[0]
+        now = self.sim.env._now
+        best, best_key = None, None
+        for req in q:
+            key = self.queue_keys(_SelectView(req, now))
+            if best_key is None or _less(key, best_key):
+                best, best_key = req, key
+        return best
+
+    def _do_put(self, req: HoldRequest) -> bool:
+        """Admit ``req`` if it fits; whether the scan goes on."""
+        amounts = self.fits(req)
+        if amounts is None:
+            return False
+        self.put_queue.remove(req)
+        self.sim.admit(req, amounts)
+        return True
+
+    def _trigger_put(self, get_event: Any = None) -> bool:
+        """Admit from the queue while the selected hold fits (head-of-line
+        blocking).  Whether anything was admitted."""
+        admitted = False
+        while True:
+            req = self.select()
+            if req is None or not self._do_put(req):
+                return admitted
+            admitted = True
+
+    def trigger(self, req: HoldRequest) -> None:
+        """Wake the session of a granted request (it becomes ready)."""
+        req._ok = True
+        req._value = None
+        self.sim.env.schedule(req, URGENT)
+
+
+class _SelectView:
+    """What a ``queue by`` key reads (moment Select): the waiting session's
+    attributes and ``waited``."""
+
+    __slots__ = ("a", "waited", "srng", "session")
+
+    def __init__(self, req: HoldRequest, now: float) -> None:
+        s = req.session
+        self.a = s.a
+        self.srng = s.srng
+        self.session = s
+        self.waited = now - req.joined
+
+
+def _less(a: tuple, b: tuple) -> bool:
+    for x, y in zip(a, b):
+        if x != y:
+            return x < y
+    return False

@@ -1,0 +1,77 @@
+"""From a finished simulation to its :class:`~serq.report.Report` (semantics §8)."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from ..report import PoolSummary, Report, Sample, StageSummary
+from .stages.step import StepEngine
+from .stats import summarize
+
+if TYPE_CHECKING:
+    from .simulator import Simulator
+
+NAN = math.nan
+
+
+def _div(a: float, b: float) -> float:
+    return a / b if b else NAN
+
+
+def build_report(sim: "Simulator") -> Report:
+    p = sim.program
+    end = sim.env.now
+    start = sim.warmup
+    span = end - start
+    observes = {}
+    notes = []
+    samples = {}
+    for decl, rows in zip(p.observes, sim.samples):
+        values = [r[3] for r in rows]
+        observes[decl.name] = summarize(values)
+        samples[decl.name] = [Sample(*r) for r in rows]
+        if decl.is_test and len(values) >= 40 and all(v == 0.0 for v in values):
+            notes.append(f"observe {decl.name} is constant 0 over {len(values)} samples")
+    client = {name: summarize(vals) for name, vals in sim.client.items() if vals}
+    stages = []
+    for decl, members in zip(p.stages, sim.stages):
+        for st in members:
+            done = st.completed
+            row = StageSummary(
+                name=decl.name, index=st.index,
+                mean_number=st.number_avg.mean(end, start), utilization=st.busy_avg.mean(end, start),
+                completed=done, throughput=_div(done, span),
+                mean_wait=_div(st.wait_sum, done), mean_service=_div(st.service_sum, done),
+                iterations=st.iterations,
+                prefill_only=None, decode_only=None, mixed=None, mean_decodes=None,
+                mean_decode_batch=None, mean_decode_step=None, mean_itl=None, itl_p50=None, itl_p99=None,
+            )
+            if isinstance(st, StepEngine):
+                row.prefill_only = _div(st.t_prefill_only, span)
+                row.decode_only = _div(st.t_decode_only, span)
+                row.mixed = _div(st.t_mixed, span)
+                row.mean_decodes = _div(st.t_decoders, span)
+                row.mean_decode_batch = _div(st.dec_sum, st.dec_iters)
+                row.mean_decode_step = _div(st.dec_cost, st.dec_iters)
+                row.mean_itl = st.itl.mean if st.itl.count else NAN
+                row.itl_p50 = st.itl.quantile(0.5) if st.itl.count else NAN
+                row.itl_p99 = st.itl.quantile(0.99) if st.itl.count else NAN
+            stages.append(row)
+    pools = []
+    for decl, members in zip(p.pools, sim.pools):
+        for pool in members:
+            pools.append(PoolSummary(
+                name=decl.name, index=pool.index,
+                mean_used=pool.used_avg.mean(end, start), mean_cached=pool.cached_avg.mean(end, start),
+                mean_queue=pool.queue_avg.mean(end, start), mean_holders=pool.holders_avg.mean(end, start),
+                mean_wait=_div(pool.wait_sum, pool.wait_count), admissions=pool.admissions,
+                evicted_entries=pool.cache.evicted_entries, evicted_units=pool.cache.evicted_units,
+                preemptions=pool.preemptions, spills=0, rejected=pool.rejected, stuck=pool.stuck,
+            ))
+    return Report(
+        horizon=sim.horizon, end=end, warmup=sim.warmup, seed=sim.seed, events=sim.events,
+        arrivals=sim.arrivals, ended=sim.ended, turns=sim.turns, mean_live=sim.live_avg.mean(end, start),
+        observes=observes, client=client, stages=stages, pools=pools, notes=notes, samples=samples,
+    )
+

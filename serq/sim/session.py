@@ -1,0 +1,208 @@
+"""A session: its attributes, random streams, holds and client clock, and the
+statements its compiled body calls into (semantics §1.4, §2)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
+from simpy.events import Event
+from simpy.exceptions import Interrupt
+
+from .. import ir
+from ..errors import SerqRuntimeError
+from . import rng
+from .pool import GRANTED, REJECTED, HoldRequest, HoldSpec
+
+if TYPE_CHECKING:
+    from .pool import Pool
+    from .simulator import Simulator
+
+
+class Preemption:
+    """The cause a preempted session's process is interrupted with: which hold
+    attempt lost its pools, and the new attempt already queued at the front."""
+
+    __slots__ = ("old", "new")
+
+    def __init__(self, old: HoldRequest, new: HoldRequest) -> None:
+        self.old = old
+        self.new = new
+
+
+class Session:
+    """One session.  ``a`` is its attribute list (slots of ``Program.attributes``)."""
+
+    __slots__ = (
+        "sim", "serial", "a", "srng", "wrng", "proc", "holds", "job", "queued_at", "ending", "ended",
+        "adm_seq", "preempt_pos", "stuck", "requeued", "turns", "trace", "trace_pos",
+        "sent", "first_tok", "last_tok", "n_after", "stall", "resumed",
+    )
+
+    def __init__(self, sim: "Simulator", serial: int) -> None:
+        self.sim = sim
+        self.serial = serial
+        self.a = [0.0] * sim.n_attrs
+        self.a[ir.SERIAL] = float(serial)
+        self.srng = rng.session_stream(sim.root, serial)
+        self.wrng = rng.workload_stream(sim.root, serial, 0)
+        self.proc: Any = None
+        self.holds: list[HoldRequest] = []  # granted or waiting attempts, outermost first
+        self.job: tuple[Any, Any] | None = None  # (stage, job) it runs on
+        self.queued_at: float | None = None  # waiting in a pool queue since
+        self.ending = False
+        self.ended = False
+        self.adm_seq = -1  # order of its latest admission (vLLM's `running` order)
+        self.preempt_pos: dict[Any, float] = {}
+        self.stuck = False
+        self.requeued: HoldRequest | None = None
+        self.turns = 0  # the interpreter's own count: re-keys the workload stream
+        self.trace: tuple | None = None  # the trace session it replays
+        self.trace_pos = 0
+        # client clock of the current turn (§8.5)
+        self.sent = -1.0
+        self.first_tok: float | None = None
+        self.last_tok = 0.0
+        self.n_after = 0
+        self.resumed = False  # preempted since its last prefill ended
+        self.stall: Any = None  # a stalled growth (pool, request, k, units, event or job)
+
+    # -- workload ----------------------------------------------------------------
+
+    def do_turn(self) -> None:
+        """``turn;``: count it, re-key the workload stream, load the next trace
+        turn, run the ``turn`` block (§1.4, §7.4)."""
+        sim = self.sim
+        a = self.a
+        a[ir.TURN_NO] += 1.0
+        if sim.stats_on:
+            sim.turns += 1
+        self.turns += 1
+        self.wrng = rng.workload_stream(sim.root, self.serial, self.turns)
+        if self.trace is not None:
+            rows = self.trace
+            if self.trace_pos < len(rows):
+                t = rows[self.trace_pos]
+                self.trace_pos += 1
+                a[ir.NEW], a[ir.OUT], a[ir.THINK], a[ir.FORCED] = t.new, t.out, t.think, t.forced
+                a[ir.MORE] = 1.0 if self.trace_pos < len(rows) else 0.0
+            else:
+                a[ir.MORE] = 0.0
+        if sim.code.turn is not None:
+            sim.code.turn(self)
+
+    def choose(self, count: float, keys: tuple[Callable[[Any], float], ...], slot: int, label: str) -> float:
+        """``choose j in n by (keys)``: the index with the smallest keys, ties to the smallest."""
+        if count != count:
+            raise SerqRuntimeError(f"{label}: the count is NaN, not a whole number")
+        n = int(count) if count > 0 else 0
+        best_j, best = 0.0, None
+        for j in range(n):
+            self.a[slot] = float(j)
+            k = tuple(f(self) for f in keys)
+            if best is None or k < best:
+                best_j, best = float(j), k
+        return best_j
+
+    # -- the client clock (§8.5) -------------------------------------------------------
+
+    def server_begin(self) -> None:
+        self.sent = self.sim.env._now
+        self.first_tok = None
+        self.n_after = 0
+        self.resumed = False
+
+    def server_end(self) -> None:
+        sim = self.sim
+        if sim.stats_on:
+            now = sim.env._now
+            sim.client_record(self, now)
+
+    def prefill_done(self, now: float, stage: Any) -> None:
+        """A prefill ended: the turn's first token, or after a preemption the
+        next token of a turn that already had its first (§4.8)."""
+        if self.resumed and self.first_tok is not None:
+            stage.gap(now - self.last_tok)
+            self.n_after += 1
+        elif self.first_tok is None:
+            self.first_tok = now
+        self.last_tok = now
+        self.resumed = False
+
+    def decode_token(self, now: float, stage: Any) -> None:
+        """A decode iteration committed a token."""
+        if self.first_tok is None:  # a turn that never prefilled: its first token
+            self.first_tok = self.last_tok = now
+            return
+        stage.gap(now - self.last_tok)
+        self.n_after += 1
+        self.last_tok = now
+
+    # -- holds -----------------------------------------------------------------------
+
+    def hold(self, spec: HoldSpec) -> HoldRequest:
+        """Join the queue of the hold's first pool (or pick up the attempt a
+        preemption already queued); a request that can never fit is rejected."""
+        req = self.requeued
+        if req is not None and req.spec is spec:
+            self.requeued = None
+            return req
+        req = HoldRequest(self, spec, spec.pools(self))
+        self.sim.enqueue(req)
+        return req
+
+    def forget_hold(self, req: HoldRequest) -> None:
+        if req in self.holds:
+            self.holds.remove(req)
+
+    def preempted_at(self, exc: Interrupt, spec: HoldSpec) -> bool:
+        """Whether an interrupt is the preemption of this hold (then the retry
+        loop re-enters it); otherwise it unwinds further out."""
+        cause = exc.cause
+        return isinstance(cause, Preemption) and cause.old.spec is spec
+
+    def innermost(self, pool: "Pool") -> tuple[HoldRequest, int] | None:
+        for req in reversed(self.holds):
+            if req.state == GRANTED:
+                k = req.index_of(pool)
+                if k >= 0:
+                    return req, k
+        return None
+
+    def held_in(self, pool: "Pool") -> float:
+        """Units of ``pool`` held by all of this session's holds."""
+        total = 0.0
+        for req in self.holds:
+            if req.state == GRANTED:
+                for k, p in enumerate(req.pools):
+                    if p is pool and req.held[k]:
+                        total += req.alloc[k]
+        return total
+
+    def grow(self, pool: "Pool", amount: float, label: str) -> Event | None:
+        """``grow P (d)``: None when done; an event to wait on when stalled.
+        A preemption of this session's own hold unwinds it at once."""
+        if not amount >= 0.0:
+            shown = f"{amount:g}" if amount == amount else "NaN"
+            raise SerqRuntimeError(f"{label}: the amount is {shown}, not a number of units, tokens or seconds")
+        found = self.innermost(pool)
+        if found is None:
+            raise SerqRuntimeError(f"{label}: `grow {pool.label}` outside a hold of `{pool.label}`")
+        req, k = found
+        outcome = self.sim.grow(self, req, k, amount)
+        if outcome is True:
+            return None
+        if isinstance(outcome, Preemption):
+            raise Interrupt(outcome)
+        return outcome  # the event a retried growth triggers
+
+    def release(self, pool: "Pool") -> None:
+        found = self.innermost(pool)
+        if found is not None:
+            req, k = found
+            self.sim.release_part(req, k)
+            self.preempt_pos.pop(pool, None)
+            self.sim.try_admit_all()
+
+    def drop(self, pool: "Pool") -> None:
+        pool.cache.take(self.serial)
+        pool.record()

@@ -1,0 +1,127 @@
+"""What every stage has: jobs, the ``run`` entry point and its statistics
+(semantics §5)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from simpy.events import URGENT, Event
+
+from ...errors import SerqRuntimeError
+from ..stats import TimeAverage
+
+if TYPE_CHECKING:
+    from ..pool import HoldRequest
+    from ..session import Session
+    from ..simulator import Simulator
+
+
+class Job:
+    """One ``run``: ``work`` left (or a ps finish tag), the session waiting for
+    it, and for a step stage its mode and the hold it grows."""
+
+    __slots__ = (
+        "session", "work", "prefill", "hold", "k", "enqueued", "started", "ev", "done", "seq",
+        "first", "timer",
+    )
+
+    def __init__(self, session: "Session | None", work: float, ev: Event | None, now: float) -> None:
+        self.session = session
+        self.work = work
+        self.prefill = False
+        self.hold: "HoldRequest | None" = None  # the hold a `growing` job grows
+        self.k = -1  # the pool's index in that hold
+        self.enqueued = now
+        self.started = now
+        self.ev = ev
+        self.done = False
+        self.seq = 0
+        self.first = True  # a prefill's end is the turn's first token (§4.8)
+        self.timer: Any = None
+
+
+def check_work(label: str, work: float) -> None:
+    if not work >= 0.0 or work == float("inf"):
+        shown = f"{work:g}" if work == work else "NaN"
+        raise SerqRuntimeError(f"{label}: the amount is {shown}, not a number of units, tokens or seconds")
+
+
+class Stage:
+    """A stage (or one member of a stage array).  Subclasses implement
+    :meth:`submit` and keep ``jobs`` (the jobs present) up to date."""
+
+    kind = "stage"
+
+    def __init__(self, sim: "Simulator", decl: Any, label: str, index: int | None) -> None:
+        self.sim = sim
+        self.env = sim.env
+        self.decl = decl
+        self.name = decl.name
+        self.label = label
+        self.index = index
+        self.n = 0  # jobs present
+        now = sim.env.now
+        self.number_avg = TimeAverage(now, 0.0)
+        self.busy_avg = TimeAverage(now, 0.0)
+        self.completed = 0
+        self.wait_sum = 0.0
+        self.service_sum = 0.0
+        self.iterations = 0
+
+    # -- probes -----------------------------------------------------------------
+
+    def present(self) -> float:
+        return float(self.n)
+
+    def busy(self) -> float:
+        return float(self.n)
+
+    def work(self) -> float:
+        return 0.0
+
+    def budget_left(self) -> float:
+        raise SerqRuntimeError(f"`budget_left({self.label})`: stage `{self.label}` is not a step stage")
+
+    # -- jobs -------------------------------------------------------------------
+
+    def submit(self, s: "Session", work: float, mode: str | None, growing: Any, label: str) -> Event:
+        """Start a job of ``work`` for session ``s``; the event the session waits on."""
+        raise NotImplementedError
+
+    def immediate(self) -> Event:
+        """A run of zero work completes at once: the session is ready again now."""
+        ev = Event(self.env)
+        ev._ok = True
+        ev._value = None
+        self.env.schedule(ev, URGENT)
+        return ev
+
+    def count(self, delta: int) -> None:
+        self.n += delta
+        now = self.env._now
+        self.number_avg.set(now, self.n)
+        self.busy_avg.set(now, 1.0 if self.n else 0.0)
+
+    def finished(self, job: Job) -> None:
+        """Statistics of a completed job (after warm-up) (§5)."""
+        if self.sim.stats_on:
+            now = self.env._now
+            self.completed += 1
+            self.wait_sum += job.started - job.enqueued
+            self.service_sum += now - job.started
+
+    def remove(self, job: Job) -> None:
+        """Take a job away (its session was preempted or ended)."""
+        raise NotImplementedError
+
+    def wake(self, job: Job) -> None:
+        """The job's session becomes ready (ready FIFO: an urgent event now)."""
+        ev = job.ev
+        if ev is not None and ev.callbacks is not None and not ev.triggered:
+            ev._ok = True
+            ev._value = None
+            self.env.schedule(ev, URGENT)
+
+    def reset_stats(self, now: float) -> None:
+        self.number_avg.reset(now)
+        self.busy_avg.reset(now)

@@ -1,0 +1,452 @@
+"""The continuous-batching step engine (semantics §4).
+
+An iteration hands a token budget to the residents in serving order (one
+token per decoding job, up to ``chunk`` per prefilling one), growing each
+job's hold block by block before its tokens are committed, then admits
+waiting requests from the pools it serves (``admit via``) with the budget
+left; it lasts ``cost``.  One engine needs one SimPy ``Timeout`` per
+iteration and nothing else: no process, resource or store is created per
+iteration.
+
+:class:`StepEngine` is a template method.  Each hook makes one decision and
+may be overridden by a subclass (pick it per stage with
+``serq.run(program, engines={"engine": MyEngine})`` or ``--engine
+engine=package.module:MyEngine``):
+
+* :meth:`StepEngine.order_residents` — the serving order;
+* :meth:`StepEngine.plan_tokens` — the tokens a resident asks for;
+* :meth:`StepEngine.admit_next` — admit one waiting request;
+* :meth:`StepEngine.choose_victim` — whom a failed growth preempts;
+* :meth:`StepEngine.iteration_cost` — how long an iteration takes.
+
+The iteration's state (``assign``, ``left``, ``cursor``) is explicit on the
+engine, so an iteration can be reasoned about (and runs of identical decode
+iterations coalesced) without re-reading the loop.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any, Callable
+
+from simpy.events import Event, Timeout
+
+from ...errors import SerqRuntimeError
+from ..stats import LogHistogram
+from .base import Job, Stage, check_work
+
+if TYPE_CHECKING:
+    from ..pool import Pool
+    from ..session import Session
+
+EPS = 1e-9
+
+
+class StepView:
+    """What ``cost`` reads (moment Step): the iteration as scheduled."""
+
+    __slots__ = ("tokens", "decoders", "prefilled", "kv_decode", "kv_prefill", "residents", "attention", "srng")
+
+    def __init__(self) -> None:
+        self.tokens = self.decoders = self.prefilled = 0.0
+        self.kv_decode = self.kv_prefill = self.residents = self.attention = 0.0
+        self.srng: Any = None
+
+
+class ServeView:
+    """What a ``serve by`` key reads (moment Serve): one resident, its
+    session's attributes, and the stage's totals."""
+
+    __slots__ = ("totals", "job", "a", "srng", "decoding", "admission", "remaining")
+
+    def __init__(self, engine: "StepEngine", job: Job) -> None:
+        self.totals = _BudgetView(engine)
+        self.job = job
+        self.a = job.session.a if job.session is not None else None
+        self.srng = engine.sim.machine_stream
+        self.decoding = 0.0 if job.prefill else 1.0
+        self.admission = float(job.session.adm_seq) if job.session is not None else 0.0
+        self.remaining = job.work
+
+    def __getattr__(self, name: str) -> float:  # residents, decoders, kv_decode, kv_prefill
+        return getattr(self.totals, name)
+
+
+class StepEngine(Stage):
+    """A ``step`` stage: vLLM's scheduler loop (``scheduler.py``)."""
+
+    kind = "step"
+
+    def __init__(self, sim: Any, decl: Any, label: str, index: int | None, *,
+                 budget: Callable[[Any], float], chunk: Callable[[Any], float],
+                 cost: Callable[[Any], float], serve: str | tuple, serve_keys: Any = None,
+                 memory: "Pool | None" = None) -> None:
+        super().__init__(sim, decl, label, index)
+        self.budget_fn = budget
+        self.chunk_fn = chunk
+        self.cost_fn = cost
+        self.serve = serve if isinstance(serve, str) else "by"
+        self.serve_keys = serve_keys  # callable of a ServeView → tuple, for `serve by`
+        self.memory = memory
+        self.admit_pools: list["Pool"] = []  # pools with `admit via` this stage, in declaration order
+        self.srng = sim.machine_stream
+        self.residents: list[Job] = []  # in the order of their sessions' latest admissions
+        # the iteration in flight
+        self.iterating = False
+        self.assign: list[tuple[Job, float]] = []
+        self.epoch = 0
+        self.left = 0.0  # while planning: tokens not yet handed out
+        self.cursor = 0  # while planning in admission order: the next resident
+        self.planning = False
+        self.admitting_left: float | None = None  # `budget_left` during an admission attempt
+        # statistics (§8.4)
+        self.t_prefill_only = self.t_decode_only = self.t_mixed = 0.0
+        self.t_decoders = 0.0
+        self.dec_iters = 0
+        self.dec_sum = 0.0
+        self.dec_cost = 0.0
+        self.itl = LogHistogram()
+        self._default_order = type(self).order_residents is StepEngine.order_residents and self.serve in (
+            "admission", "exclusive_prefill")
+
+    # -- what budget, chunk and serve keys read (moment Budget) -------------------------
+
+    @property
+    def decoders(self) -> float:
+        return float(sum(1 for j in self.residents if not j.prefill))
+
+    @property
+    def kv_decode(self) -> float:
+        return self._held(False)
+
+    @property
+    def kv_prefill(self) -> float:
+        return self._held(True)
+
+    def _held(self, prefill: bool) -> float:
+        pool = self.memory
+        if pool is None:
+            return 0.0
+        return sum(j.session.held_in(pool) for j in self.residents if j.prefill == prefill and j.session is not None)
+
+    # -- probes ---------------------------------------------------------------------------
+
+    def present(self) -> float:
+        return float(len(self.residents))
+
+    def busy(self) -> float:
+        return float(len(self.assign)) if self.iterating else 0.0
+
+    def work(self) -> float:
+        return sum(j.work for j in self.residents)
+
+    def budget_left(self) -> float:
+        """Tokens the next iteration leaves for admissions (§4.4)."""
+        if self.admitting_left is not None:
+            return self.admitting_left
+        ctx = _BudgetView(self)
+        budget, chunk = self.budget_fn(ctx), self.chunk_fn(ctx)
+        want = sum(self.plan_tokens(j, chunk) for j in self.residents)
+        return max(0.0, budget - want)
+
+    # -- jobs -------------------------------------------------------------------------------
+
+    def submit(self, s: "Session", work: float, mode: str | None, growing: Any, label: str) -> Event:
+        check_work(label, work)
+        if work == 0.0:
+            return self.immediate()
+        job = Job(s, work, Event(self.env), self.env._now)
+        job.prefill = mode == "prefill"
+        if growing is not None:
+            found = s.innermost(growing)
+            if found is None:
+                raise SerqRuntimeError(f"{label}: `growing {growing.label}` outside a hold of `{growing.label}`")
+            job.hold, job.k = found
+        # residents stay in the order of their sessions' admissions (vLLM's `running`)
+        key = s.adm_seq
+        res = self.residents
+        i = len(res)
+        while i > 0 and res[i - 1].session.adm_seq > key:
+            i -= 1
+        res.insert(i, job)
+        if self.planning and i < self.cursor:
+            self.cursor += 1
+        self.count(+1)
+        s.job = (self, job)
+        return job.ev  # type: ignore[return-value]
+
+    def remove(self, job: Job) -> None:
+        """A resident leaves without finishing (its session was preempted)."""
+        if job.done:
+            return
+        job.done = True
+        i = self.residents.index(job)
+        del self.residents[i]
+        if self.planning and i < self.cursor:
+            self.cursor -= 1
+        self.assign = [(j, t) for j, t in self.assign if j is not job]
+        self.count(-1)
+
+    def has_work(self) -> bool:
+        if self.residents:
+            return True
+        return any(p.put_queue for p in self.admit_pools)
+
+    # -- the hooks --------------------------------------------------------------------------
+
+    def order_residents(self) -> list[Job]:
+        """The serving order: admission order (``serve admission``), decodes
+        first, or ascending ``serve by`` keys, ties in admission order."""
+        res = self.residents
+        if self.serve in ("admission", "exclusive_prefill"):
+            return res
+        if self.serve == "decode_first":
+            return sorted(res, key=lambda j: j.prefill)
+        keys = self.serve_keys
+        return sorted(res, key=lambda j: _total_order(keys(ServeView(self, j))))
+
+    def plan_tokens(self, job: Job, chunk: float) -> float:
+        """The tokens a resident asks for: one to decode; to prefill, what is
+        left, at most ``chunk`` when it is positive (0 means no cap)."""
+        if not job.prefill:
+            return 1.0 if job.work > 1.0 else job.work
+        if chunk > 0.0 and chunk < job.work:
+            return chunk
+        return job.work
+
+    def admit_next(self, left: float) -> bool:
+        """Admit the selected waiting request of the first non-empty pool this
+        engine serves, its header read with ``budget_left = left``; run the
+        admitted session until it blocks.  Whether one was admitted: the
+        first request that does not fit stops admission for the iteration."""
+        for pool in self.admit_pools:
+            req = pool.select()
+            if req is None:
+                continue
+            self.admitting_left = left
+            try:
+                amounts = pool.fits(req)
+            finally:
+                self.admitting_left = None
+            if amounts is None:
+                return False
+            pool.put_queue.remove(req)
+            self.admitting_left = left
+            try:
+                self.sim.admit(req, amounts)
+            finally:
+                self.admitting_left = None
+            self.sim.run_ready()
+            return True
+        return False
+
+    def choose_victim(self, pool: "Pool", grower: "Session") -> "Session | None":
+        """Whom a growth that does not fit preempts: vLLM's ``running[-1]``,
+        the most recently admitted resident holding the pool (§4.5)."""
+        return self.sim.lifo_victim(pool)
+
+    def iteration_cost(self, view: StepView) -> float:
+        """The iteration's duration from the ``cost`` expression."""
+        return self.cost_fn(view)
+
+    # -- one iteration (§4.3) -----------------------------------------------------------------
+
+    def start_iteration(self) -> bool:
+        """Plan and start an iteration; False when there is nothing to run."""
+        sim = self.sim
+        ctx = _BudgetView(self)
+        budget = self.budget_fn(ctx)
+        chunk = self.chunk_fn(ctx)
+        self.left = budget
+        self.assign = []
+        self.cursor = 0
+        self.planning = True
+        preempted0 = sim.preemptions
+        exclusive = self.serve == "exclusive_prefill"
+        prefill_resident = exclusive and any(j.prefill for j in self.residents)
+        served: set[int] = set()
+        attention = 0.0
+        try:
+            while True:
+                job = self._next(served)
+                if job is None:
+                    if self.left > 0.0 and sim.preemptions == preempted0 and self.admit_next(self.left):
+                        continue
+                    break
+                s = job.session
+                wish = self.plan_tokens(job, chunk)
+                if exclusive:
+                    if not job.prefill:
+                        if prefill_resident:
+                            continue
+                    else:  # the prefill runs alone: earlier decodes leave the batch
+                        for j, t in self.assign:
+                            if j.hold is not None:
+                                j.hold.pos[j.k] -= t
+                        self.assign = []
+                        self.left = budget
+                tokens = wish if wish < self.left else self.left
+                if tokens <= 0.0:
+                    continue
+                req = job.hold
+                if req is not None:
+                    if s.stall is not None:
+                        continue  # stalled growing from an earlier iteration: no tokens
+                    k = job.k
+                    need = req.pos[k] + tokens - req.alloc[k]
+                    if need > EPS and sim.grow(s, req, k, need, engine=self) is not True:
+                        continue  # preempted (it is no longer a resident) or stalled
+                    if job.prefill:
+                        attention += tokens * (req.pos[k] + tokens / 2.0)
+                    req.pos[k] += tokens
+                    req.grown = True
+                elif job.prefill:
+                    attention += tokens * tokens / 2.0
+                self.assign.append((job, tokens))
+                self.left -= tokens
+                if self.left <= 0.0 or (exclusive and job.prefill):
+                    break
+        finally:
+            self.planning = False
+        preempted = sim.preemptions != preempted0
+        if not self.assign and not preempted:
+            return False
+        return self._launch(attention)
+
+    def _next(self, served: set[int]) -> Job | None:
+        """The first resident in serving order not yet served this iteration."""
+        if self._default_order:
+            res = self.residents
+            if self.cursor < len(res):
+                job = res[self.cursor]
+                self.cursor += 1
+                return job
+            return None
+        for job in self.order_residents():
+            if id(job) not in served:
+                served.add(id(job))
+                return job
+        return None
+
+    def _launch(self, attention: float) -> bool:
+        view = StepView()
+        view.srng = self.srng
+        tokens = prefilled = decoders = kv_d = kv_p = 0.0
+        memory = self.memory
+        for job, t in self.assign:
+            tokens += t
+            held = job.session.held_in(memory) if memory is not None else 0.0
+            if job.prefill:
+                prefilled += t
+                kv_p += held
+            else:
+                decoders += 1.0
+                kv_d += held
+        view.tokens, view.prefilled, view.decoders = tokens, prefilled, decoders
+        view.kv_decode, view.kv_prefill = kv_d, kv_p
+        view.residents = float(len(self.residents))
+        view.attention = attention
+        cost = self.iteration_cost(view)
+        cost = cost if cost > 0.0 else 0.0
+        if tokens > 0.0 and not cost > 0.0:
+            raise SerqRuntimeError(
+                f"stage `{self.label}`: an iteration of {tokens:g} tokens costs {cost:g}; "
+                "an iteration that schedules tokens lasts a positive time")
+        if not math.isfinite(cost):
+            raise SerqRuntimeError(f"stage `{self.label}`: an iteration costs {cost:g}, not a finite time")
+        self.iterations += 1
+        self._account(cost, prefilled, decoders)
+        self.iterating = True
+        self.epoch += 1
+        timer = Timeout(self.env, cost)
+        timer.callbacks.append(self._iter_end)  # type: ignore[union-attr]
+        timer.epoch = self.epoch  # type: ignore[attr-defined]
+        return True
+
+    def _account(self, cost: float, prefilled: float, decoders: float) -> None:
+        """Step statistics of an iteration that runs [now, now + cost] (§8.4)."""
+        sim = self.sim
+        now = self.env._now
+        lo = now if now > sim.warmup else sim.warmup
+        hi = now + cost
+        if hi > sim.horizon:
+            hi = sim.horizon
+        span = hi - lo
+        if span > 0.0:
+            if decoders:
+                if prefilled:
+                    self.t_mixed += span
+                else:
+                    self.t_decode_only += span
+                self.t_decoders += decoders * span
+            elif prefilled:
+                self.t_prefill_only += span
+        if decoders and sim.stats_on:
+            self.dec_iters += 1
+            self.dec_sum += decoders
+            self.dec_cost += cost
+
+    def _iter_end(self, timer: Any) -> None:
+        """Commit the iteration's tokens; finished jobs' sessions become ready."""
+        self.sim.events += 1
+        if timer.epoch != self.epoch:
+            return
+        self.iterating = False
+        now = self.env._now
+        finished = []
+        for job, tokens in self.assign:
+            if job.done:
+                continue
+            job.work -= tokens
+            if not job.prefill:
+                job.session.decode_token(now, self)
+            if job.work <= EPS:
+                finished.append(job)
+        self.assign = []
+        for job in finished:
+            self.residents.remove(job)
+            job.done = True
+            self.count(-1)
+            self.finished(job)
+            s = job.session
+            if job.prefill:
+                s.prefill_done(now, self)
+            s.job = None
+            self.wake(job)
+
+    def gap(self, x: float) -> None:
+        """An inter-token gap ending on this stage (§4.8)."""
+        if self.sim.stats_on:
+            self.itl.add(x)
+
+
+class _BudgetView:
+    """What ``budget`` and ``chunk`` read (moment Budget): the residents as
+    they stand, before the iteration."""
+
+    __slots__ = ("engine", "srng")
+
+    def __init__(self, engine: StepEngine) -> None:
+        self.engine = engine
+        self.srng = engine.srng
+
+    @property
+    def residents(self) -> float:
+        return float(len(self.engine.residents))
+
+    @property
+    def decoders(self) -> float:
+        return self.engine.decoders
+
+    @property
+    def kv_decode(self) -> float:
+        return self.engine.kv_decode
+
+    @property
+    def kv_prefill(self) -> float:
+        return self.engine.kv_prefill
+
+
+def _total_order(key: tuple) -> tuple:
+    """Keys sortable with NaN last (Rust ``total_cmp`` puts positive NaN above all)."""
+    return tuple((1, 0.0) if x != x else (0, x) for x in key)
