@@ -1,0 +1,371 @@
+"""The syntax tree the builder makes from a parse (language §2–§6).
+
+Every node is a frozen dataclass with a ``span``: the whole construct, and
+for some nodes a second span on the token errors point at (``name_span``,
+``head``).  Names are still text here; :mod:`serq.frontend.link` resolves them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Union
+
+from ..errors import Span
+
+# ---------------------------------------------------------------------------
+# expressions
+
+
+@dataclass(frozen=True, slots=True)
+class Num:
+    value: float
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Name:
+    id: str
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Index:
+    """``NAME[expr]``: a reference to an array member, as a call argument."""
+
+    id: str
+    index: "Expr"
+    span: Span
+    name_span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Unary:
+    op: str  # "-" or "!"
+    x: "Expr"
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Binary:
+    op: str
+    a: "Expr"
+    b: "Expr"
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Cond:
+    c: "Expr"
+    a: "Expr"
+    b: "Expr"
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """``NAME(args)``: a function, a probe, ``blocksize`` or an expression definition."""
+
+    fn: str
+    args: tuple["Expr", ...]
+    span: Span
+    name_span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Draw:
+    dist: str
+    args: tuple["Expr", ...]
+    span: Span
+    name_span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class ArgsNumber:
+    """``args.number("key", default)`` (decision 5): only as a ``let`` initializer."""
+
+    key: str
+    default: "Expr"
+    span: Span
+
+
+Expr = Union[Num, Name, Index, Unary, Binary, Cond, Call, Draw, ArgsNumber]
+
+
+@dataclass(frozen=True, slots=True)
+class Ref:
+    """A pool or stage named in a statement: ``NAME`` or ``NAME[expr]``."""
+
+    name: str
+    index: Expr | None
+    span: Span
+    name_span: Span
+
+
+# ---------------------------------------------------------------------------
+# statements
+
+
+@dataclass(frozen=True, slots=True)
+class SetStmt:
+    name: str
+    expr: Expr
+    span: Span
+    name_span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class ObserveStmt:
+    name: str
+    expr: Expr
+    span: Span
+    name_span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class TurnStmt:
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class RequestStmt:
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class EndStmt:
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class HoldPool:
+    ref: Ref
+    units: Expr
+    reserve: Expr | None
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Binding:
+    name: str
+    expr: Expr
+    span: Span
+    name_span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class HoldStmt:
+    pools: tuple[HoldPool, ...]
+    reuse: Expr | None
+    bindings: tuple[Binding, ...]
+    body: "Block"
+    cache: Expr | None
+    span: Span
+    head: Span  # the `hold` keyword
+
+
+@dataclass(frozen=True, slots=True)
+class GrowStmt:
+    ref: Ref
+    amount: Expr
+    span: Span
+    head: Span
+
+
+@dataclass(frozen=True, slots=True)
+class DropStmt:
+    ref: Ref
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class ReleaseStmt:
+    ref: Ref
+    span: Span
+    head: Span
+
+
+@dataclass(frozen=True, slots=True)
+class RunStmt:
+    """``run S [mode] (work) [growing P]``; serving forms become this too."""
+
+    ref: Ref
+    mode: str | None
+    work: Expr
+    growing: Ref | None
+    span: Span
+    head: Span
+    form: str = "run"  # or the serving form it came from: prefill, decode, tool
+
+
+@dataclass(frozen=True, slots=True)
+class ServingStmt:
+    """``prefill|decode|tool [[i] | on S] work [growing P]`` before stage resolution."""
+
+    role: str
+    index: Expr | None
+    on: Ref | None
+    work: Expr
+    growing: Ref | None
+    span: Span
+    head: Span
+
+
+@dataclass(frozen=True, slots=True)
+class BranchStmt:
+    guard: Expr
+    then: "Block"
+    orelse: "Block | None"
+    draw: bool  # `branch with (p)`
+    span: Span
+    head: Span
+
+
+@dataclass(frozen=True, slots=True)
+class LoopStmt:
+    body: "Block"
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class ChooseStmt:
+    name: str
+    count: Expr
+    keys: tuple[Expr, ...]
+    span: Span
+    name_span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class UseStmt:
+    """``NAME(args);``: a statement definition's use."""
+
+    name: str
+    args: tuple[Expr | None, ...]  # None: an empty argument
+    span: Span
+    name_span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class UnknownStmt:
+    """A statement that starts with a word no rule knows (maybe a definition
+    used without its ``;``, which only the expander can tell)."""
+
+    name: str
+    span: Span
+    name_span: Span
+    called: bool  # the word is followed by `(`
+
+
+@dataclass(frozen=True, slots=True)
+class ServerMark:
+    """Where a spliced server block begins or ends (``ir.ServerBegin``/``ServerEnd``)."""
+
+    begin: bool
+    span: Span
+
+
+Stmt = Union[
+    SetStmt, ObserveStmt, TurnStmt, RequestStmt, EndStmt, HoldStmt, GrowStmt, DropStmt,
+    ReleaseStmt, RunStmt, ServingStmt, BranchStmt, LoopStmt, ChooseStmt, UseStmt, UnknownStmt,
+    ServerMark,
+]
+Block = tuple[Stmt, ...]
+
+# ---------------------------------------------------------------------------
+# items
+
+
+@dataclass(frozen=True, slots=True)
+class LetItem:
+    name: str
+    expr: Expr
+    span: Span
+    name_span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class UseItem:
+    path: str
+    span: Span
+    path_span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class DefItem:
+    name: str
+    params: tuple[str, ...]
+    param_spans: tuple[Span, ...]
+    body: Union[Expr, Block]
+    is_expr: bool
+    span: Span
+    name_span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Clause:
+    """One clause of a pool, step stage or run block: ``word`` and its value."""
+
+    word: str
+    value: object  # an Expr, a key tuple, a keyword string, or a name
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class PoolItem:
+    name: str
+    size: int | None
+    clauses: tuple[Clause, ...]
+    span: Span
+    name_span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class StageItem:
+    name: str
+    size: int | None
+    kind: str  # delay fifo ps step
+    arg: Expr | None  # fifo(c) or ps(φ)
+    clauses: tuple[Clause, ...]  # step clauses
+    span: Span
+    name_span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadItem:
+    clauses: tuple[Clause, ...]  # arrive, trace, hidden, init, turn, session
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class ServerItem:
+    body: Block
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class SessionItem:
+    body: Block
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class RunItem:
+    clauses: tuple[Clause, ...]
+    span: Span
+
+
+Item = Union[LetItem, UseItem, DefItem, PoolItem, StageItem, WorkloadItem, ServerItem, SessionItem, RunItem]
+
+
+@dataclass(frozen=True, slots=True)
+class Arrival:
+    kind: str  # poisson renewal closed batch none
+    arg: Expr | None
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Trace:
+    path: str
+    ordered: bool
+    span: Span

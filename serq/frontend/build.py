@@ -1,0 +1,545 @@
+"""Parse tree → syntax tree: one ``visit_<rule>`` per grammar rule.
+
+The builder also refuses, at their location, what the grammar accepts only to
+name it: advanced features ("not supported yet"), later-era items ("not
+supported in this version"), retired words, unknown options, repeated clauses
+(decision 4) and chained comparisons.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from parsimonious.nodes import Node, NodeVisitor
+
+from ..errors import SerqError, Source, Span
+from . import ast as A
+from .diag import at, did_you_mean, error
+from .lexer import Tokens, number_value
+from .words import ADVANCED_ITEMS, ADVANCED_STMTS, LATER, RETIRED
+
+_PASS = {
+    "item", "let_value", "def_body", "pool_clause", "stage_kind", "step_clause", "wl_clause",
+    "run_option", "stmt", "unary", "atom", "role", "run_mode", "run_kw", "arrival_kw",
+    "evict_how", "preempt_how", "queue_how", "serve_how", "serve_target",
+}
+_TOKENS = {"name", "string", "semi", "comma", "colon", "dot", "lbrace", "rbrace", "lparen",
+           "rparen", "lbrack", "rbrack", "eq", "question", "tilde", "caret", "oror", "andand",
+           "cmp_op", "add_op", "mul_op", "prefix_op"}
+
+
+@dataclass(frozen=True, slots=True)
+class Tok:
+    text: str
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Keys:
+    exprs: tuple[A.Expr, ...]
+    span: Span
+
+
+def not_supported(what: str, span: Span, later: bool = False) -> SerqError:
+    era = "in this version" if later else "yet"
+    return error(f"{what} is not supported {era}", span)
+
+
+def retired(word: str, span: Span) -> SerqError:
+    return error(RETIRED[word], span)
+
+
+class Builder(NodeVisitor):
+    unwrapped_exceptions = (SerqError, RecursionError)
+
+    def __init__(self, source: Source, tokens: Tokens) -> None:
+        self.source = source
+        self.tokens = tokens
+
+    # ------------------------------------------------------------ helpers
+    def span(self, node: Node) -> Span:
+        end = max(node.start, self.tokens.trim(node.end))
+        return Span(self.source, node.start, end)
+
+    def generic_visit(self, node: Node, children: list[Any]) -> Any:
+        name = node.expr_name
+        if name in _PASS:
+            return children[0]
+        if name in _TOKENS or name.startswith("kw_"):
+            text = node.children[0].text if node.children else node.text
+            return Tok(text, Span(self.source, node.start, node.start + len(text)))
+        return children or node
+
+    @staticmethod
+    def opt(x: Any) -> Any:
+        """The value of an optional ``x?``: None or its single child."""
+        return x[0] if isinstance(x, list) and x else None
+
+    def soup_words(self, node: Node) -> list[str]:
+        return node.text.split()
+
+    def check_repeats(self, clauses: list[A.Clause], where: str, once: set[str]) -> None:
+        """Decision 4: a clause given twice is an error, naming the first."""
+        seen: dict[str, A.Clause] = {}
+        for c in clauses:
+            if c.word in once and c.word in seen:
+                raise error(f"`{c.word}` is given twice in {where}", c.span,
+                            helps=["keep one of them"],
+                            notes=[f"the first is at {at(seen[c.word].span)}"])
+            seen.setdefault(c.word, c)
+
+    # ------------------------------------------------------------ program and items
+    def visit_program(self, node, ch):
+        return list(ch[1]) if isinstance(ch[1], list) else []
+
+    def visit_set_expr(self, node, ch):
+        return ch[1]
+
+    def visit_other_item(self, node, ch):
+        word: Tok = ch[1]
+        rest = node.children[2].text.split()
+        if word.text in RETIRED:
+            raise error(f"`{word.text}` is a retired word and names nothing: {RETIRED[word.text]}", word.span)
+        if word.text in ADVANCED_ITEMS:
+            raise not_supported(ADVANCED_ITEMS[word.text], word.span)
+        if word.text in LATER:
+            raise not_supported(LATER[word.text], word.span, later=True)
+        if rest and rest[0] == "pull":
+            raise not_supported("a pull relation (`D pull P …`)", word.span)
+        raise error(f"unexpected `{word.text}` at top level", word.span,
+                    helps=["a program holds `let`, `use`, `def`, `pool`, `stage`, `workload`, "
+                           "`server`, `session` and `run` items"])
+
+    def visit_let_item(self, node, ch):
+        name: Tok = ch[1]
+        return A.LetItem(name.text, ch[3], self.span(node), name.span)
+
+    def visit_args_number(self, node, ch):
+        key: Tok = ch[4]
+        return A.ArgsNumber(key.text[1:-1], ch[6], self.span(node))
+
+    def visit_use_item(self, node, ch):
+        path: Tok = ch[1]
+        return A.UseItem(path.text[1:-1], self.span(node), path.span)
+
+    def visit_def_item(self, node, ch):
+        name: Tok = ch[1]
+        params: list[Tok] = self.opt(ch[3]) or []
+        body = ch[5]
+        is_expr = not isinstance(body, tuple)
+        return A.DefItem(name.text, tuple(p.text for p in params), tuple(p.span for p in params),
+                         body, is_expr, self.span(node), name.span)
+
+    def visit_params(self, node, ch):
+        return [ch[0]] + [pair[1] for pair in ch[1]] if isinstance(ch[1], list) else [ch[0]]
+
+    def visit_def_expr_body(self, node, ch):
+        return ch[1]
+
+    def array_size(self, node: Node, ch: list[Any]) -> int | None:
+        arr = self.opt(ch)
+        if arr is None:
+            return None
+        expr = arr[1]
+        ok = isinstance(expr, A.Num) and expr.value >= 1 and expr.value == int(expr.value)
+        if not ok or expr.value > 1_000_000:
+            text = self.source.text[expr.span.start:expr.span.end]
+            raise error(f"array size must be a positive integer, found `{text}`", expr.span)
+        return int(expr.value)
+
+    # ------------------------------------------------------------ pools
+    def visit_pool_item(self, node, ch):
+        name: Tok = ch[1]
+        clauses = list(ch[4]) if isinstance(ch[4], list) else []
+        self.check_repeats(clauses, f"pool `{name.text}`", {"cap", "block", "evict", "preempt", "queue", "admit"})
+        return A.PoolItem(name.text, self.array_size(node, ch[2]), tuple(clauses), self.span(node), name.span)
+
+    def _clause(self, node, word: str, value: Any) -> A.Clause:
+        return A.Clause(word, value, self.span(node))
+
+    def visit_cap_clause(self, node, ch):
+        return self._clause(node, "cap", ch[1])
+
+    def visit_block_clause(self, node, ch):
+        return self._clause(node, "block", ch[1])
+
+    def visit_key_list(self, node, ch):
+        exprs = self.opt(ch[2]) or []
+        return Keys(tuple(exprs), self.span(node))
+
+    def _keys_or_word(self, node, word: str, value: Any, what: str) -> A.Clause:
+        if isinstance(value, Keys):
+            if not value.exprs:
+                raise error(f"{what} needs at least one key", value.span)
+            return self._clause(node, word, value.exprs)
+        return self._clause(node, word, value.text)
+
+    def visit_evict_clause(self, node, ch):
+        return self._keys_or_word(node, "evict", ch[1], "`evict by`")
+
+    def visit_preempt_clause(self, node, ch):
+        return self._clause(node, "preempt", ch[1].text)
+
+    def visit_queue_clause(self, node, ch):
+        return self._keys_or_word(node, "queue", ch[1], "`queue by`")
+
+    def visit_admit_clause(self, node, ch):
+        stage: Tok = ch[2]
+        return self._clause(node, "admit", A.Name(stage.text, stage.span))
+
+    def visit_pool_other(self, node, ch):
+        word: Tok = ch[1]
+        if word.text == "spill":
+            raise not_supported("`spill`", word.span)
+        if word.text in RETIRED:
+            raise retired(word.text, word.span)
+        helps, _ = did_you_mean(word.text, "", ["cap", "block", "evict", "preempt", "queue", "admit"])
+        raise error(f"unknown pool option `{word.text}`", word.span,
+                    helps=helps or ["a pool takes `cap`, `block`, `evict`, `preempt`, `queue` and `admit via`"])
+
+    # ------------------------------------------------------------ stages
+    def visit_stage_item(self, node, ch):
+        name: Tok = ch[1]
+        kind, arg, clauses = ch[4]
+        if kind == "step":
+            self.check_repeats(clauses, f"stage `{name.text}`", {"budget", "cost", "chunk", "memory"})
+            serves = [c for c in clauses if c.word == "serve"]
+            if len(serves) > 1:
+                raise error("a step stage serves its residents in one way: `serve` is given twice",
+                            serves[1].span, notes=[f"the first is at {at(serves[0].span)}"])
+            if not any(c.word == "cost" for c in clauses):
+                raise error("a step stage needs `cost`", name.span,
+                            helps=["say what one iteration costs in clock time, e.g. `cost 0.01 + 2e-5 * tokens;`"],
+                            prefix=f"stage `{name.text}`")
+        return A.StageItem(name.text, self.array_size(node, ch[2]), kind, arg, tuple(clauses),
+                           self.span(node), name.span)
+
+    def visit_step_kind(self, node, ch):
+        return ("step", None, list(ch[2]) if isinstance(ch[2], list) else [])
+
+    def visit_fifo_kind(self, node, ch):
+        return ("fifo", self.opt(ch[1]), [])
+
+    def visit_ps_kind(self, node, ch):
+        return ("ps", ch[2], [])
+
+    def visit_delay_kind(self, node, ch):
+        return ("delay", None, [])
+
+    def visit_other_kind(self, node, ch):
+        word: Tok = ch[1]
+        helps, _ = did_you_mean(word.text, "", ["step", "fifo", "ps", "delay"])
+        raise error(f"unknown stage kind `{word.text}`", word.span,
+                    helps=helps or ["a stage is `step { … }`, `fifo`, `fifo(c)`, `ps(φ)` or `delay`"])
+
+    def visit_budget_clause(self, node, ch):
+        return self._clause(node, "budget", ch[1])
+
+    def visit_cost_clause(self, node, ch):
+        return self._clause(node, "cost", ch[1])
+
+    def visit_chunk_clause(self, node, ch):
+        return self._clause(node, "chunk", ch[1])
+
+    def visit_memory_clause(self, node, ch):
+        pool: Tok = ch[1]
+        return self._clause(node, "memory", A.Name(pool.text, pool.span))
+
+    def visit_decode_first(self, node, ch):
+        return Tok("decode_first", self.span(node))
+
+    def visit_exclusive_prefill(self, node, ch):
+        return Tok("exclusive_prefill", self.span(node))
+
+    def visit_serve_clause(self, node, ch):
+        return self._keys_or_word(node, "serve", ch[1], "`serve by`")
+
+    def visit_step_other(self, node, ch):
+        word: Tok = ch[1]
+        rest = node.children[2].text.split()
+        if word.text == "exclusive" and rest[:1] == ["prefill"]:
+            raise error("write `serve exclusive prefill;`", word.span)
+        if word.text == "decode" and rest[:1] == ["first"]:
+            raise error("write `serve decode first;`", word.span)
+        helps, _ = did_you_mean(word.text, "", ["budget", "cost", "chunk", "memory", "serve"])
+        raise error(f"unknown step option `{word.text}`", word.span,
+                    helps=helps or ["a step stage takes `budget`, `cost`, `chunk`, `serve` and `memory`"])
+
+    # ------------------------------------------------------------ workload, server, session, run
+    def visit_workload_item(self, node, ch):
+        clauses = list(ch[2]) if isinstance(ch[2], list) else []
+        sessions = [c for c in clauses if c.word == "session"]
+        if len(sessions) > 1:
+            raise error("duplicate session in workload", sessions[1].span,
+                        notes=[f"the first is at {at(sessions[0].span)}"])
+        self.check_repeats(clauses, "the workload", {"arrive", "trace", "init", "turn"})
+        return A.WorkloadItem(tuple(clauses), self.span(node))
+
+    def visit_arrive_clause(self, node, ch):
+        return self._clause(node, "arrive", ch[1])
+
+    def visit_arrival(self, node, ch):
+        x = ch[0]
+        return A.Arrival("none", None, x.span) if isinstance(x, Tok) else x
+
+    def visit_counted_arrival(self, node, ch):
+        return A.Arrival(ch[0].text, ch[2], self.span(node))
+
+    def visit_trace_clause(self, node, ch):
+        path: Tok = ch[1]
+        ordered = self.opt(ch[2]) is not None
+        return self._clause(node, "trace", A.Trace(path.text[1:-1], ordered, path.span))
+
+    def visit_hidden_clause(self, node, ch):
+        toks = [ch[1]] + [pair[1] for pair in ch[2]] if isinstance(ch[2], list) else [ch[1]]
+        return self._clause(node, "hidden", tuple(A.Name(t.text, t.span) for t in toks))
+
+    def visit_init_clause(self, node, ch):
+        return self._clause(node, "init", ch[1])
+
+    def visit_turn_clause(self, node, ch):
+        return self._clause(node, "turn", ch[1])
+
+    def visit_wl_session(self, node, ch):
+        return self._clause(node, "session", ch[1])
+
+    def visit_wl_other(self, node, ch):
+        word: Tok = ch[1]
+        if word.text in RETIRED:
+            raise retired(word.text, word.span)
+        raise error(f"unexpected `{word.text}` in workload", word.span,
+                    helps=["a workload holds `arrive`, `trace`, `hidden`, `init`, `turn` and `session`"])
+
+    def visit_server_item(self, node, ch):
+        return A.ServerItem(ch[1], self.span(node))
+
+    def visit_session_item(self, node, ch):
+        return A.SessionItem(ch[1], self.span(node))
+
+    def visit_run_item(self, node, ch):
+        clauses = list(ch[2]) if isinstance(ch[2], list) else []
+        self.check_repeats(clauses, "`run`", {"horizon", "warmup", "seed", "arrivals"})
+        return A.RunItem(tuple(clauses), self.span(node))
+
+    def visit_run_known(self, node, ch):
+        return self._clause(node, ch[0].text, ch[1])
+
+    def visit_run_other(self, node, ch):
+        word: Tok = ch[1]
+        helps, _ = did_you_mean(word.text, "", ["horizon", "warmup", "seed", "arrivals"])
+        raise error(f"unknown run option `{word.text}`", word.span,
+                    helps=helps or ["`run` takes `horizon`, `warmup`, `seed` and `arrivals`"])
+
+    # ------------------------------------------------------------ statements
+    def visit_block(self, node, ch):
+        return tuple(ch[1]) if isinstance(ch[1], list) else ()
+
+    def visit_turn_stmt(self, node, ch):
+        return A.TurnStmt(self.span(node))
+
+    def visit_request_stmt(self, node, ch):
+        queue = self.opt(ch[1])
+        if queue is not None:
+            raise not_supported("`request Q` (a gateway queue)", queue.span)
+        return A.RequestStmt(self.span(node))
+
+    def visit_end_stmt(self, node, ch):
+        return A.EndStmt(self.span(node))
+
+    def visit_set_stmt(self, node, ch):
+        return A.SetStmt(ch[1].text, ch[3], self.span(node), ch[1].span)
+
+    def visit_observe_stmt(self, node, ch):
+        return A.ObserveStmt(ch[1].text, ch[3], self.span(node), ch[1].span)
+
+    def visit_hold_stmt(self, node, ch):
+        pools = [ch[1]] + [pair[1] for pair in ch[2]] if isinstance(ch[2], list) else [ch[1]]
+        lease = self.opt(ch[7])
+        if lease is not None:
+            raise not_supported("`lease`", lease)
+        bindings = self.opt(ch[4]) or ()
+        return A.HoldStmt(tuple(pools), self.opt(ch[3]), tuple(bindings), ch[5], self.opt(ch[6]),
+                          self.span(node), ch[0].span)
+
+    def visit_hold_pool(self, node, ch):
+        return A.HoldPool(ch[0], ch[2], self.opt(ch[4]), self.span(node))
+
+    def visit_admission(self, node, ch):
+        rest = [pair[1] for pair in ch[4]] if isinstance(ch[4], list) else []
+        return [ch[3]] + rest
+
+    def visit_binding(self, node, ch):
+        return A.Binding(ch[0].text, ch[2], self.span(node), ch[0].span)
+
+    def _parenthesised(self, node, ch):
+        return ch[2]
+
+    visit_reserve_clause = visit_reuse_clause = visit_cache_clause = _parenthesised
+
+    def visit_fifo_count(self, node, ch):
+        return ch[1]
+
+    visit_index = visit_fifo_count
+
+    def visit_else_clause(self, node, ch):
+        return ch[1]
+
+    def visit_lease_clause(self, node, ch):
+        return ch[0].span
+
+    def visit_grow_stmt(self, node, ch):
+        return A.GrowStmt(ch[1], ch[3], self.span(node), ch[0].span)
+
+    def visit_drop_stmt(self, node, ch):
+        return A.DropStmt(ch[1], self.span(node))
+
+    def visit_release_stmt(self, node, ch):
+        return A.ReleaseStmt(ch[1], self.span(node), ch[0].span)
+
+    def visit_run_stmt(self, node, ch):
+        if isinstance(ch[2], list) and ch[2]:
+            raise not_supported("a run on several stages (`run A, B (w)`)", ch[2][0][1].span)
+        mode = self.opt(ch[3])
+        growing = self.opt(ch[7])
+        return A.RunStmt(ch[1], mode.text if mode else None, ch[5], growing, self.span(node), ch[0].span)
+
+    def visit_growing(self, node, ch):
+        return ch[1]
+
+    def visit_branch_stmt(self, node, ch):
+        draw = self.opt(ch[1]) is not None
+        return A.BranchStmt(ch[3], ch[5], self.opt(ch[6]), draw, self.span(node), ch[0].span)
+
+    def visit_loop_stmt(self, node, ch):
+        return A.LoopStmt(ch[1], self.span(node))
+
+    def visit_choose_stmt(self, node, ch):
+        keys = self.opt(ch[6]) or []
+        if not keys:
+            raise error("a `choose` needs at least one key", self.span(node.children[5]))
+        return A.ChooseStmt(ch[1].text, ch[3], tuple(keys), self.span(node), ch[1].span)
+
+    def visit_serving_stmt(self, node, ch):
+        role: Tok = ch[0]
+        target = self.opt(ch[1])
+        index = on = None
+        if isinstance(target, list):  # `on S, …`
+            if len(target) > 1:
+                raise not_supported(f"`{role.text} on` several stages", target[1].span)
+            on = target[0]
+        elif target is not None:
+            index = target
+        return A.ServingStmt(role.text, index, on, ch[2], self.opt(ch[3]), self.span(node), role.span)
+
+    def visit_serve_index(self, node, ch):
+        return ch[1]
+
+    def visit_serve_on(self, node, ch):
+        return [ch[1]] + ([pair[1] for pair in ch[2]] if isinstance(ch[2], list) else [])
+
+    def visit_use_stmt(self, node, ch):
+        return A.UseStmt(ch[0].text, self.call_args(ch[2]), self.span(node), ch[0].span)
+
+    def visit_other_stmt(self, node, ch):
+        word: Tok = ch[1]
+        rest = node.children[2].text.lstrip()
+        if word.text in RETIRED:
+            raise retired(word.text, word.span)
+        if word.text in ADVANCED_STMTS:
+            raise not_supported(ADVANCED_STMTS[word.text], word.span)
+        if word.text in LATER:
+            raise not_supported(LATER[word.text], word.span, later=True)
+        if rest.startswith(".") or rest.startswith("["):
+            raise not_supported("a queue call (`Q.verb(…)`)", word.span)
+        return A.UnknownStmt(word.text, self.span(node), word.span, rest.startswith("("))
+
+    def visit_ref(self, node, ch):
+        name: Tok = ch[0]
+        return A.Ref(name.text, self.opt(ch[1]), self.span(node), name.span)
+
+    # ------------------------------------------------------------ expressions
+    def visit_expr(self, node, ch):
+        tail = self.opt(ch[1])
+        if tail is None:
+            return ch[0]
+        return A.Cond(ch[0], tail[0], tail[1], self.span(node))
+
+    def visit_ternary(self, node, ch):
+        return (ch[1], ch[3])
+
+    def _left(self, node, ch) -> A.Expr:
+        x = ch[0]
+        for op, y in ch[1] if isinstance(ch[1], list) else []:
+            x = A.Binary(op.text, x, y, Span(self.source, x.span.start, y.span.end))
+        return x
+
+    visit_or_expr = visit_and_expr = visit_add_expr = visit_mul_expr = _left
+
+    def visit_cmp_expr(self, node, ch):
+        tail = ch[1] if isinstance(ch[1], list) else []
+        if len(tail) > 1:
+            raise error("comparisons do not chain", tail[1][0].span,
+                        helps=["write `(a < b) < c`, or `a < b && b < c`"])
+        return self._left(node, ch)
+
+    def visit_prefixed(self, node, ch):
+        return A.Unary(ch[0].text, ch[1], self.span(node))
+
+    def visit_draw(self, node, ch):
+        name: Tok = ch[1]
+        return A.Draw(name.text, tuple(self.opt(ch[3]) or ()), self.span(node), name.span)
+
+    def visit_power(self, node, ch):
+        tail = self.opt(ch[1])
+        if tail is None:
+            return ch[0]
+        return A.Binary("^", ch[0], tail[1], self.span(node))
+
+    def visit_atom(self, node, ch):
+        x = ch[0]
+        return A.Name(x.text, x.span) if isinstance(x, Tok) else x
+
+    def visit_number(self, node, ch):
+        text = node.children[0].text
+        value = number_value(text)
+        return A.Num(value if value is not None else float("nan"), Span(self.source, node.start, node.start + len(text)))
+
+    def visit_paren_expr(self, node, ch):
+        return ch[1]
+
+    def visit_aggregate(self, node, ch):
+        raise not_supported(f"an aggregate (`{ch[0][0].text} j in n (e)`)", self.span(node))
+
+    def visit_agg_kw(self, node, ch):
+        return ch
+
+    def visit_call(self, node, ch):
+        name: Tok = ch[0]
+        return A.Call(name.text, self.call_args(ch[2]), self.span(node), name.span)
+
+    @staticmethod
+    def call_args(args: list[Any]) -> tuple[Any, ...]:
+        """Call arguments; ``f()`` has none, and an empty argument elsewhere is None."""
+        if args == [None]:
+            return ()
+        return tuple(args)
+
+    def visit_args(self, node, ch):
+        return [ch[0]] + ([pair[1] for pair in ch[1]] if isinstance(ch[1], list) else [])
+
+    def visit_arg(self, node, ch):
+        return ch[0]
+
+    def visit_empty_arg(self, node, ch):
+        return None
+
+    def visit_ref_arg(self, node, ch):
+        name: Tok = ch[0]
+        index = self.opt(ch[1])
+        if index is None:
+            return A.Name(name.text, name.span)
+        return A.Index(name.text, index, self.span(node), name.span)
+
+    def visit_expr_list(self, node, ch):
+        return [ch[0]] + ([pair[1] for pair in ch[1]] if isinstance(ch[1], list) else [])

@@ -1,0 +1,238 @@
+"""The serQ grammar (language §9) as one Parsimonious PEG.
+
+Conventions:
+
+* Every terminal rule eats the spacing after it (``_``), so a rule's node
+  starts at its first token; :mod:`serq.frontend.build` trims the trailing
+  spacing off spans.
+* Every rule is named: Parsimonious reports the farthest failure of a *named*
+  rule, and :mod:`serq.frontend.parse` turns that name into "expected X".
+* Keywords are contextual (§1.6): ``name`` accepts any identifier, and each
+  position tries its keyword alternatives first.  The keyword rules ``kw_*``
+  are generated from :data:`KEYWORDS` at the end of the text.
+* Catch-all rules (``other_item``, ``other_stmt``, ``pool_other`` …) accept an
+  unknown word followed by a balanced "soup" of tokens, so that the builder can
+  say *unknown statement `w`*, refuse an advanced feature at its location, or
+  name a retired word, instead of a bare "expected".  A negative look-ahead
+  keeps them from swallowing a keyword whose own rule failed.
+"""
+
+from __future__ import annotations
+
+from parsimonious.grammar import Grammar
+
+KEYWORDS = (
+    "let use def pool stage workload server session run "
+    "cap block evict lru by preempt lifo none queue fifo admit via "
+    "step budget cost chunk memory serve admission decode first exclusive prefill ps delay "
+    "arrive trace ordered hidden init turn poisson renewal closed batch "
+    "horizon warmup seed arrivals "
+    "request end set observe hold reserve reuse at cache lease grow drop release "
+    "branch with else loop choose in tool on growing "
+    "max min sum args number"
+).split()
+
+GRAMMAR_TEXT = r'''
+# ------------------------------------------------------------------ program
+program        = _ item* eoi
+eoi            = ~r"\Z"
+# the value of `--set NAME=EXPR` (language §8)
+set_expr       = _ expr eoi
+item           = let_item / use_item / def_item / pool_item / stage_item / workload_item
+               / server_item / session_item / run_item / other_item
+# an unknown word at top level; also `share`, `gauge`, `queue`, pull relations
+# and the later era's `fn`, `claim`, `device`, `engine`, refused by the builder
+other_item     = !item_kw name soup (semi / braces)?
+item_kw        = kw_let / kw_use / kw_def / kw_pool / kw_stage / kw_workload / kw_server
+               / kw_session / kw_run
+
+let_item       = kw_let name eq let_value semi
+let_value      = args_number / expr
+# decision 5: `args.number("name", default)` as the whole initializer of a `let`
+args_number    = kw_args dot kw_number lparen string comma expr rparen
+use_item       = kw_use string semi
+def_item       = kw_def name lparen params? rparen def_body
+params         = name (comma name)*
+def_body       = def_expr_body / block
+def_expr_body  = eq expr semi
+
+# ------------------------------------------------------------------ pools (§3)
+pool_item      = kw_pool name array? lbrace pool_clause* pool_end
+pool_end       = rbrace
+array          = lbrack expr rbrack
+pool_clause    = cap_clause / block_clause / evict_clause / preempt_clause / queue_clause
+               / admit_clause / pool_other
+cap_clause     = kw_cap expr semi
+block_clause   = kw_block expr semi
+evict_clause   = kw_evict evict_how semi
+evict_how      = kw_lru / key_list
+key_list       = kw_by lparen expr_list? rparen
+preempt_clause = kw_preempt preempt_how semi
+preempt_how    = kw_lifo / kw_none
+queue_clause   = kw_queue queue_how semi
+queue_how      = kw_fifo / key_list
+admit_clause   = kw_admit kw_via name semi
+pool_other     = !pool_kw name soup semi
+pool_kw        = kw_cap / kw_block / kw_evict / kw_preempt / kw_queue / kw_admit
+
+# ------------------------------------------------------------------ stages (§4)
+stage_item     = kw_stage name array? colon stage_kind
+stage_kind     = step_kind / fifo_kind / ps_kind / delay_kind / other_kind
+step_kind      = kw_step lbrace step_clause* step_end semi?
+step_end       = rbrace
+fifo_kind      = kw_fifo fifo_count? semi
+fifo_count     = lparen expr rparen
+ps_kind        = kw_ps lparen expr rparen semi
+delay_kind     = kw_delay semi
+other_kind     = !kind_kw name soup semi?
+kind_kw        = kw_step / kw_fifo / kw_ps / kw_delay
+step_clause    = budget_clause / cost_clause / chunk_clause / memory_clause / serve_clause
+               / step_other
+budget_clause  = kw_budget expr semi
+cost_clause    = kw_cost expr semi
+chunk_clause   = kw_chunk expr semi
+memory_clause  = kw_memory name semi
+serve_clause   = kw_serve serve_how semi
+serve_how      = kw_admission / decode_first / exclusive_prefill / key_list
+decode_first   = kw_decode kw_first
+exclusive_prefill = kw_exclusive kw_prefill
+step_other     = !step_kw name soup semi
+step_kw        = kw_budget / kw_cost / kw_chunk / kw_memory / kw_serve
+
+# ------------------------------------------------------------------ workload (§2.6)
+workload_item  = kw_workload lbrace wl_clause* wl_end
+wl_end         = rbrace
+wl_clause      = arrive_clause / trace_clause / hidden_clause / init_clause / turn_clause
+               / wl_session / wl_other
+arrive_clause  = kw_arrive arrival semi
+arrival        = counted_arrival / kw_none
+counted_arrival = arrival_kw lparen expr rparen
+arrival_kw     = kw_poisson / kw_renewal / kw_closed / kw_batch
+trace_clause   = kw_trace string kw_ordered? semi
+hidden_clause  = kw_hidden name (comma name)* semi
+init_clause    = kw_init block
+turn_clause    = kw_turn block
+wl_session     = kw_session block
+wl_other       = !wl_kw name soup (semi / braces)?
+wl_kw          = kw_arrive / kw_trace / kw_hidden / kw_init / kw_turn / kw_session
+
+server_item    = kw_server block
+session_item   = kw_session block
+run_item       = kw_run lbrace run_option* run_end
+run_end        = rbrace
+run_option     = run_known / run_other
+run_known      = run_kw expr semi
+run_kw         = kw_horizon / kw_warmup / kw_seed / kw_arrivals
+run_other      = !run_kw name soup semi
+
+# ------------------------------------------------------------------ statements (§5)
+block          = lbrace stmt* block_end
+block_end      = rbrace
+stmt           = turn_stmt / request_stmt / end_stmt / set_stmt / observe_stmt / hold_stmt
+               / grow_stmt / drop_stmt / release_stmt / run_stmt / branch_stmt / loop_stmt
+               / choose_stmt / serving_stmt / use_stmt / other_stmt
+turn_stmt      = kw_turn semi
+request_stmt   = kw_request name? semi
+end_stmt       = kw_end semi
+set_stmt       = kw_set name eq expr semi
+observe_stmt   = kw_observe name eq expr semi
+hold_stmt      = kw_hold hold_pool (comma hold_pool)* reuse_clause? admission? block
+                 cache_clause? lease_clause? semi?
+hold_pool      = ref lparen expr rparen reserve_clause?
+reserve_clause = kw_reserve lparen expr rparen
+reuse_clause   = kw_reuse lparen expr rparen
+admission      = kw_at kw_admission lparen binding (comma binding)* rparen
+binding        = name eq expr
+cache_clause   = kw_cache lparen expr rparen
+lease_clause   = kw_lease ref lparen expr rparen
+grow_stmt      = kw_grow ref lparen expr rparen semi
+drop_stmt      = kw_drop ref semi
+release_stmt   = kw_release ref semi
+run_stmt       = kw_run ref (comma ref)* run_mode? lparen expr rparen growing? semi
+run_mode       = kw_prefill / kw_decode
+growing        = kw_growing ref
+branch_stmt    = kw_branch kw_with? lparen expr rparen block else_clause?
+else_clause    = kw_else block
+loop_stmt      = kw_loop block
+choose_stmt    = kw_choose name kw_in expr kw_by lparen expr_list? rparen semi
+# the serving forms (§5.6): the work is any expression, ending at `growing` or `;`
+serving_stmt   = role serve_target? expr growing? semi
+role           = kw_prefill / kw_decode / kw_tool
+serve_target   = serve_index / serve_on
+serve_index    = lbrack expr rbrack
+serve_on       = kw_on ref (comma ref)*
+# a definition use; whether NAME is a statement definition is decided later
+use_stmt       = name lparen args rparen use_end
+use_end        = semi
+# an unknown word; also `load`, `transfer`, `mark`, `while`, queue calls, retired words
+other_stmt     = !stmt_kw name soup (semi / braces)?
+stmt_kw        = kw_turn / kw_request / kw_end / kw_set / kw_observe / kw_hold / kw_grow
+               / kw_drop / kw_release / kw_run / kw_branch / kw_loop / kw_choose
+               / kw_prefill / kw_decode / kw_tool
+ref            = name index?
+index          = lbrack expr rbrack
+
+# ------------------------------------------------------------------ expressions (§6.1)
+expr           = or_expr ternary?
+ternary        = question expr colon expr
+or_expr        = and_expr (oror and_expr)*
+and_expr       = cmp_expr (andand cmp_expr)*
+# comparisons do not chain: the builder refuses a second operator with a clear message
+cmp_expr       = add_expr (cmp_op add_expr)*
+add_expr       = mul_expr (add_op mul_expr)*
+mul_expr       = unary (mul_op unary)*
+unary          = prefixed / draw / power
+prefixed       = prefix_op unary
+draw           = tilde name lparen expr_list? rparen
+power          = atom (caret unary)?
+atom           = number / paren_expr / aggregate / call / name
+paren_expr     = lparen expr rparen
+aggregate      = agg_kw name kw_in agg_count lparen expr rparen
+agg_kw         = kw_max / kw_min / kw_sum
+agg_count      = number / name / paren_expr
+call           = name lparen args rparen
+args           = arg (comma arg)*
+arg            = ref_arg / expr / empty_arg
+ref_arg        = name index? &(comma / rparen)
+empty_arg      = ""
+expr_list      = expr (comma expr)*
+
+# ------------------------------------------------------------------ soup (balanced tokens)
+soup           = soup_tok*
+soup_tok       = string / soup_parens / soup_bracks / soup_word
+soup_parens    = lparen soup rparen
+soup_bracks    = lbrack soup rbrack
+soup_word      = ~r"(?:[^;{}()\[\]\"\s/]|/(?![/*]))+" _
+braces         = lbrace (soup_tok / semi / braces)* rbrace
+
+# ------------------------------------------------------------------ tokens (§1)
+_              = ~r"(?:\s+|//[^\n]*|/\*[\s\S]*?\*/)*"
+name           = ~r"[^\W\d]\w*" _
+number         = ~r"(?:\d|\.\d)[\d._]*(?:[eE][+-]?\d+)?" _
+string         = ~r"\"[^\"]*\"" _
+semi           = ";" _
+comma          = "," _
+colon          = ":" _
+dot            = "." _
+lbrace         = "{" _
+rbrace         = "}" _
+lparen         = "(" _
+rparen         = ")" _
+lbrack         = "[" _
+rbrack         = "]" _
+eq             = ~r"=(?!=)" _
+question       = "?" _
+tilde          = "~" _
+caret          = "^" _
+oror           = "||" _
+andand         = "&&" _
+cmp_op         = ~r"<=|>=|==|!=|<|>" _
+add_op         = ~r"[+-]" _
+mul_op         = ~r"[*/]" _
+prefix_op      = ~r"-|!(?!=)" _
+
+# the keyword rules follow, one per word of KEYWORDS:  kw_let = ~r"let\b" _
+'''
+
+GRAMMAR_SOURCE = GRAMMAR_TEXT + "".join(f'kw_{k} = ~r"{k}\\b" _\n' for k in KEYWORDS)
+GRAMMAR = Grammar(GRAMMAR_SOURCE)

@@ -1,0 +1,91 @@
+"""The words of the language the front end checks names against (language §1.6, §6)."""
+
+from __future__ import annotations
+
+from ..expr import DISTRIBUTIONS, POOL_PROBES, PURE_FUNCTIONS, STAGE_PROBES
+
+#: Words with a meaning somewhere in the grammar (§1.6): no `def` or parameter takes them.
+KEYWORDS = frozenset((
+    "admission admit arrivals arrive at batch bernoulli block bottleneck branch budget by cache "
+    "cap choose chunk closed cost decode def delay drop else end evict exclusive fifo first fits "
+    "from grow growing hidden hold horizon in init lease let lifo link load loop lru maxmin memory "
+    "none observe on ordered poisson pool preempt prefill ps queue release renewal request reserve "
+    "reuse run seed serve server session set share spill stage step to tool trace transfer turn use "
+    "via warmup when with workload"
+).split())
+
+#: Retired words (§5.4) and what to write instead.
+RETIRED = {
+    "enter": "`enter` is now `hold`",
+    "admit": "`admit if … fit where x = e { … } keep (ℓ)` is now "
+             "`hold … at admission (x = e) { … } cache (ℓ)`; the pool option `admit via` is unchanged",
+    "keep": "`keep` is now `cache`",
+    "where": "`where x = e` is now `at admission (x = e)`",
+    "fit": "`fit` is gone: the pools of a `hold` are the condition",
+    "fits": "`fits` is now `reserve`",
+}
+
+#: Items and statements of the era that this version refuses (§2.9, §5.2).
+ADVANCED_ITEMS = {
+    "share": "`share` (flow sharing between `ps` stages)",
+    "gauge": "`gauge`",
+    "queue": "`queue` stations",
+}
+ADVANCED_STMTS = {
+    "load": "`load`",
+    "transfer": "`transfer`",
+    "mark": "`mark`",
+}
+#: Later-era words (decision 6).
+LATER = {
+    "fn": "`fn` (an explicit entry point)",
+    "claim": "`claim`",
+    "device": "`device`",
+    "engine": "`engine … on` declarations",
+    "while": "`while`",
+}
+
+OBSERVABLE = frozenset(POOL_PROBES) | frozenset(STAGE_PROBES)
+ESTIMATES = frozenset(("price", "est_lambda", "est_rho", "est_wait"))
+FUNCTIONS = frozenset(PURE_FUNCTIONS) | OBSERVABLE | {"blocksize"} | ESTIMATES
+DIST_NAMES = frozenset(DISTRIBUTIONS)
+
+# moments (§6.4) and how messages describe them
+SESSION, ADMIT, SELECT, EVICT, PS, BUDGET, STEP, SERVE = (
+    "Session", "Admit", "Select", "Evict", "Ps", "Budget", "Step", "Serve")
+MOMENT_TEXT = {
+    SESSION: "a session statement, a run or a hold's cache",
+    ADMIT: "a hold's header, read at admission",
+    SELECT: "a pool's queue keys, read before selecting a waiting session",
+    EVICT: "an eviction key or spill clause",
+    PS: "a ps stage's capacity",
+    BUDGET: "a step stage's budget or chunk, planned before the iteration",
+    STEP: "a step stage's cost, after the iteration",
+    SERVE: "a step stage's serve keys",
+}
+ALL_MOMENTS = tuple(MOMENT_TEXT)
+
+#: Context variables and the moments they exist at (§6.4).
+CONTEXT = {
+    "now": ALL_MOMENTS,
+    "waited": (SELECT,),
+    "size": (EVICT,), "age": (EVICT,), "last": (EVICT,), "waiting": (EVICT,),
+    "present": (PS,),
+    "residents": (BUDGET, STEP, SERVE), "decoders": (BUDGET, STEP, SERVE),
+    "kv_decode": (BUDGET, STEP, SERVE), "kv_prefill": (BUDGET, STEP, SERVE),
+    "tokens": (STEP,), "prefilled": (STEP,), "attention": (STEP,),
+    "decoding": (SERVE,), "admission": (SERVE,), "remaining": (SERVE,),
+}
+
+#: Context variables renamed in this era (§6.2, step 5).
+OLD_CONTEXT = {
+    "queued": "waiting", "n": "present", "ntok": "tokens", "ndec": "decoders",
+    "npre": "prefilled", "nres": "residents", "kvb": "kv_decode", "kvp": "kv_prefill",
+    "attn": "attention",
+}
+
+
+def is_language_word(name: str) -> bool:
+    """A keyword, function, distribution, ``inf`` or context variable."""
+    return (name in KEYWORDS or name in FUNCTIONS or name in DIST_NAMES or name == "inf"
+            or name in CONTEXT)
