@@ -181,9 +181,10 @@ class Pool(BaseResource):
         b = self.block
         return math.floor(x / b + EPS) * b if b is not None and x != math.inf else x
 
-    def record(self) -> None:
+    def record(self, now: float | None = None) -> None:
         """Sample the time-averaged signals (after any change)."""
-        now = self.sim.env._now
+        if now is None:
+            now = self.sim.env._now
         self.used_avg.set(now, self.used)
         self.cached_avg.set(now, self.cache.total)
         self.queue_avg.set(now, len(self.put_queue))

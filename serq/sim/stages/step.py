@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from simpy.events import Event, Timeout
 
+from ... import expr, ir
 from ...errors import SerqRuntimeError
 from ..stats import LogHistogram
 from .base import Job, Stage, check_work
@@ -76,6 +77,10 @@ class StepEngine(Stage):
     """A ``step`` stage: vLLM's scheduler loop (``scheduler.py``)."""
 
     kind = "step"
+    #: Advance runs of identical decode iterations in one event (same report).
+    #: Only with the default hooks; a subclass that overrides one runs
+    #: iteration by iteration.
+    coalesce = True
 
     def __init__(self, sim: Any, decl: Any, label: str, index: int | None, *,
                  budget: Callable[[Any], float], chunk: Callable[[Any], float],
@@ -108,6 +113,11 @@ class StepEngine(Stage):
         self.itl = LogHistogram()
         self._default_order = type(self).order_residents is StepEngine.order_residents and self.serve in (
             "admission", "exclusive_prefill")
+        self._prepared = False
+        self.run_length = 1  # iterations the in-flight timeout stands for (coalesced runs)
+        self.run_cost = 0.0
+        self._run_start = 0.0
+        self._plan: list = []
 
     # -- what budget, chunk and serve keys read (moment Budget) -------------------------
 
@@ -251,14 +261,34 @@ class StepEngine(Stage):
 
     # -- one iteration (§4.3) -----------------------------------------------------------------
 
+    def _prepare(self) -> None:
+        """Facts about the stage's expressions, read once before the first iteration."""
+        step = self.decl.step
+        self._budget_const = step.budget.value if isinstance(step.budget, ir.Num) else None
+        self._chunk_const = step.chunk.value if isinstance(step.chunk, ir.Num) else None
+        reads = {x.name for x in expr.walk(step.cost) if isinstance(x, ir.Ctx)}
+        self._kv_needed = self.memory is not None and bool(reads & {"kv_decode", "kv_prefill"})
+        hooks = ("order_residents", "plan_tokens", "admit_next", "choose_victim", "iteration_cost", "start_iteration")
+        default_hooks = all(getattr(type(self), h) is getattr(StepEngine, h) for h in hooks)
+        steady = all(_steady(e) for e in (step.budget, step.chunk, step.cost))
+        self._coalescable = (self.coalesce and default_hooks and steady
+                             and self.serve in ("admission", "exclusive_prefill", "decode_first"))
+        self._prepared = True
+
     def start_iteration(self) -> bool:
         """Plan and start an iteration; False when there is nothing to run."""
+        if not self._prepared:
+            self._prepare()
         sim = self.sim
-        ctx = _BudgetView(self)
-        budget = self.budget_fn(ctx)
-        chunk = self.chunk_fn(ctx)
+        budget = self._budget_const
+        chunk = self._chunk_const
+        if budget is None or chunk is None:
+            ctx = _BudgetView(self)
+            budget = self.budget_fn(ctx) if budget is None else budget
+            chunk = self.chunk_fn(ctx) if chunk is None else chunk
         self.left = budget
-        self.assign = []
+        assign: list[tuple[Job, float]] = []
+        self.assign = assign
         self.cursor = 0
         self.planning = True
         preempted0 = sim.preemptions
@@ -270,7 +300,8 @@ class StepEngine(Stage):
             while True:
                 job = self._next(served)
                 if job is None:
-                    if self.left > 0.0 and sim.preemptions == preempted0 and self.admit_next(self.left):
+                    if (self.left > 0.0 and sim.preemptions == preempted0 and self._admittable()
+                            and self.admit_next(self.left)):
                         continue
                     break
                 s = job.session
@@ -280,12 +311,13 @@ class StepEngine(Stage):
                         if prefill_resident:
                             continue
                     else:  # the prefill runs alone: earlier decodes leave the batch
-                        for j, t in self.assign:
+                        for j, t in assign:
                             if j.hold is not None:
                                 j.hold.pos[j.k] -= t
-                        self.assign = []
+                        assign.clear()
                         self.left = budget
-                tokens = wish if wish < self.left else self.left
+                left = self.left
+                tokens = wish if wish < left else left
                 if tokens <= 0.0:
                     continue
                 req = job.hold
@@ -293,25 +325,32 @@ class StepEngine(Stage):
                     if s.stall is not None:
                         continue  # stalled growing from an earlier iteration: no tokens
                     k = job.k
-                    need = req.pos[k] + tokens - req.alloc[k]
+                    pos = req.pos[k]
+                    need = pos + tokens - req.alloc[k]
                     if need > EPS and sim.grow(s, req, k, need, engine=self) is not True:
                         continue  # preempted (it is no longer a resident) or stalled
                     if job.prefill:
-                        attention += tokens * (req.pos[k] + tokens / 2.0)
-                    req.pos[k] += tokens
+                        attention += tokens * (pos + tokens / 2.0)
+                    req.pos[k] = pos + tokens
                     req.grown = True
                 elif job.prefill:
                     attention += tokens * tokens / 2.0
-                self.assign.append((job, tokens))
-                self.left -= tokens
+                assign.append((job, tokens))
+                self.left = left - tokens
                 if self.left <= 0.0 or (exclusive and job.prefill):
                     break
         finally:
             self.planning = False
         preempted = sim.preemptions != preempted0
-        if not self.assign and not preempted:
+        if not assign and not preempted:
             return False
-        return self._launch(attention)
+        return self._launch(attention, preempted)
+
+    def _admittable(self) -> bool:
+        for pool in self.admit_pools:
+            if pool.put_queue:
+                return True
+        return False
 
     def _next(self, served: set[int]) -> Job | None:
         """The first resident in serving order not yet served this iteration."""
@@ -328,20 +367,21 @@ class StepEngine(Stage):
                 return job
         return None
 
-    def _launch(self, attention: float) -> bool:
+    def _launch(self, attention: float, preempted: bool) -> bool:
         view = StepView()
         view.srng = self.srng
         tokens = prefilled = decoders = kv_d = kv_p = 0.0
-        memory = self.memory
+        memory = self.memory if self._kv_needed else None
         for job, t in self.assign:
             tokens += t
-            held = job.session.held_in(memory) if memory is not None else 0.0
             if job.prefill:
                 prefilled += t
-                kv_p += held
+                if memory is not None:
+                    kv_p += job.session.held_in(memory)
             else:
                 decoders += 1.0
-                kv_d += held
+                if memory is not None:
+                    kv_d += job.session.held_in(memory)
         view.tokens, view.prefilled, view.decoders = tokens, prefilled, decoders
         view.kv_decode, view.kv_prefill = kv_d, kv_p
         view.residents = float(len(self.residents))
@@ -354,21 +394,136 @@ class StepEngine(Stage):
                 "an iteration that schedules tokens lasts a positive time")
         if not math.isfinite(cost):
             raise SerqRuntimeError(f"stage `{self.label}`: an iteration costs {cost:g}, not a finite time")
+        now = self.env._now
         self.iterations += 1
-        self._account(cost, prefilled, decoders)
+        self._account(now, cost, prefilled, decoders)
         self.iterating = True
         self.epoch += 1
-        timer = Timeout(self.env, cost)
+        m, end = 1, now + cost
+        if self._coalescable and not preempted and not prefilled and decoders == len(self.residents) > 0:
+            m, end = self._run_length(now, cost)
+        self.run_length = m
+        self.run_cost = cost
+        self._run_start = now
+        timer = Timeout(self.env, end - now)
         timer.callbacks.append(self._iter_end)  # type: ignore[union-attr]
         timer.epoch = self.epoch  # type: ignore[attr-defined]
         return True
 
-    def _account(self, cost: float, prefilled: float, decoders: float) -> None:
-        """Step statistics of an iteration that runs [now, now + cost] (§8.4)."""
+    def _run_length(self, now: float, cost: float) -> tuple[int, float]:
+        """How many decode iterations of this batch, this one first, can run
+        back to back before anything else could happen: every one ends before
+        the next event and by the horizon; none finishes a job, meets a
+        waiting request, or needs a block that does not fit (a growth that
+        fits is planned here and replayed in place: it evicts LRU cache and
+        changes ``kv_decode``, hence the cost).  The ends are added one cost
+        at a time from ``now``, as the iterations one by one would reach them.
+        Leaves the plan in ``self._plan``: per iteration after the first, its
+        growths and its cost."""
+        if self._admittable():
+            return 1, now + cost
+        t = now + cost
+        limit = self.env.peek()
+        horizon = self.sim.horizon
+        if not t < limit or t > horizon:
+            return 1, t
+        assign = self.assign
+        cap = 1 << 30
+        for job, _t in assign:
+            cap = min(cap, math.ceil(job.work - EPS) - 1)  # whole tokens that do not finish it
+        if cap <= 1:
+            return 1, t
+        memory = self.memory
+        kv_tracked = self._kv_needed
+        n = len(assign)
+        reqs, ks, pools, pos, alloc, kv = [], [], [], [], [], []
+        for job, _t in assign:
+            req = job.hold
+            reqs.append(req)
+            ks.append(job.k)
+            if req is None:
+                pools.append(None)
+                pos.append(0.0)
+                alloc.append(0.0)
+            else:
+                pool = req.pools[job.k]
+                # a growth in the run must not need keys that read the clock, and
+                # the memory a cost reads must be this hold's allocation alone
+                growable = pool.cache.keys is None and (
+                    not kv_tracked or pool is not memory or job.session.held_in(memory) == req.alloc[job.k])
+                pools.append(pool if growable else False)
+                pos.append(req.pos[job.k])
+                alloc.append(req.alloc[job.k])
+            kv.append(job.session.held_in(memory) if kv_tracked else 0.0)
+        used = {id(p): p.used for p in pools if p}
+        plan: list[tuple[list[tuple[int, float]], float]] = []
+        ends = t
+        cur = cost
+        m = 1
+        while m < cap:
+            growths: list[tuple[int, float]] = []
+            for i in range(n):
+                if reqs[i] is None:
+                    continue
+                units = pos[i] + 1.0 - alloc[i]
+                if units > EPS:
+                    pool = pools[i]
+                    if not pool:
+                        break
+                    need = pool.round_up(alloc[i] + units) - alloc[i]
+                    if need > 0.0:
+                        if used[id(pool)] + need > pool.cap + EPS:
+                            break  # it would preempt or stall: the run stops before
+                        used[id(pool)] += need
+                        alloc[i] = alloc[i] + need
+                        growths.append((i, need))
+                        if kv_tracked and pool is memory:
+                            kv[i] = alloc[i]
+                pos[i] += 1.0
+            else:
+                if growths and kv_tracked:
+                    cur = self._decode_cost(kv)
+                    if not (cur > 0.0 and math.isfinite(cur)):
+                        break
+                t2 = t + cur
+                if not t2 < limit or t2 > horizon:
+                    break
+                plan.append((growths, cur))
+                t = t2
+                m += 1
+                continue
+            break
+        while m > 1 and now + (t - now) != t:  # the timeout's time must be exactly the m-th end
+            plan.pop()  # (only ever when the clock is close to 0)
+            m -= 1
+            t = now + cost
+            for _g, c in plan:
+                t = t + c
+        self._plan = plan
+        return m, t
+
+    def _decode_cost(self, kv: list[float]) -> float:
+        """The cost of a decode iteration of the same batch with other allocations
+        (as ``_launch`` computes it)."""
+        view = StepView()
+        view.srng = self.srng
+        n = tokens = 0.0
+        kv_d = 0.0
+        for held in kv:
+            tokens += 1.0
+            n += 1.0
+            kv_d += held
+        view.tokens, view.prefilled, view.decoders = tokens, 0.0, n
+        view.kv_decode, view.kv_prefill = kv_d, 0.0
+        view.residents = float(len(self.residents))
+        view.attention = 0.0
+        return self.iteration_cost(view)
+
+    def _account(self, start: float, cost: float, prefilled: float, decoders: float) -> None:
+        """Step statistics of an iteration that runs [start, start + cost] (§8.4)."""
         sim = self.sim
-        now = self.env._now
-        lo = now if now > sim.warmup else sim.warmup
-        hi = now + cost
+        lo = start if start > sim.warmup else sim.warmup
+        hi = start + cost
         if hi > sim.horizon:
             hi = sim.horizon
         span = hi - lo
@@ -387,14 +542,21 @@ class StepEngine(Stage):
             self.dec_cost += cost
 
     def _iter_end(self, timer: Any) -> None:
-        """Commit the iteration's tokens; finished jobs' sessions become ready."""
-        self.sim.events += 1
+        """Commit the iteration's tokens; finished jobs' sessions become ready.
+        A coalesced run commits each of its iterations in turn, and plans each
+        next one (one more token of position per job) at its start."""
         if timer.epoch != self.epoch:
+            self.sim.events += 1
             return
         self.iterating = False
+        assign = self.assign
+        m = self.run_length
+        if m > 1:
+            self._replay(assign, m)
+        self.sim.events += 1
         now = self.env._now
         finished = []
-        for job, tokens in self.assign:
+        for job, tokens in assign:
             if job.done:
                 continue
             job.work -= tokens
@@ -414,10 +576,78 @@ class StepEngine(Stage):
             s.job = None
             self.wake(job)
 
+    def _replay(self, assign: list[tuple[Job, float]], m: int) -> None:
+        """Iterations 1 … m−1 of a coalesced run, exactly as one by one: commit
+        each at its end (a token per job, as ``_iter_end`` and
+        ``Session.decode_token`` do), then plan the next at that time (its
+        growths, a token of position per job) and account for it (as
+        ``_account``).  Same operations, same order: the same floats."""
+        sim = self.sim
+        n = float(len(assign))
+        stats = sim.stats_on
+        warmup, horizon = sim.warmup, sim.horizon
+        add = self.itl.add
+        t_dec, t_decs = self.t_decode_only, self.t_decoders
+        dec_iters, dec_sum, dec_cost = self.dec_iters, self.dec_sum, self.dec_cost
+        holds = [(job.hold, job.k) for job, _t in assign]
+        end = self._run_start
+        cost = self.run_cost
+        for growths, next_cost in self._plan:
+            end = end + cost
+            cost = next_cost
+            for job, tokens in assign:
+                job.work -= tokens
+                s = job.session
+                if s.first_tok is None:
+                    s.first_tok = s.last_tok = end
+                    continue
+                if stats:
+                    add(end - s.last_tok)
+                s.n_after += 1
+                s.last_tok = end
+            for i, need in growths:
+                req, k = holds[i]
+                pool = req.pools[k]  # type: ignore[union-attr]
+                pool.make_room(need)
+                pool.used += need
+                req.alloc[k] = req.alloc[k] + need  # type: ignore[union-attr]
+                pool.record(end)
+            for req, k in holds:
+                if req is not None:
+                    req.pos[k] += 1.0
+            lo = end if end > warmup else warmup
+            hi = end + cost
+            if hi > horizon:
+                hi = horizon
+            span = hi - lo
+            if span > 0.0:
+                t_dec += span
+                t_decs += n * span
+            if stats:
+                dec_iters += 1
+                dec_sum += n
+                dec_cost += cost
+        self.t_decode_only, self.t_decoders = t_dec, t_decs
+        self.dec_iters, self.dec_sum, self.dec_cost = dec_iters, dec_sum, dec_cost
+        self.iterations += m - 1
+        sim.events += m - 1
+        self._plan = []
+
     def gap(self, x: float) -> None:
         """An inter-token gap ending on this stage (§4.8)."""
         if self.sim.stats_on:
             self.itl.add(x)
+
+
+def _steady(e: ir.Expr) -> bool:
+    """An expression that gives the same value at every iteration of an
+    unchanged batch: no draw, no clock, no stage probe."""
+    for x in expr.walk(e):
+        if isinstance(x, ir.Draw) or (isinstance(x, ir.Ctx) and x.name == "now"):
+            return False
+        if isinstance(x, ir.Probe) and isinstance(x.target, ir.StageRef):
+            return False
+    return True
 
 
 class _BudgetView:
