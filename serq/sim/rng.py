@@ -53,16 +53,22 @@ def key(root: int, *parts: int) -> int:
 
 
 class Stream:
-    """The SplitMix64 sequence from one key."""
+    """The SplitMix64 sequence from one key, built on the first draw (most
+    sessions' own streams are never drawn from)."""
 
-    __slots__ = ("_s",)
+    __slots__ = ("_s", "_parts")
 
-    def __init__(self, k: int) -> None:
-        self._s = k
+    def __init__(self, root: int, *parts: int) -> None:
+        self._s = -1
+        self._parts = (root, parts)
 
     def random(self) -> float:
         """One uniform draw in [0, 1), 53 bits."""
-        s = (self._s + _GAMMA) & _M
+        s = self._s
+        if s < 0:
+            root, parts = self._parts
+            s = key(root, *parts)
+        s = (s + _GAMMA) & _M
         self._s = s
         z = ((s ^ (s >> 30)) * 0xBF58476D1CE4E5B9) & _M
         z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M
@@ -74,12 +80,12 @@ class Stream:
 
 
 def session_stream(root: int, serial: int) -> Stream:
-    return Stream(key(root, serial, 0, SESSION))
+    return Stream(root, serial, 0, SESSION)
 
 
 def workload_stream(root: int, serial: int, turn: int) -> Stream:
-    return Stream(key(root, serial, turn, WORKLOAD))
+    return Stream(root, serial, turn, WORKLOAD)
 
 
 def global_stream(root: int, kind: int) -> Stream:
-    return Stream(key(root, kind))
+    return Stream(root, kind)

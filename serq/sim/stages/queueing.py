@@ -81,22 +81,29 @@ class FifoStage(Stage):
         check_work(label, work)
         if work == 0.0:
             return self.immediate()
-        job = Job(s, work, Event(self.env), self.env._now)
-        self.waiting.append(job)
+        now = self.env._now
         self.count(+1)
+        if len(self.active) < self.servers and not self.waiting:
+            # a free server: the session waits on the job's end itself
+            job = Job(s, work, None, now)
+            s.job = (self, job)
+            return self._start(job)
+        job = Job(s, work, Event(self.env), now)
+        self.waiting.append(job)
         s.job = (self, job)
-        self._fill()
         return job.ev  # type: ignore[return-value]
 
+    def _start(self, job: Job) -> Timeout:
+        job.started = self.env._now
+        self.active.append(job)
+        timer = Timeout(self.env, job.work)
+        timer.callbacks.append(self._finish)  # type: ignore[union-attr]
+        timer.job = job  # type: ignore[attr-defined]
+        return timer
+
     def _fill(self) -> None:
-        now = self.env._now
         while len(self.active) < self.servers and self.waiting:
-            job = self.waiting.popleft()
-            job.started = now
-            self.active.append(job)
-            timer = Timeout(self.env, job.work)
-            timer.callbacks.append(self._finish)  # type: ignore[union-attr]
-            timer.job = job  # type: ignore[attr-defined]
+            self._start(self.waiting.popleft())
 
     def _finish(self, timer: Any) -> None:
         self.sim.events += 1
@@ -108,7 +115,7 @@ class FifoStage(Stage):
         self.count(-1)
         self.finished(job)
         job.session.job = None
-        self.wake(job)
+        self.wake(job)  # a job that started at once has no event: its session waits on the timer
         self._fill()
 
     def remove(self, job: Job) -> None:
