@@ -73,9 +73,34 @@ def figure(program: ir.Program) -> sc.Scene:
     y = _heading(scene, y, "session: arrival to end, left to right")
     spine = y + flow.up
     flow.draw(scene, MARGIN, spine)
+    y = spine + flow.down
+    kinds = [s.role for s in scene.shapes if isinstance(s, sc.Rect) and s.role in ("hold", "server")]
+    if kinds:
+        y = _legend(scene, y + SECTION_GAP, sorted(set(kinds)))
     scene.width = round(inner + 2 * MARGIN)
-    scene.height = round(spine + flow.down + MARGIN)
+    scene.height = round(y + MARGIN)
     return scene
+
+
+LEGEND = {
+    "hold": "hold: its pools are taken at admission and given back where the box ends",
+    "server": "server: what the deployment does with one request",
+}
+
+
+def _legend(scene: sc.Scene, y: float, kinds: list[str]) -> float:
+    """One line per kind of enclosure in the figure: a small swatch and what it means."""
+    lh = sc.line_height(sc.SMALL) + 4.0
+    for kind in kinds:
+        hold = kind == "hold"
+        scene.add(sc.Rect(MARGIN, y + 2.0, 22.0, lh - 6.0, radius=4.0,
+                          stroke=sc.HOLD_STROKE if hold else sc.SERVER_STROKE,
+                          fill=sc.HOLD_FILL if hold else None, width=1.4 if hold else 1.1,
+                          dash=not hold, role="legend"))
+        scene.add(sc.Text(MARGIN + 30.0, baseline(y + 1.0, sc.SMALL), LEGEND[kind], size=sc.SMALL,
+                          fill=sc.GREY, role="legend-label"))
+        y += lh
+    return y
 
 
 def render(program: ir.Program, fmt: str) -> str:

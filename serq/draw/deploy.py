@@ -130,7 +130,7 @@ def stage_cards(program: ir.Program) -> list[Card]:
             elif step.serve != "admission":
                 lines.append("serve " + step.serve.replace("_", " "))
         elif stage.kind == "delay":
-            lines.append("no waiting")
+            lines.append("infinite servers, no queue")
         elif stage.kind == "fifo":
             lines.append("first come, first served")
         else:

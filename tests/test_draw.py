@@ -1,0 +1,245 @@
+"""`serq draw`: the deployment figure as SVG and TikZ (issue 5).
+
+The figure is checked as data: the SVG parses, names every pool and stage,
+has one enclosure per hold, labels branches with their probabilities; the
+TikZ is a whole standalone document with its labels escaped.  A golden SVG
+pins the layout of `programs/multi-turn/vllm.sq`; regenerate it with
+``SERQ_REGEN_GOLDEN=1 pytest tests/test_draw.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from serq import ir
+from serq.draw import figure, render
+from serq.draw.tikz import latex_escape
+from serq.ir import Attr, Binary, Call, Cond, Ctx, Draw, Num, PoolRef, Probe, StageRef
+
+ROOT = Path(__file__).resolve().parent.parent
+GOLDEN = ROOT / "tests" / "golden" / "vllm.svg"
+SVG = "{http://www.w3.org/2000/svg}"
+BUNDLED = [
+    "programs/multi-turn/vllm.sq",
+    "programs/multi-turn/vllm_chat.sq",
+    "programs/single-turn/vllm_single_turn.sq",
+    "programs/subagent/vllm_subagents.sq",
+    "programs/single-turn/mg1.sq",
+    "programs/single-turn/ps.sq",
+    "programs/multi-turn/closed.sq",
+]
+
+
+# ---------------------------------------------------------------------------
+# a program built by hand: the shape of vllm.sq, with names that need escaping
+
+
+def agent_program(p: float = 0.9, tool: str = "tool") -> ir.Program:
+    """vllm.sq's structure: pools `kv` (block 16, lru, preempt lifo) and `reqs`
+    (admit via engine); a step `engine` and a delay stage; a session that takes
+    a turn, then loops over one request (a hold on reqs and kv around prefill
+    and decode, cached) and a branch on `more = ~bernoulli(p)`."""
+    names = ir.BUILTIN_ATTRIBUTES + ("K", "n", "o", "more", "t0", "prompt", "known", "c")
+    a = {n: Attr(i, n) for i, n in enumerate(names)}
+    kv, reqs, engine = PoolRef(0), PoolRef(1), StageRef(0)
+    cost = Call("max", (Binary("*", Ctx("tokens"), Num(2e-5)), Num(2e-4)))
+    hold = ir.Hold(
+        id=0,
+        pools=(ir.HoldPool(reqs, Num(1.0)),
+               ir.HoldPool(kv, Call("min", (a["known"], Probe("budget_left", engine))))),
+        body=(
+            ir.Set(a["known"].slot, a["prompt"]),
+            ir.Set(a["c"].slot, Call("min", (a["cached"], a["known"]))),
+            ir.Observe(0, Binary(">", a["c"], Num(0))),
+            ir.Run(engine, Binary("-", a["known"], a["c"]), "prefill", kv),
+            ir.Branch(Binary("==", a["known"], a["prompt"]), (ir.Observe(1, Ctx("now")),)),
+            ir.Run(engine, Binary("-", a["o"], Num(1)), "decode", kv),
+        ),
+        cache=Binary("+", a["prompt"], a["o"]),
+    )
+    server = (ir.ServerBegin(), ir.Set(a["t0"].slot, Ctx("now")),
+              ir.Set(a["prompt"].slot, Binary("+", a["K"], a["n"])), hold, ir.ServerEnd())
+    session = (
+        ir.Turn(),
+        ir.Loop(server + (
+            ir.Set(a["K"].slot, Binary("+", a["prompt"], a["o"])),
+            ir.Branch(a["more"], (ir.Run(StageRef(1), Draw("exp", (Num(3.0),))), ir.Turn()), (ir.End(),)),
+        )),
+    )
+    turn = (ir.Set(a["o"].slot, Binary("+", Draw("exp", (Num(200.0),)), Num(1.0))),
+            ir.Set(a["more"].slot, Draw("bernoulli", (Num(p),))))
+    return ir.Program(
+        pools=(ir.PoolDecl("kv", cap=160000.0, block=16.0, preempt="lifo"),
+               ir.PoolDecl("reqs", cap=16.0, admit_via=0)),
+        stages=(ir.StageDecl("engine", "step", step=ir.StepDecl(cost=cost, budget=Num(8192.0), memory=0)),
+                ir.StageDecl(tool, "delay")),
+        attributes=names,
+        observes=(ir.ObserveDecl("hit", True), ir.ObserveDecl("ttft")),
+        session=session,
+        turn=turn,
+        arrival=ir.Arrival("poisson", rate=0.3),
+        two_sided=True,
+        path="/somewhere/agent.sq",
+    )
+
+
+def parse(svg: str) -> ET.Element:
+    return ET.fromstring(svg.encode("utf-8"))
+
+
+def texts(root: ET.Element) -> list[str]:
+    return ["".join(t.itertext()) for t in root.iter(f"{SVG}text")]
+
+
+def of_class(root: ET.Element, tag: str, cls: str) -> list[ET.Element]:
+    return [e for e in root.iter(f"{SVG}{tag}") if e.get("class") == cls]
+
+
+def holds_in(program: ir.Program) -> int:
+    return sum(isinstance(s, ir.Hold) for s in ir.walk_blocks(program.session))
+
+
+# ---------------------------------------------------------------------------
+# the figure, from a hand-built program
+
+
+def test_the_svg_parses_and_names_every_pool_and_stage() -> None:
+    root = parse(render(agent_program(), "svg"))
+    assert root.tag == f"{SVG}svg"
+    words = " ".join(texts(root))
+    for name in ("kv", "reqs", "engine", "tool"):
+        assert re.search(rf"\b{name}\b", words), name
+
+
+def test_each_hold_gets_one_enclosure_labelled_with_its_pools() -> None:
+    root = parse(render(agent_program(), "svg"))
+    assert len(of_class(root, "rect", "hold")) == 1
+    assert [t.text for t in of_class(root, "text", "hold-label")] == ["hold reqs, kv · cache kv"]
+
+
+def test_the_spliced_server_is_drawn_around_the_hold() -> None:
+    scene = figure(agent_program())
+    server = next(s for s in scene.shapes if getattr(s, "role", "") == "server")
+    hold = next(s for s in scene.shapes if getattr(s, "role", "") == "hold")
+    assert server.x < hold.x and hold.x + hold.w < server.x + server.w
+    assert server.y < hold.y and hold.y + hold.h < server.y + server.h
+
+
+def test_the_runs_inside_a_hold_are_inside_its_enclosure_and_the_tool_is_not() -> None:
+    scene = figure(agent_program())
+    hold = next(s for s in scene.shapes if getattr(s, "role", "") == "hold")
+    runs = [s for s in scene.shapes if getattr(s, "role", "") == "run"]
+    inside = [r for r in runs if hold.x < r.x and r.x + r.w < hold.x + hold.w]
+    assert len(runs) == 3 and len(inside) == 2  # prefill and decode held; the tool call released
+
+
+def test_a_branch_on_a_constant_bernoulli_attribute_shows_both_probabilities() -> None:
+    root = parse(render(agent_program(p=0.9), "svg"))
+    assert [t.text for t in of_class(root, "text", "arm-label")] == ["0.9", "0.1"]
+    assert [t.text for t in of_class(root, "text", "branch-label")] == ["more"]
+
+
+def test_a_branch_with_nothing_to_draw_in_either_arm_is_left_out() -> None:
+    # `branch (known == prompt) { observe ttft … }` inside the hold only records
+    root = parse(render(agent_program(), "svg"))
+    assert len(list(of_class(root, "polygon", "branch"))) == 1
+
+
+def test_only_the_pool_a_growing_run_advances_is_marked_as_caching() -> None:
+    root = parse(render(agent_program(), "svg"))
+    assert len(of_class(root, "rect", "cache-badge")) == 1
+    pools = [t.text for t in of_class(root, "text", "pool-label")]
+    assert pools == ["pool kv", "pool reqs"]
+
+
+def test_the_loop_has_a_back_edge_and_the_session_an_end() -> None:
+    root = parse(render(agent_program(), "svg"))
+    assert len(of_class(root, "polyline", "back-edge")) == 1
+    assert [t.text for t in of_class(root, "text", "end-label")] == ["end"]
+    assert "arrive poisson(0.3)" in texts(root)
+
+
+def test_a_session_that_falls_off_its_block_ends() -> None:
+    program = ir.Program(pools=(), stages=(ir.StageDecl("svc", "fifo"),), attributes=ir.BUILTIN_ATTRIBUTES,
+                         observes=(), session=(ir.Run(StageRef(0), Num(1.0)),), arrival=ir.Arrival("closed", n=8))
+    words = texts(parse(render(program, "svg")))
+    assert "arrive closed(8)" in words and "end" in words and "svc" in words
+
+
+def test_render_is_deterministic() -> None:
+    for fmt in ("svg", "tikz"):
+        assert render(agent_program(), fmt) == render(agent_program(), fmt)
+
+
+def test_no_two_labels_overlap() -> None:
+    scene = figure(agent_program())
+    boxes = []
+    for s in scene.shapes:
+        if type(s).__name__ != "Text":
+            continue
+        w = len(s.text) * s.size * 0.61
+        x0 = {"start": s.x, "middle": s.x - w / 2, "end": s.x - w}[s.anchor]
+        boxes.append((x0, s.y - s.size * 0.8, x0 + w, s.y + s.size * 0.2, s.text))
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1:]:
+            apart = a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1]
+            assert apart, (a[4], b[4])
+
+
+def test_every_shape_lies_on_the_canvas() -> None:
+    scene = figure(agent_program())
+    for s in scene.shapes:
+        for x, y in getattr(s, "points", ()) or [(getattr(s, "x", 0.0), getattr(s, "y", 0.0))]:
+            assert 0 <= x <= scene.width and 0 <= y <= scene.height, s
+
+
+# ---------------------------------------------------------------------------
+# TikZ
+
+
+def test_tikz_is_a_standalone_document() -> None:
+    text = render(agent_program(), "tikz")
+    lines = text.splitlines()
+    assert lines[0] == r"\documentclass[tikz,border=4pt]{standalone}"
+    assert lines[-1] == r"\end{document}"
+    assert text.count(r"\begin{document}") == 1
+    assert text.count(r"\begin{tikzpicture}") == text.count(r"\end{tikzpicture}") == 1
+    body = re.sub(r"\\[{}]", "", text)
+    assert body.count("{") == body.count("}")
+    for line in lines[lines.index(r"\begin{document}") + 2:-2]:
+        assert line.startswith((r"\path[", r"\node[")) and line.endswith(";"), line
+
+
+def test_tikz_defines_every_colour_it_uses() -> None:
+    text = render(agent_program(), "tikz")
+    defined = set(re.findall(r"\\definecolor\{(\w+)\}", text))
+    used = set(re.findall(r"(?:draw|fill|text)=(\w+)", text))
+    assert used <= defined
+
+
+def test_latex_special_characters_in_labels_are_escaped() -> None:
+    assert latex_escape("a_b #1 50% x&y {z} $ ~exp ^ \\") == (
+        r"a\_b \#1 50\% x\&y \{z\} \$ \textasciitilde{}exp \textasciicircum{} \textbackslash{}"
+    )
+    assert latex_escape("hold reqs · cache …") == r"hold reqs \textperiodcentered{} cache \dots{}"
+    assert latex_escape("λ") == "?"
+
+
+def test_names_with_underscores_reach_tikz_escaped() -> None:
+    text = render(agent_program(tool="tool_call#2"), "tikz")
+    assert r"{stage tool\_call\#2 : delay}" in text
+    assert "tool_call" not in text
+
+
+def test_an_unknown_format_is_a_usage_error() -> None:
+    from serq.errors import UsageError
+
+    with pytest.raises(UsageError):
+        render(agent_program(), "png")
