@@ -1,0 +1,479 @@
+"""What a run reports (semantics §8, §9): plain data, and three views of it.
+
+:class:`Report` holds the numbers; :meth:`Report.text` is the table layout of
+§9.1, :meth:`Report.to_json` the object of §9.2 and :meth:`Report.dump` the
+CSV files of §9.3.  The simulator builds it (:mod:`serq.sim.results`); nothing
+here knows about the simulation.
+
+Number forms, as the original (Rust) printed them:
+
+* :func:`shortest` — Rust's ``{}``: the shortest decimal that reads back as the
+  same float, never in exponent form, ``300`` not ``300.0``; ``NaN``, ``inf``;
+* :func:`fixed` — Rust's ``{:.d}``: ``d`` decimals, ``NaN``, ``inf``, ``-inf``.
+
+Tables are formatted here rather than with tabulate: tabulate pads every
+column to its header plus two, and the seed report's columns are exactly
+max(header, widest cell) wide (§9.1).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+import re
+from dataclasses import dataclass, field, fields
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from .errors import SerqError, suggest
+
+INF = math.inf
+NAN = math.nan
+
+#: The client rows in their report order (§8.5, decision 2).
+CLIENT_ROWS = ("ttft", "tpot", "response")
+
+
+# ---------------------------------------------------------------------------
+# number forms
+
+
+def shortest(x: float | int) -> str:
+    """Rust's ``{}`` for a number: shortest round-trip digits, no exponent,
+    no ``.0`` on an integer value (``3``, ``0.5``, ``0.0000001``); ``NaN``,
+    ``inf``, ``-inf``; an integer as itself."""
+    if isinstance(x, numbers.Integral):
+        return str(int(x))
+    x = float(x)
+    if x != x:
+        return "NaN"
+    if x == INF:
+        return "inf"
+    if x == -INF:
+        return "-inf"
+    r = repr(x)
+    if r.endswith(".0"):
+        return r[:-2]
+    if "e" in r:  # Rust never uses exponent form: expand the same digits
+        r = format(Decimal(r), "f")
+        if "." in r:
+            r = r.rstrip("0").rstrip(".")
+    return r
+
+
+def fixed(x: float | None, decimals: int) -> str:
+    """Rust's ``{:.d}``: ``decimals`` places; ``NaN``/``inf``/``-inf`` as words.
+    ``None`` (a field a stage kind does not have) prints as ``NaN``."""
+    if x is None:
+        return "NaN"
+    x = float(x)
+    if x != x:
+        return "NaN"
+    if x == INF:
+        return "inf"
+    if x == -INF:
+        return "-inf"
+    return f"{x:.{decimals}f}"
+
+
+def client_decimals(mean: float) -> int:
+    """Decimals that give a client row's mean 4 significant digits (§9.1):
+    ``3 − floor(log10 |mean|)``, at least 0 and at most 20; 4 for a mean of
+    0, NaN or ±inf."""
+    if not math.isfinite(mean) or mean == 0.0:
+        return 4
+    return min(max(3 - math.floor(math.log10(abs(mean))), 0), 20)
+
+
+def _finite(x: float | None) -> float | None:
+    """A JSON number: non-finite and missing values are ``null`` (§9.2)."""
+    if x is None:
+        return None
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def row_label(name: str, index: int | None) -> str:
+    """A row's name: ``kvD[0]`` for an array member, ``kv`` otherwise (§9.1)."""
+    return name if index is None else f"{name}[{index}]"
+
+
+# ---------------------------------------------------------------------------
+# the data
+
+
+@dataclass
+class ObserveSummary:
+    """The §8.3 statistics of one observe (or client row) after warm-up.
+
+    ``ci`` is the half-width of the 95 % batch-means interval, ``inf`` below
+    40 samples (decision 7)."""
+
+    count: int
+    mean: float
+    ci: float
+    cv2: float
+    p99: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{count, mean, ci, cv2, p99}``; non-finite numbers are ``None``."""
+        return {
+            "count": int(self.count),
+            "mean": _finite(self.mean),
+            "ci": _finite(self.ci),
+            "cv2": _finite(self.cv2),
+            "p99": _finite(self.p99),
+        }
+
+
+@dataclass
+class StageSummary:
+    """One stage (or stage-array member) of the stage and step tables (§5, §8.4).
+
+    The step fields are ``None`` for a stage that is not a step stage."""
+
+    name: str
+    index: int | None
+    mean_number: float
+    utilization: float
+    completed: int
+    throughput: float
+    mean_wait: float
+    mean_service: float
+    iterations: int = 0
+    prefill_only: float | None = None
+    decode_only: float | None = None
+    mixed: float | None = None
+    mean_decodes: float | None = None
+    mean_decode_batch: float | None = None
+    mean_decode_step: float | None = None
+    mean_itl: float | None = None
+    itl_p50: float | None = None
+    itl_p99: float | None = None
+
+    @property
+    def label(self) -> str:
+        return row_label(self.name, self.index)
+
+    @property
+    def idle(self) -> float:
+        """1 − prefill only − decode only − mixed (§8.4)."""
+        parts = (self.prefill_only, self.decode_only, self.mixed)
+        if any(p is None for p in parts):
+            return NAN
+        return 1.0 - float(parts[0]) - float(parts[1]) - float(parts[2])  # type: ignore[arg-type]
+
+    def to_dict(self) -> dict[str, Any]:
+        return _row_dict(self, ("completed", "iterations"))
+
+
+@dataclass
+class PoolSummary:
+    """One pool (or pool-array member) of the pool table (§2.8)."""
+
+    name: str
+    index: int | None
+    mean_used: float
+    mean_cached: float
+    mean_queue: float
+    mean_holders: float
+    mean_wait: float
+    admissions: int
+    evicted_entries: int
+    evicted_units: float
+    preemptions: int
+    spills: int
+    rejected: int
+    stuck: int
+
+    @property
+    def label(self) -> str:
+        return row_label(self.name, self.index)
+
+    def to_dict(self) -> dict[str, Any]:
+        return _row_dict(self, ("admissions", "evicted_entries", "preemptions", "spills", "rejected", "stuck"))
+
+
+def _row_dict(row: StageSummary | PoolSummary, ints: Sequence[str]) -> dict[str, Any]:
+    """The §9.2 object of a stage or pool row, fields in declaration order."""
+    out: dict[str, Any] = {}
+    for f in fields(row):
+        v = getattr(row, f.name)
+        if f.name == "name":
+            out[f.name] = v
+        elif f.name == "index":
+            out[f.name] = None if v is None else int(v)
+        elif f.name in ints:
+            out[f.name] = int(v)
+        else:
+            out[f.name] = _finite(v)
+    return out
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One observed value (§9.3): when, which session (its serial), the
+    session's ``turn_no`` then (0 in ``init``), and the value."""
+
+    time: float
+    session: int
+    turn: float
+    value: float
+
+
+@dataclass
+class Report:
+    """The result of a run.  ``observes`` and ``client`` keep report order;
+    ``samples`` holds every observe's samples (recording order) for
+    :meth:`dump`; ``notes`` are the ``note:`` lines' text (§8.3)."""
+
+    horizon: float
+    end: float
+    warmup: float
+    seed: int
+    events: int
+    arrivals: int
+    ended: int
+    turns: int
+    mean_live: float
+    observes: dict[str, ObserveSummary] = field(default_factory=dict)
+    client: dict[str, ObserveSummary] = field(default_factory=dict)
+    stages: list[StageSummary] = field(default_factory=list)
+    pools: list[PoolSummary] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    samples: dict[str, list[Sample]] = field(default_factory=dict, repr=False)
+
+    # -- lookups ------------------------------------------------------------
+
+    def client_rows(self) -> list[tuple[str, ObserveSummary]]:
+        """The client rows with samples, ttft, tpot, response first (§8.5)."""
+        order = [k for k in CLIENT_ROWS if k in self.client]
+        order += [k for k in self.client if k not in CLIENT_ROWS]
+        return [(k, self.client[k]) for k in order if self.client[k].count > 0]
+
+    def observe(self, name: str) -> ObserveSummary:
+        """The statistics of observe ``name``, or else of client row ``name``."""
+        if name in self.observes:
+            return self.observes[name]
+        if name in self.client:
+            return self.client[name]
+        raise _unknown("observe", name, [*self.observes, *self.client])
+
+    def stage(self, name: str) -> StageSummary:
+        """Stage ``name`` (the first member of an array) or member ``name[i]``."""
+        return _find("stage", name, self.stages)
+
+    def pool(self, name: str) -> PoolSummary:
+        """Pool ``name`` (the first member of an array) or member ``name[i]``."""
+        return _find("pool", name, self.pools)
+
+    def stages_named(self, name: str) -> list[StageSummary]:
+        """Every member of stage (array) ``name``, in index order."""
+        return [s for s in self.stages if s.name == name]
+
+    def pools_named(self, name: str) -> list[PoolSummary]:
+        """Every member of pool (array) ``name``, in index order."""
+        return [p for p in self.pools if p.name == name]
+
+    def warnings(self) -> list[str]:
+        """Lines for stderr (decision 8): one per pool where sessions got stuck."""
+        return [
+            f"{p.stuck} session(s) stuck at pool `{p.label}`: the means are over the sessions that got through"
+            for p in self.pools
+            if p.stuck > 0
+        ]
+
+    # -- text (§9.1) ----------------------------------------------------------
+
+    def text(self) -> str:
+        """The report as text (§9.1), without a final newline."""
+        out = [
+            f"run: horizon {shortest(self.horizon)} end {shortest(self.end)} warmup {shortest(self.warmup)}"
+            f" seed {int(self.seed)} events {int(self.events)} arrivals {int(self.arrivals)}"
+            f" ended {int(self.ended)} turns {int(self.turns)} mean live {fixed(self.mean_live, 3)}"
+        ]
+        out += _table(
+            ("observe", "count", "mean", "95% CI", "cv2", "p99"),
+            [
+                [name, str(int(s.count)), fixed(s.mean, 4), "±" + fixed(s.ci, 4), fixed(s.cv2, 3), fixed(s.p99, 4)]
+                for name, s in self.observes.items()
+            ],
+        )
+        if self.observes:
+            out += [f"note: {n}" for n in self.notes]
+        out += _table(("client", "count", "mean", "95% CI", "cv2", "p99"), [_client_row(k, s) for k, s in self.client_rows()])
+        out += _table(
+            ("stage", "number", "util", "done", "thru", "wait", "service", "iters"),
+            [
+                [
+                    st.label, fixed(st.mean_number, 3), fixed(st.utilization, 3), str(int(st.completed)),
+                    fixed(st.throughput, 4), fixed(st.mean_wait, 4), fixed(st.mean_service, 4), str(int(st.iterations)),
+                ]
+                for st in self.stages
+            ],
+        )
+        # §9.1: the step table only lists (and only appears for) stages that iterated
+        out += _table(
+            ("step", "prefill only", "decode only", "mixed", "idle", "decodes", "decode batch", "decode step",
+             "itl p50", "itl p99"),
+            [
+                [
+                    st.label, fixed(st.prefill_only, 3), fixed(st.decode_only, 3), fixed(st.mixed, 3),
+                    fixed(st.idle, 3), fixed(st.mean_decodes, 3), fixed(st.mean_decode_batch, 3),
+                    fixed(st.mean_decode_step, 6), fixed(st.itl_p50, 6), fixed(st.itl_p99, 6),
+                ]
+                for st in self.stages
+                if st.iterations > 0
+            ],
+        )
+        out += _table(
+            ("pool", "used", "cached", "queue", "holders", "wait", "admits", "evict(n)", "evict(u)", "preempt",
+             "spill", "rej", "stuck"),
+            [
+                [
+                    p.label, fixed(p.mean_used, 1), fixed(p.mean_cached, 1), fixed(p.mean_queue, 3),
+                    fixed(p.mean_holders, 3), fixed(p.mean_wait, 4), str(int(p.admissions)),
+                    str(int(p.evicted_entries)), fixed(p.evicted_units, 0), str(int(p.preemptions)),
+                    str(int(p.spills)), str(int(p.rejected)), str(int(p.stuck)),
+                ]
+                for p in self.pools
+            ],
+        )
+        # §4.5, §2.8: the pathologies, named under the pool table
+        out += [
+            f"rej: {p.rejected} session(s) ended at pool `{p.label}` asking for more than its cap"
+            for p in self.pools
+            if p.rejected > 0
+        ]
+        out += [
+            f"stuck: {p.stuck} session(s) preempted again at pool `{p.label}` without passing the position"
+            " of their previous preemption"
+            for p in self.pools
+            if p.stuck > 0
+        ]
+        return "\n".join(out)
+
+    def __str__(self) -> str:
+        return self.text()
+
+    # -- JSON (§9.2) ----------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """The §9.2 object as Python data (non-finite numbers are ``None``)."""
+        return {
+            "horizon": _finite(self.horizon),
+            "end": _finite(self.end),
+            "warmup": _finite(self.warmup),
+            "seed": int(self.seed),
+            "events": int(self.events),
+            "arrivals": int(self.arrivals),
+            "ended": int(self.ended),
+            "turns": int(self.turns),
+            "mean_live": _finite(self.mean_live),
+            "observes": {name: s.to_dict() for name, s in self.observes.items()},
+            "client": {name: s.to_dict() for name, s in self.client_rows()},
+            "stages": [st.to_dict() for st in self.stages],
+            "pools": [p.to_dict() for p in self.pools],
+        }
+
+    def to_json(self) -> str:
+        """One JSON object on one line (§9.2): floats in shortest round-trip
+        form, non-finite numbers ``null``; no final newline."""
+        return _encode(self.to_dict())
+
+    # -- CSV (§9.3) -----------------------------------------------------------
+
+    def dump(self, folder: Path) -> None:
+        """Write ``NAME.csv`` (``time,session,turn,value``, recording order) for
+        every observe into ``folder`` (created if missing).  The CLI calls this
+        inside :func:`serq.files.write_dir_atomic`; each file is also written
+        through a rename, so a direct call leaves no half-written file."""
+        from .files import write_text_atomic
+
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        for name in dict.fromkeys([*self.observes, *self.samples]):
+            rows = [
+                f"{shortest(s.time)},{shortest(s.session)},{shortest(s.turn)},{shortest(s.value)}\n"
+                for s in self.samples.get(name, ())
+            ]
+            write_text_atomic(folder / f"{name}.csv", "time,session,turn,value\n" + "".join(rows))
+
+
+# ---------------------------------------------------------------------------
+# helpers
+
+
+def _client_row(name: str, s: ObserveSummary) -> list[str]:
+    """A client row: mean, CI and p99 with the mean's 4-significant-digit decimals (§9.1)."""
+    d = client_decimals(s.mean)
+    return [name, str(int(s.count)), fixed(s.mean, d), "±" + fixed(s.ci, d), fixed(s.cv2, 3), fixed(s.p99, d)]
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """One section (§9.1): a blank line, the header, a rule of dashes, the rows.
+
+    Each column is max(header, widest cell) characters wide (``±`` is one);
+    the first is left-aligned, the others right-aligned, two spaces apart;
+    trailing spaces are trimmed.  No rows: no section."""
+    if not rows:
+        return []
+    widths = [max(len(header[c]), *(len(r[c]) for r in rows)) for c in range(len(header))]
+
+    def line(cells: Sequence[str]) -> str:
+        parts = [cells[0].ljust(widths[0])]
+        parts += [cell.rjust(w) for cell, w in zip(cells[1:], widths[1:])]
+        return "  ".join(parts).rstrip()
+
+    return ["", line(header), line(["-" * w for w in widths]), *(line(r) for r in rows)]
+
+
+def _encode(v: Any) -> str:
+    """Compact JSON with Rust-like number forms (see :func:`shortest`)."""
+    if v is None:
+        return "null"
+    if v is True:
+        return "true"
+    if v is False:
+        return "false"
+    if isinstance(v, str):
+        return json.dumps(v, ensure_ascii=False)
+    if isinstance(v, numbers.Real):
+        return shortest(v) if math.isfinite(v) else "null"
+    if isinstance(v, dict):
+        return "{" + ",".join(f"{json.dumps(str(k), ensure_ascii=False)}:{_encode(x)}" for k, x in v.items()) + "}"
+    if isinstance(v, (list, tuple)):
+        return "[" + ",".join(_encode(x) for x in v) + "]"
+    raise TypeError(f"cannot encode {type(v).__name__} in a report")
+
+
+_MEMBER = re.compile(r"(.+)\[(\d+)\]\Z")
+
+
+def _find(kind: str, name: str, rows: Sequence[Any]) -> Any:
+    """The row labelled ``name`` (``x[i]``), or the first member of ``name``."""
+    for r in rows:
+        if r.label == name:
+            return r
+    m = _MEMBER.match(name)
+    if m is None:
+        for r in rows:
+            if r.name == name:
+                return r
+    labels = [r.label for r in rows] + [r.name for r in rows]
+    raise _unknown(kind, name, labels)
+
+
+def _unknown(kind: str, name: str, candidates: Iterable[str]) -> SerqError:
+    """*unknown KIND `name`* with a did-you-mean, or the list of what there is."""
+    cands = list(dict.fromkeys(candidates))
+    best = suggest(name, cands)
+    if best is not None:
+        helps = [f"did you mean {kind} `{best}`?"]
+    elif cands:
+        helps = [f"the report has {kind}s " + ", ".join(f"`{c}`" for c in cands)]
+    else:
+        helps = [f"the report has no {kind}s"]
+    return SerqError(f"unknown {kind} `{name}` in the report", helps=helps)

@@ -1,0 +1,194 @@
+"""Statistics of a run (semantics §8): sample summaries, time averages, log histograms.
+
+Three small tools the simulator feeds while it runs and :mod:`serq.sim.results`
+reads at the end:
+
+* :func:`summarize` — count, mean, batch-means CI, cv2 and p99 of an ``observe``
+  (or a client row) over its samples after warm-up (§8.3, §8.5);
+* :class:`TimeAverage` — the time average of a piecewise-constant signal over
+  [warmup, end] (§8.2); updated on every change of state, so kept tiny;
+* :class:`LogHistogram` — inter-token gaps in 1 % relative buckets (§8.4).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+
+from ..report import ObserveSummary
+
+NAN = math.nan
+INF = math.inf
+
+#: Batch means (§8.3): 20 batches, Student t quantile for 19 degrees of freedom.
+BATCHES = 20
+T_19 = 2.093
+#: Below this many samples an observe has no CI (half-width +inf; decision 7).
+CI_MIN_SAMPLES = 40
+
+
+def summarize(values: Sequence[float]) -> ObserveSummary:
+    """The §8.3 statistics of ``values`` (samples in recording order).
+
+    * ``mean``: the arithmetic mean of all samples (correctly rounded sum / n);
+    * ``ci``: half-width of the 95 % batch-means CI — 20 batches of ``n // 20``
+      consecutive samples (the last ``n mod 20`` dropped), their sample variance
+      s² (divisor 19), ``2.093 * sqrt(s² / 20)``; ``inf`` when n < 40;
+    * ``cv2``: sample variance (divisor n − 1) / mean²; NaN for n < 2 or mean 0;
+    * ``p99``: nearest rank, the sorted sample of rank ceil(0.99 n) in [1, n].
+
+    Every float field is NaN for n = 0 (``ci`` stays ``inf``)."""
+    x = np.asarray(values, dtype=float).ravel()
+    n = int(x.size)
+    if n == 0:
+        return ObserveSummary(count=0, mean=NAN, ci=INF, cv2=NAN, p99=NAN)
+    try:
+        mean = math.fsum(x.tolist()) / n
+    except (ValueError, OverflowError):  # inf - inf, or a sum beyond the float range
+        mean = float(np.sum(x)) / n
+    # §8.3 cv2: two-pass sample variance (divisor n - 1) over the squared mean
+    if n < 2 or mean == 0.0 or not math.isfinite(mean):
+        cv2 = NAN
+    else:
+        d = x - mean
+        cv2 = float(np.dot(d, d)) / (n - 1) / (mean * mean)
+    # §8.3 CI: batch means over 20 batches of floor(n/20) samples, recording order
+    if n < CI_MIN_SAMPLES:
+        ci = INF
+    else:
+        size = n // BATCHES
+        means = x[: size * BATCHES].reshape(BATCHES, size).sum(axis=1) / size
+        s2 = float(np.var(means, ddof=1))
+        ci = T_19 * math.sqrt(s2 / BATCHES)
+    # §8.3 p99: nearest rank ceil(0.99 n), computed exactly as ceil(99 n / 100)
+    rank = min(max(-(-99 * n // 100), 1), n)
+    p99 = float(np.sort(x)[rank - 1])  # NaN sorts last, as Rust's total order puts it
+    return ObserveSummary(count=n, mean=mean, ci=ci, cv2=cv2, p99=p99)
+
+
+class TimeAverage:
+    """The time average of a piecewise-constant signal (§8.2, §2.8).
+
+    ``set(now, value)`` says the signal is ``value`` from ``now`` on; the
+    integral of the previous value up to ``now`` is added first.  It is called
+    after every change of a pool's or stage's state, so it does three float
+    operations and nothing else.  ``reset(now)`` at the end of warm-up (§8.1)
+    restarts the integral and keeps the current value."""
+
+    __slots__ = ("value", "last", "integral", "start")
+
+    def __init__(self, now: float = 0.0, value: float = 0.0) -> None:
+        self.value = value  # the signal's current value
+        self.last = now  # when it took that value (or the last reset)
+        self.integral = 0.0  # of the signal over [start, last]
+        self.start = now  # construction or last reset
+
+    def set(self, now: float, value: float) -> None:
+        """The signal is ``value`` from ``now`` on."""
+        self.integral += self.value * (now - self.last)
+        self.last = now
+        self.value = value
+
+    def add(self, now: float, delta: float) -> None:
+        """The signal changes by ``delta`` at ``now``."""
+        self.set(now, self.value + delta)
+
+    def reset(self, now: float) -> None:
+        """Restart the integral at ``now`` (end of warm-up); the value is kept."""
+        self.integral = 0.0
+        self.last = now
+        self.start = now
+
+    def area(self, end: float) -> float:
+        """∫ signal dt from the last reset (or construction) to ``end`` ≥ the last change."""
+        return self.integral + self.value * (end - self.last)
+
+    def mean(self, end: float, start: float | None = None) -> float:
+        """∫ over [start, end] / (end − start); ``start`` defaults to the last
+        reset, which it should be.  NaN when the span is empty."""
+        s = self.start if start is None else start
+        span = end - s
+        if not span > 0.0:
+            return NAN
+        return self.area(end) / span
+
+
+#: §8.4: buckets of 1 % relative width, bucket k holds [1.01^k, 1.01^(k+1)).
+_LOG_W = math.log1p(0.01)
+#: Zero (and, defensively, negative and NaN values) share one bucket below all others.
+_ZERO_KEY = -(1 << 62)
+#: +inf gets a bucket above all others.
+_INF_KEY = 1 << 62
+
+
+class LogHistogram:
+    """A distribution kept as counts in 1 %-wide logarithmic buckets (§8.4).
+
+    Its cost is the range of the values, not their number.  ``quantile(q)``
+    is the bucket of the ``ceil(q n)``-th smallest value, reported as the
+    bucket's geometric middle clamped to the smallest and largest value that
+    bucket saw — so within 0.5 % of the true order statistic, and exact when
+    the bucket holds one distinct value.  ``mean`` is exact."""
+
+    __slots__ = ("count", "total", "_buckets")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.total = 0.0
+        # bucket key -> [count, smallest, largest]
+        self._buckets: dict[int, list[float]] = {}
+
+    def add(self, x: float) -> None:
+        """Record one value (a gap in seconds, ≥ 0)."""
+        self.count += 1
+        self.total += x
+        if x > 0.0:
+            k = math.floor(math.log(x) / _LOG_W) if x != INF else _INF_KEY
+        else:
+            k = _ZERO_KEY
+        b = self._buckets.get(k)
+        if b is None:
+            self._buckets[k] = [1, x, x]
+        else:
+            b[0] += 1
+            if x < b[1]:
+                b[1] = x
+            elif x > b[2]:
+                b[2] = x
+
+    @property
+    def mean(self) -> float:
+        """The exact mean of the recorded values (NaN when empty)."""
+        return self.total / self.count if self.count else NAN
+
+    def quantile(self, q: float) -> float:
+        """The ``q`` quantile (0 < q ≤ 1) as described above; NaN when empty."""
+        n = self.count
+        if n == 0:
+            return NAN
+        rank = min(max(math.ceil(q * n), 1), n)
+        seen = 0
+        for k in sorted(self._buckets):
+            c, lo, hi = self._buckets[k]
+            seen += c
+            if seen >= rank:
+                return min(max(_middle(k), lo), hi)
+        raise AssertionError("the bucket counts add up to the count")  # pragma: no cover
+
+    def buckets(self) -> list[tuple[float, float, int]]:
+        """``(smallest, largest, count)`` of each non-empty bucket, in order."""
+        return [(b[1], b[2], int(b[0])) for _k, b in sorted(self._buckets.items())]
+
+
+def _middle(k: int) -> float:
+    """The geometric middle of bucket ``k``: 1.01^(k + 1/2)."""
+    if k == _ZERO_KEY:
+        return 0.0
+    if k == _INF_KEY:
+        return INF
+    try:
+        return math.exp((k + 0.5) * _LOG_W)
+    except OverflowError:  # the topmost finite bucket
+        return INF
