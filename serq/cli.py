@@ -14,8 +14,12 @@ import sys
 from pathlib import Path
 from typing import List, Optional
 
-import click
 import typer
+
+try:  # typer ≥ 0.2x vendors click; older typers depend on it
+    from typer._click.exceptions import UsageError as ClickUsageError
+except ImportError:  # pragma: no cover - depends on the installed typer
+    from click.exceptions import UsageError as ClickUsageError
 
 from .errors import SerqError, UsageError
 
@@ -156,16 +160,14 @@ def main() -> None:
     """Entry point of the ``serq`` console script."""
     try:
         code = app(standalone_mode=False)
-    except click.exceptions.UsageError as err:  # unknown option, bad value, missing argument
+    except ClickUsageError as err:  # unknown option, bad value, missing argument
         typer.echo(f"error: {err.format_message()}", err=True)
         ctx = err.ctx
         if ctx is not None:
             typer.echo(ctx.get_usage(), err=True)
         sys.exit(2)
-    except click.exceptions.Abort:
+    except typer.Abort:
         sys.exit(130)
-    except click.exceptions.Exit as err:
-        sys.exit(err.exit_code)
     except typer.Exit as err:
         sys.exit(err.exit_code)
     except SerqError as err:
