@@ -140,6 +140,8 @@ class HoldPool:
     ref: PoolRef
     units: Expr  # moment Admit
     reserve: Expr | None = None  # moment Admit
+    label: str = ""  # ```hold kv (units)```, for run-time errors about this amount
+    reserve_label: str = ""  # ```hold kv reserve (r)```
 
 
 @dataclass(frozen=True, slots=True)

@@ -369,3 +369,92 @@ class Trace:
     path: str
     ordered: bool
     span: Span
+
+
+# ---------------------------------------------------------------------------
+# walking
+
+
+def sub_exprs(e: Expr) -> tuple[Expr, ...]:
+    """The direct sub-expressions of ``e`` (empty call arguments left out)."""
+    if isinstance(e, Unary):
+        return (e.x,)
+    if isinstance(e, Binary):
+        return (e.a, e.b)
+    if isinstance(e, Cond):
+        return (e.c, e.a, e.b)
+    if isinstance(e, (Call, Draw)):
+        return tuple(a for a in e.args if a is not None)
+    if isinstance(e, Index):
+        return (e.index,)
+    if isinstance(e, ArgsNumber):
+        return (e.default,)
+    return ()
+
+
+def walk_expr(e: Expr):
+    """``e`` and every expression inside it, depth first."""
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        yield x
+        stack.extend(reversed(sub_exprs(x)))
+
+
+def names_read(e: Expr) -> set[str]:
+    """The bare names an expression reads (array names of ``kv[i]`` included)."""
+    return {x.id for x in walk_expr(e) if isinstance(x, (Name, Index))}
+
+
+def stmt_refs(s: Stmt) -> tuple[Ref, ...]:
+    if isinstance(s, HoldStmt):
+        return tuple(p.ref for p in s.pools)
+    if isinstance(s, (GrowStmt, DropStmt, ReleaseStmt)):
+        return (s.ref,)
+    if isinstance(s, RunStmt):
+        return (s.ref,) + ((s.growing,) if s.growing else ())
+    if isinstance(s, ServingStmt):
+        return ((s.on,) if s.on else ()) + ((s.growing,) if s.growing else ())
+    return ()
+
+
+def stmt_exprs(s: Stmt) -> tuple[Expr, ...]:
+    """The expressions a statement holds itself (not those of its nested blocks)."""
+    out: list[Expr | None] = [r.index for r in stmt_refs(s)]
+    if isinstance(s, (SetStmt, ObserveStmt)):
+        out.append(s.expr)
+    elif isinstance(s, HoldStmt):
+        for p in s.pools:
+            out += [p.units, p.reserve]
+        out += [s.reuse, s.cache] + [b.expr for b in s.bindings]
+    elif isinstance(s, GrowStmt):
+        out.append(s.amount)
+    elif isinstance(s, RunStmt):
+        out.append(s.work)
+    elif isinstance(s, ServingStmt):
+        out += [s.index, s.work]
+    elif isinstance(s, BranchStmt):
+        out.append(s.guard)
+    elif isinstance(s, ChooseStmt):
+        out += [s.count, *s.keys]
+    elif isinstance(s, UseStmt):
+        out += list(s.args)
+    return tuple(x for x in out if x is not None)
+
+
+def child_blocks(s: Stmt) -> tuple[Block, ...]:
+    if isinstance(s, HoldStmt):
+        return (s.body,)
+    if isinstance(s, LoopStmt):
+        return (s.body,)
+    if isinstance(s, BranchStmt):
+        return (s.then,) if s.orelse is None else (s.then, s.orelse)
+    return ()
+
+
+def walk_stmts(block: Block):
+    """Every statement of a block and of the blocks nested in it, in source order."""
+    for s in block:
+        yield s
+        for b in child_blocks(s):
+            yield from walk_stmts(b)

@@ -86,6 +86,5 @@ OLD_CONTEXT = {
 
 
 def is_language_word(name: str) -> bool:
-    """A keyword, function, distribution, ``inf`` or context variable."""
-    return (name in KEYWORDS or name in FUNCTIONS or name in DIST_NAMES or name == "inf"
-            or name in CONTEXT)
+    """A keyword, function, distribution or ``inf``: no definition or parameter takes it (§2.3)."""
+    return name in KEYWORDS or name in FUNCTIONS or name in DIST_NAMES or name == "inf"

@@ -1,0 +1,202 @@
+"""Pools, stages, the workload's arrivals and trace, and the ``run`` block
+(language §2.6, §2.8, §3, §4, §6.8, §7.3–§7.5)."""
+
+from __future__ import annotations
+
+import math
+import os
+
+from .. import ir
+from . import ast as A
+from .diag import at, error, unknown
+from .resolve import Decl, Resolver, Where
+from .words import BUDGET, EVICT, PS, RETIRED, SELECT, SERVE, SESSION, STEP
+
+_QUEUE_DRAW = "a queue key may not draw; sample into an attribute first"
+_SERVE_DRAW = "a serve key may not draw: it is read for every resident at every iteration"
+_RENEWAL = "renewal arrival may use only constants and sampled distributions"
+
+
+def _clauses(item) -> dict[str, A.Clause]:
+    return {c.word: c for c in item.clauses}
+
+
+class Declarations(Resolver):
+    def __init__(self) -> None:
+        super().__init__()
+        self.pool_decls: list[ir.PoolDecl] = []
+        self.stage_decls: list[ir.StageDecl] = []
+
+    # ------------------------------------------------------------ names first
+    def declare_pools_and_stages(self, pools: list[A.PoolItem], stages: list[A.StageItem]) -> None:
+        for kind, items, table in (("pool", pools, self.pools), ("stage", stages, self.stages)):
+            for i, item in enumerate(items):
+                if item.name in RETIRED:
+                    raise error(f"`{item.name}` is a retired word and names nothing: {RETIRED[item.name]}",
+                                item.name_span)
+                if item.name in table:
+                    raise error(f"duplicate {kind} `{item.name}`", item.name_span,
+                                helps=["rename or remove the duplicate"],
+                                notes=[f"`{item.name}` is first declared at {at(table[item.name].span)}"])
+                block = None
+                if isinstance(item, A.PoolItem) and "block" in _clauses(item):
+                    block = self.positive(_clauses(item)["block"].value, "block", f"pool `{item.name}`")
+                table[item.name] = Decl(i, item.name, item.size, item.name_span,
+                                        kind=getattr(item, "kind", ""), block=block)
+        for p in pools:
+            self.pool_decls.append(self.pool(p))
+        for s in stages:
+            self.stage_decls.append(self.stage(s))
+
+    def positive(self, e: A.Expr, what: str, prefix: str) -> float:
+        v = self.const(e, what, prefix)
+        if not (v > 0 and math.isfinite(v)):
+            raise error(f"{what} must be positive", e.span, prefix=prefix)
+        return v
+
+    def family(self, prefix: str, clause: str, mine: Decl, other: Decl, span) -> None:
+        """`admit via` and `memory` pair two families one for one, or one for all (§3)."""
+        a, b = mine.size or 1, other.size or 1
+        if a != b and a != 1 and b != 1:
+            raise error(f"`{clause} {other.name}` names a family of {b}, and `{mine.name}` is a family of {a}: "
+                        "it must be one for one, or one for all", span, prefix=prefix)
+
+    def named(self, kind: str, table: dict[str, Decl], name: A.Name, prefix: str) -> Decl:
+        if name.id not in table:
+            raise unknown(kind, name.id, name.span, {d.name: d.span for d in table.values()}, prefix=prefix,
+                          fallback=f"declare `{kind} {name.id} …`, or use an existing {kind}")
+        return table[name.id]
+
+    # ------------------------------------------------------------ pools (§3)
+    def pool(self, p: A.PoolItem) -> ir.PoolDecl:
+        prefix = f"pool `{p.name}`"
+        c = _clauses(p)
+        cap = math.inf
+        if "cap" in c:
+            cap = self.const(c["cap"].value, "cap", prefix)
+            if cap < 0:
+                raise error("cap must not be negative", c["cap"].value.span, prefix=prefix)
+        evict: object = "lru"
+        if "evict" in c and isinstance(c["evict"].value, tuple):
+            evict = tuple(self.expr(k, Where(EVICT, prefix)) for k in c["evict"].value)
+        queue: object = "fifo"
+        if "queue" in c and isinstance(c["queue"].value, tuple):
+            queue = tuple(self.expr(k, Where(SELECT, prefix, draw=_QUEUE_DRAW)) for k in c["queue"].value)
+        admit_via = None
+        if "admit" in c:
+            stage = self.named("stage", self.stages, c["admit"].value, prefix)
+            if stage.kind != "step":
+                raise error(f"`admit via {stage.name}` needs a step stage; `{stage.name}` is a {stage.kind} stage",
+                            c["admit"].value.span, prefix=prefix)
+            self.family(prefix, "admit via", self.pools[p.name], stage, c["admit"].value.span)
+            admit_via = stage.index
+        preempt = c["preempt"].value if "preempt" in c else "none"
+        return ir.PoolDecl(p.name, p.size, cap, self.pools[p.name].block, evict, preempt, queue,  # type: ignore[arg-type]
+                           admit_via)
+
+    # ------------------------------------------------------------ stages (§4)
+    def stage(self, s: A.StageItem) -> ir.StageDecl:
+        prefix = f"stage `{s.name}`"
+        if s.kind == "fifo":
+            servers = self.whole(s.arg, "fifo servers", prefix) if s.arg is not None else 1
+            return ir.StageDecl(s.name, "fifo", s.size, servers=servers)
+        if s.kind == "ps":
+            phi = self.expr(s.arg, Where(PS, prefix, attrs=False))  # type: ignore[arg-type]
+            return ir.StageDecl(s.name, "ps", s.size, phi=phi)
+        if s.kind == "delay":
+            return ir.StageDecl(s.name, "delay", s.size)
+        c = _clauses(s)
+        budget = self.expr(c["budget"].value, Where(BUDGET, prefix, attrs=False)) if "budget" in c else ir.Num(math.inf)
+        chunk = self.expr(c["chunk"].value, Where(BUDGET, prefix, attrs=False)) if "chunk" in c else ir.Num(0.0)
+        cost = self.expr(c["cost"].value, Where(STEP, prefix, attrs=False))
+        serve: object = "admission"
+        if "serve" in c:
+            v = c["serve"].value
+            serve = tuple(self.expr(k, Where(SERVE, prefix, draw=_SERVE_DRAW)) for k in v) if isinstance(v, tuple) else v
+        memory = None
+        if "memory" in c:
+            pool = self.named("pool", self.pools, c["memory"].value, prefix)
+            self.family(prefix, "memory", self.stages[s.name], pool, c["memory"].value.span)
+            memory = pool.index
+        step = ir.StepDecl(cost, budget, chunk, serve, memory)  # type: ignore[arg-type]
+        return ir.StageDecl(s.name, "step", s.size, step=step)
+
+    # ------------------------------------------------------------ the workload (§2.6, §6.8, §7.5)
+    def workload(self, wl: A.WorkloadItem | None, path: str | None,
+                 trace: str | None) -> tuple[ir.Arrival, ir.TraceDecl | None]:
+        c = _clauses(wl) if wl is not None else {}
+        arrival = ir.Arrival()
+        if "arrive" in c:
+            arrival = self.arrival(c["arrive"].value)
+        for clause in (x for x in (wl.clauses if wl else ()) if x.word == "hidden"):
+            for name in clause.value:
+                self.hide(name)
+        decl = None
+        if "trace" in c:
+            t: A.Trace = c["trace"].value
+            decl = ir.TraceDecl(_relative_to(t.path, path), t.ordered)
+        if trace is not None:
+            decl = ir.TraceDecl(trace, decl.ordered if decl else False)
+        return arrival, decl
+
+    def arrival(self, a: A.Arrival) -> ir.Arrival:
+        if a.kind == "none" or a.arg is None:
+            return ir.Arrival()
+        if a.kind == "poisson":
+            rate = self.const(a.arg, "the poisson rate")
+            if not (rate > 0 and math.isfinite(rate)):
+                raise error("the poisson rate must be positive and finite", a.arg.span)
+            return ir.Arrival("poisson", rate=rate)
+        if a.kind == "renewal":
+            return ir.Arrival("renewal", gap=self.expr(a.arg, Where(SESSION, "workload", only=_RENEWAL)))
+        what = "the closed population" if a.kind == "closed" else "the batch size"
+        return ir.Arrival(a.kind, n=self.whole(a.arg, what))  # type: ignore[arg-type]
+
+    def hide(self, name: A.Name) -> None:
+        if name.id in ("cached", "computed"):
+            raise error(f"`{name.id}` cannot be hidden: the scheduler sets it, so it cannot be hidden from the scheduler",
+                        name.span)
+        if name.id not in self.attrs:
+            raise error(f"hidden `{name.id}`: no `set` or `choose` makes it a session attribute", name.span)
+        slot = self.attrs[name.id]
+        if slot in self.hidden:
+            raise error(f"hidden `{name.id}` twice", name.span)
+        self.hidden.add(slot)
+
+    # ------------------------------------------------------------ run settings (§2.8)
+    def run_settings(self, run: A.RunItem | None, arrival: ir.Arrival) -> ir.RunSettings:
+        c = _clauses(run) if run is not None else {}
+        horizon = warmup = None
+        if "horizon" in c:
+            horizon = self.const(c["horizon"].value, "the horizon")
+            if not (math.isfinite(horizon) and horizon > 0):
+                raise error("the horizon must be finite and positive", c["horizon"].value.span)
+        if "warmup" in c:
+            warmup = self.const(c["warmup"].value, "the warmup")
+            if not (0 <= warmup < (horizon if horizon is not None else math.inf)):
+                self.defer(error("run: need 0 <= warmup < horizon" if warmup < 0 else "warmup must be below the horizon",
+                                 c["warmup"].value.span))
+        seed = 1
+        if "seed" in c:
+            v = self.const(c["seed"].value, "the seed")
+            if not (v >= 0 and math.isfinite(v) and v < 2 ** 64):
+                raise error("the seed must be an unsigned integer", c["seed"].value.span)
+            seed = int(v)
+        arrivals = None
+        if "arrivals" in c:
+            span = c["arrivals"].value.span
+            n = self.const(c["arrivals"].value, "arrivals")
+            if not (n >= 1 and math.isfinite(n)):
+                self.defer(error("run: arrivals must be positive", span))
+            elif arrival.kind not in ("poisson", "renewal"):
+                self.defer(error("run: arrivals applies only to poisson or renewal workloads", span))
+            else:
+                arrivals = int(n)
+        return ir.RunSettings(horizon, warmup or 0.0, seed, arrivals)
+
+
+def _relative_to(path: str, program: str | None) -> str:
+    """A trace path as written in a program: relative to the program's folder."""
+    if program is None or os.path.isabs(path):
+        return path
+    return os.path.normpath(os.path.join(os.path.dirname(program), path))

@@ -1,0 +1,283 @@
+"""The expanded program → :class:`serq.ir.Program` (language §2, §5, §7.3–§7.5).
+
+Order of work: session attributes (every ``set``/``choose``d name, in the
+order init, turn, session), ``let`` constants with ``--set``, pools and
+stages, the workload, the statements, the ``run`` block.  Link errors raise
+at once; validation errors found on the way are raised at the end (§7).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+from .. import ir
+from ..errors import SerqError, Source, Span
+from . import ast as A
+from . import pretty
+from .declare import Declarations
+from .diag import at, did_you_mean, error
+from .expand import Expanded, head
+from .parse import parse_expression
+from .resolve import Where
+from .words import ADMIT, CONTEXT, RETIRED, SESSION
+
+_HEADER_DRAW = ("a hold's header may not draw: it is read again at every admission attempt; "
+                "sample into an attribute with `set` first")
+_TESTS = {"<", "<=", ">", ">=", "==", "!=", "&&", "||"}
+
+
+@dataclass(frozen=True)
+class Ctx:
+    """Where statements are: the context prefix of their errors, and the pools
+    of the enclosing holds (pool index, reference as written)."""
+
+    prefix: str
+    holds: tuple[tuple[int, str], ...] = ()
+
+
+class Linker(Declarations):
+    def __init__(self, ex: Expanded, sets: Sequence[tuple[str, str]], path: str | None) -> None:
+        super().__init__()
+        self.ex = ex
+        self.sets = list(sets)
+        self.path = path
+        self.spans: dict[int, Span] = {}  # id(IR statement) → its span, for the lints
+        self.observes: dict[str, ir.ObserveDecl] = {}
+        self.next_hold = 0
+        self.blocks = 0
+
+    # ------------------------------------------------------------ attributes and constants
+    def attributes(self) -> None:
+        for name in ir.BUILTIN_ATTRIBUTES:
+            self.attrs[name] = len(self.attrs)
+        for block in (self.ex.init, self.ex.turn, self.ex.session):
+            for s in A.walk_stmts(block or ()):
+                if isinstance(s, (A.SetStmt, A.ChooseStmt)) and s.name not in self.attrs:
+                    self.check_declared_name(s.name, s.name_span, "a session attribute")
+                    self.attrs[s.name] = len(self.attrs)
+
+    @staticmethod
+    def check_declared_name(name: str, span: Span, what: str) -> None:
+        if name in RETIRED:
+            raise error(f"`{name}` is a retired word and names nothing: {RETIRED[name]}", span)
+        if name in CONTEXT:
+            raise error(f"`{name}` is a context variable; {what} may not take its name", span,
+                        helps=["rename it"])
+        if name == "inf":
+            raise error(f"`inf` is a name the language supplies; {what} may not take it", span, helps=["rename it"])
+
+    def constants(self) -> None:
+        overrides = dict(self.sets)  # the last of a name wins
+        keys = {}
+        for let in self.ex.lets:
+            keys[let.name] = let.name
+            if isinstance(let.expr, A.ArgsNumber):
+                keys.setdefault(let.expr.key, let.name)
+        for name in overrides:
+            if name not in keys:
+                available = ", ".join(f"`{k}`" for k in sorted(keys)) or "(none)"
+                helps, _ = did_you_mean(name, "", keys)
+                raise error(f"unknown --set constant `{name}`",
+                            helps=helps + [f"`--set` overrides a declared `let`; available constants: {available}"])
+        by_let = {keys[k]: (k, v) for k, v in overrides.items()}
+        for let in self.ex.lets:
+            self.check_declared_name(let.name, let.name_span, "a `let`")
+            if let.name in self.let_spans:
+                raise error(f"`let {let.name}` is declared twice", let.name_span,
+                            notes=[f"the first is at {at(self.let_spans[let.name])}"])
+            if let.name in self.attrs:
+                raise error(f"`{let.name}` is both a `let` constant and a session attribute", let.name_span,
+                            helps=["rename one of them"])
+            what = f"`let {let.name}`"
+            if let.name in by_let:
+                key, text = by_let[let.name]
+                self.lets[let.name] = self.set_value(key, text, what)
+            else:
+                e = let.expr.default if isinstance(let.expr, A.ArgsNumber) else let.expr
+                self.lets[let.name] = self.const(e, what)
+            self.let_spans[let.name] = let.name_span
+
+    def set_value(self, key: str, text: str, what: str) -> float:
+        """A ``--set`` value, evaluated in its ``let``'s place; errors carry no location."""
+        try:
+            e = parse_expression(Source(text, None))
+        except SerqError as err:
+            raise SerqError(f"--set {key}: invalid expression in set `{key} = {text}`: {err.message}",
+                            helps=err.helps) from None
+        try:
+            return self.const(e, what)
+        except SerqError as err:
+            raise SerqError(f"--set {key}: {err.message}", helps=err.helps, notes=err.notes) from None
+
+    # ------------------------------------------------------------ statements
+    def block(self, block: A.Block, ctx: Ctx) -> ir.Block:
+        self.blocks += 1
+        out: list[ir.Stmt] = []
+        here = ctx
+        for s in block:
+            if isinstance(s, A.ServerMark):
+                out.append(ir.ServerBegin() if s.begin else ir.ServerEnd())
+                here = Ctx("server", ctx.holds) if s.begin else ctx
+                continue
+            x = self.stmt(s, here)
+            self.spans[id(x)] = head(s)
+            out.append(x)
+        return tuple(out)
+
+    def stmt(self, s: A.Stmt, ctx: Ctx) -> ir.Stmt:
+        w = Where(SESSION, ctx.prefix)
+        if isinstance(s, A.SetStmt):
+            return ir.Set(self.attrs[s.name], self.expr(s.expr, w))
+        if isinstance(s, A.ObserveStmt):
+            return self.observe(s, w)
+        if isinstance(s, A.TurnStmt):
+            return ir.Turn()
+        if isinstance(s, A.EndStmt):
+            return ir.End()
+        if isinstance(s, A.HoldStmt):
+            return self.hold(s, ctx)
+        if isinstance(s, A.GrowStmt):
+            ref = self.held(s.ref, ctx, "grow", w)
+            amount = self.amount(s.amount, w, pretty.grow_label(s))
+            return ir.Grow(ref, amount, pretty.grow_label(s))
+        if isinstance(s, A.DropStmt):
+            return ir.Drop(self.pool_ref(s.ref.name, s.ref.index, s.ref.name_span, w))
+        if isinstance(s, A.ReleaseStmt):
+            return ir.Release(self.held(s.ref, ctx, "release", w, exact=True))
+        if isinstance(s, A.RunStmt):
+            return self.run(s, ctx, w)
+        if isinstance(s, A.BranchStmt):
+            guard = self.expr(s.guard, w)
+            if s.draw:
+                guard = ir.Draw("bernoulli", (guard,))
+            orelse = self.block(s.orelse, ctx) if s.orelse is not None else None
+            return ir.Branch(guard, self.block(s.then, ctx), orelse, pretty.branch_label(s))
+        if isinstance(s, A.LoopStmt):
+            return ir.Loop(self.block(s.body, ctx))
+        if isinstance(s, A.ChooseStmt):
+            keys = tuple(self.expr(k, w) for k in s.keys)
+            return ir.Choose(self.attrs[s.name], self.expr(s.count, w), keys, pretty.choose_label(s))
+        raise AssertionError(type(s).__name__)  # pragma: no cover
+
+    def observe(self, s: A.ObserveStmt, w: Where) -> ir.Observe:
+        test = (isinstance(s.expr, A.Binary) and s.expr.op in _TESTS) or (
+            isinstance(s.expr, A.Unary) and s.expr.op == "!")
+        decl = self.observes.get(s.name)
+        if decl is None or (test and not decl.is_test):
+            self.observes[s.name] = ir.ObserveDecl(s.name, test or (decl is not None and decl.is_test))
+        return ir.Observe(list(self.observes).index(s.name), self.expr(s.expr, w))
+
+    def amount(self, e: A.Expr, w: Where, label: str) -> ir.Expr:
+        """A statement's amount: a constant one must be a number of units, tokens or seconds."""
+        x = self.expr(e, w)
+        if isinstance(x, ir.Num) and not x.value >= 0:
+            raise error(f"{label}: the amount is {pretty.number(x.value)}, not a number of units, tokens or seconds",
+                        e.span, prefix=w.prefix)
+        return x
+
+    def held(self, r: A.Ref, ctx: Ctx, verb: str, w: Where, exact: bool = False) -> ir.PoolRef:
+        """A pool a statement acts on through an enclosing hold of it."""
+        ref = self.pool_ref(r.name, r.index, r.name_span, w)
+        written = pretty.ref(r)
+        if not any(p == ref.pool and (not exact or text == written) for p, text in ctx.holds):
+            raise error(f"`{verb} {written}` outside a hold of `{written}`", r.name_span, prefix=ctx.prefix,
+                        helps=[f"`{verb}` acts on the allocation of an enclosing `hold {written} (…)`"])
+        return ref
+
+    def hold(self, s: A.HoldStmt, ctx: Ctx) -> ir.Hold:
+        w = Where(ADMIT, ctx.prefix, draw=_HEADER_DRAW)
+        pools: list[ir.HoldPool] = []
+        seen: dict[tuple[int, str], A.HoldPool] = {}
+        for p in s.pools:
+            ref = self.pool_ref(p.ref.name, p.ref.index, p.ref.name_span, w)
+            key = (ref.pool, pretty.ref(p.ref))
+            if key in seen:
+                raise error(f"this `hold` names pool `{key[1]}` twice", p.ref.name_span, prefix=ctx.prefix,
+                            notes=[f"the first is at {at(seen[key].ref.name_span)}"],
+                            helps=["one hold takes each pool once; add the amounts"])
+            seen[key] = p
+            label, reserve_label = pretty.hold_pool_labels(p)
+            units = self.amount(p.units, w, label)
+            reserve = self.amount(p.reserve, w, reserve_label) if p.reserve is not None else None
+            self.fits_cap(p, ref, units, reserve, label, ctx)
+            pools.append(ir.HoldPool(ref, units, reserve, label, reserve_label))
+        if s.reuse is not None and s.cache is None:
+            raise error("`reuse` needs a `cache` clause: a hold without `cache` consumes none of the "
+                        "session's cached prefix", s.reuse.span, prefix=ctx.prefix)
+        reuse = self.expr(s.reuse, w) if s.reuse is not None else None
+        cache = self.expr(s.cache, Where(SESSION, ctx.prefix)) if s.cache is not None else None
+        hold_id = self.next_hold
+        self.next_hold += 1
+        inner = Ctx(ctx.prefix, ctx.holds + tuple((hp.ref.pool, pretty.ref(p.ref)) for hp, p in zip(pools, s.pools)))
+        body = self.block(s.body, inner)
+        return ir.Hold(hold_id, tuple(pools), body, reuse, cache, None, pretty.hold_label(s))
+
+    def fits_cap(self, p: A.HoldPool, ref: ir.PoolRef, units: ir.Expr, reserve: ir.Expr | None,
+                 label: str, ctx: Ctx) -> None:
+        """A constant amount above the pool's cap can never be admitted (semantics §2.2)."""
+        if not isinstance(units, ir.Num) or not (reserve is None or isinstance(reserve, ir.Num)):
+            return
+        decl = self.pool_decls[ref.pool]
+        need = max(units.value, reserve.value if reserve is not None else 0.0)
+        block = decl.block
+        rounded = math.ceil(need / block - 1e-9) * block if block else need
+        if rounded > decl.cap + 1e-9:
+            n = pretty.number
+            blocks = f" ({n(rounded)} in blocks of {n(block)})" if block else ""
+            raise error(f"{label} waits for {n(need)} units{blocks}, more than its cap {n(decl.cap)}",
+                        p.units.span, prefix=ctx.prefix,
+                        helps=[f"such a request could never be admitted; lower the amount or raise the cap of `{decl.name}`"])
+
+    def run(self, s: A.RunStmt, ctx: Ctx, w: Where) -> ir.Run:
+        ref = self.stage_ref(s.ref.name, s.ref.index, s.ref.name_span, w)
+        kind = self.stages[s.ref.name].kind
+        if (kind == "step") != (s.mode is not None):
+            if s.form == "tool":
+                helps = [f"`tool` is a plain run; `{s.ref.name}` is a step stage, so declare a `delay` stage for the tool"]
+            elif kind == "step":
+                helps = [f"stage `{s.ref.name}` is a step stage: write `run {s.ref.name} prefill (…)` or `decode`"]
+            else:
+                helps = [f"stage `{s.ref.name}` is a {kind} stage: write `run {s.ref.name} (…)`"]
+            raise error("`prefill`/`decode` are required on a step stage and not allowed elsewhere", s.head,
+                        prefix=ctx.prefix, helps=helps)
+        growing = None
+        if s.growing is not None:
+            if kind != "step":
+                raise error("`growing` needs a step stage", s.growing.name_span, prefix=ctx.prefix,
+                            helps=[f"stage `{s.ref.name}` is a {kind} stage"])
+            growing = self.held(s.growing, ctx, "growing", w)
+        label = pretty.run_label(s)
+        work = self.amount(s.work, w, label)
+        return ir.Run(ref, work, s.mode, growing, label)  # type: ignore[arg-type]
+
+    # ------------------------------------------------------------ the program
+    def program(self, trace: str | None) -> ir.Program:
+        ex = self.ex
+        self.attributes()
+        self.constants()
+        self.declare_pools_and_stages(ex.pools, ex.stages)
+        arrival, trace_decl = self.workload(ex.workload, self.path, trace)
+        init = self.block(ex.init, Ctx("init")) if ex.init is not None else ()
+        turn = self.block(ex.turn, Ctx("turn")) if ex.turn is not None else None
+        session = self.block(ex.session or (), Ctx("session"))
+        run = self.run_settings(ex.run, arrival)
+        if self.deferred is not None:
+            raise self.deferred
+        return ir.Program(
+            pools=tuple(self.pool_decls), stages=tuple(self.stage_decls),
+            attributes=tuple(self.attrs), observes=tuple(self.observes.values()),
+            session=session, init=init, turn=turn, arrival=arrival, trace=trace_decl,
+            hidden=frozenset(self.hidden), run=run, constants=dict(self.lets),
+            two_sided=ex.two_sided, path=self.path, block_count=self.blocks,
+        )
+
+
+def link(ex: Expanded, *, sets: Sequence[tuple[str, str]], path: str | None,
+         trace: str | None) -> tuple[ir.Program, dict[int, Span]]:
+    """The checked program, and the spans of its statements (for the lints)."""
+    linker = Linker(ex, sets, path)
+    program = linker.program(trace)
+    return program, linker.spans
+

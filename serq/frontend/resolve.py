@@ -1,0 +1,280 @@
+"""Names → IR expressions (language §6.2–§6.7), with the moment checks.
+
+An expression is resolved at a :class:`Where`: its moment, the context prefix
+its errors carry, and what it may not do (draw, read attributes, read anything
+but constants).  Name and constant errors are *link* errors and raise at once;
+moment, hidden-attribute and draw errors are *validation* errors, which
+:meth:`Resolver.defer` keeps until linking is done, so that the phases report
+in the order of language §7.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from .. import ir
+from ..errors import SerqError, Span
+from ..expr import DISTRIBUTIONS, PURE_FUNCTIONS, fold, try_fold, walk
+from . import ast as A
+from .diag import did_you_mean, error, unknown
+from .pretty import show
+from .words import (
+    CONTEXT, ESTIMATES, FUNCTIONS, MOMENT_TEXT, OLD_CONTEXT, POOL_PROBES, RETIRED, SESSION,
+    STAGE_PROBES,
+)
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where an expression is read.  ``const`` names a constant position (its
+    errors say "`let x`", "the horizon" …); ``draw`` is the message refusing a
+    draw; ``attrs`` whether session attributes exist; ``only`` the message
+    refusing anything but constants and draws (a renewal gap)."""
+
+    moment: str = SESSION
+    prefix: str | None = None
+    const: str | None = None
+    draw: str | None = None
+    attrs: bool = True
+    only: str | None = None
+
+
+@dataclass
+class Decl:
+    """A pool or stage as the resolver knows it."""
+
+    index: int
+    name: str
+    size: int | None
+    span: Span
+    kind: str = ""  # stages: delay fifo ps step
+    block: float | None = None  # pools: the folded `block`
+
+
+class Resolver:
+    def __init__(self) -> None:
+        self.lets: dict[str, float] = {}
+        self.let_spans: dict[str, Span] = {}
+        self.attrs: dict[str, int] = {}
+        self.hidden: set[int] = set()
+        self.pools: dict[str, Decl] = {}
+        self.stages: dict[str, Decl] = {}
+        self.deferred: SerqError | None = None
+
+    def defer(self, err: SerqError) -> None:
+        """Keep the first validation error until linking is done."""
+        if self.deferred is None:
+            self.deferred = err
+
+    # ------------------------------------------------------------ constants
+    def const(self, e: A.Expr, what: str, prefix: str | None = None) -> float:
+        """The value of a constant expression; NaN is an error."""
+        x = self.resolve(e, Where(const=what, prefix=prefix))
+        value = fold(x)
+        if value != value:
+            raise error(f"{what} is NaN", e.span, helps=["a constant is a number or `inf`"], prefix=prefix)
+        return value
+
+    def whole(self, e: A.Expr, what: str, prefix: str | None = None) -> int:
+        """A constant that must be a positive integer."""
+        v = self.const(e, what, prefix)
+        if not (v >= 1 and math.isfinite(v) and v == int(v)):
+            raise error(f"{what} must be a positive integer, found {show(A.Num(v, e.span))}", e.span, prefix=prefix)
+        return int(v)
+
+    # ------------------------------------------------------------ expressions
+    def expr(self, e: A.Expr, w: Where) -> ir.Expr:
+        """The IR of ``e`` read at ``w``, with every constant subtree folded."""
+        return try_fold(self.resolve(e, w))
+
+    def opt(self, e: A.Expr | None, w: Where) -> ir.Expr | None:
+        return None if e is None else self.expr(e, w)
+
+    def resolve(self, e: A.Expr, w: Where) -> ir.Expr:
+        if isinstance(e, A.Num):
+            return ir.Num(e.value)
+        if isinstance(e, A.Name):
+            return self.name(e, w)
+        if isinstance(e, A.Unary):
+            return ir.Unary(e.op, self.resolve(e.x, w))  # type: ignore[arg-type]
+        if isinstance(e, A.Binary):
+            return ir.Binary(e.op, self.resolve(e.a, w), self.resolve(e.b, w))
+        if isinstance(e, A.Cond):
+            return ir.Cond(self.resolve(e.c, w), self.resolve(e.a, w), self.resolve(e.b, w))
+        if isinstance(e, A.Call):
+            return self.call(e, w)
+        if isinstance(e, A.Draw):
+            return self.draw(e, w)
+        if isinstance(e, A.Index):
+            kind = "pool" if e.id in self.pools else "stage" if e.id in self.stages else None
+            if kind:
+                raise error(f"{kind} `{e.id}` is not a value", e.span,
+                            helps=[f"read it through a function, as in `{'used' if kind == 'pool' else 'queue'}({show(e)})`"],
+                            prefix=w.prefix)
+            raise error(f"`{e.id}` is not an array", e.name_span, prefix=w.prefix)
+        raise error("`args.number(…)` is accepted only as the whole value of a `let`", e.span, prefix=w.prefix)
+
+    def name(self, e: A.Name, w: Where) -> ir.Expr:
+        n = e.id
+        if w.const is not None:
+            if n in self.lets:
+                return ir.Num(self.lets[n])
+            if n == "inf":
+                return ir.Num(math.inf)
+            helps, notes = did_you_mean(n, "", self.let_spans)
+            if not helps:
+                if n in self.attrs:
+                    helps = [f"`{n}` is a session attribute; {w.const} is evaluated before any session exists"]
+                elif n in CONTEXT:
+                    helps = [f"`{n}` is a context variable; a constant cannot read it"]
+                else:
+                    helps = ["a constant reads numbers, `inf` and the `let`s above it"]
+            raise error(f"`{n}` is not a constant", e.span, helps=helps, notes=notes, prefix=w.prefix)
+        if n in self.attrs:
+            slot = self.attrs[n]
+            if w.only:
+                self.defer(error(w.only, e.span, prefix=w.prefix))
+            elif not w.attrs:
+                self.defer(error(f"`{n}` is a session attribute, but {MOMENT_TEXT[w.moment]} has no session",
+                                 e.span, helps=["read constants, context variables and functions here"],
+                                 prefix=w.prefix))
+            elif slot in self.hidden and w.moment != SESSION:
+                self.defer(error(f"`{n}` is hidden from the scheduler, but is read in {MOMENT_TEXT[w.moment]}",
+                                 e.span, helps=["the scheduler may read what a real one would know"],
+                                 prefix=w.prefix))
+            return ir.Attr(slot, n)
+        if n in self.lets:
+            return ir.Num(self.lets[n])
+        if n in CONTEXT:
+            moments = CONTEXT[n]
+            if w.only:
+                self.defer(error(w.only, e.span, prefix=w.prefix))
+            elif w.moment not in moments:
+                exists = ", or ".join(MOMENT_TEXT[m] for m in moments)
+                self.defer(error(f"`{n}` is read in {MOMENT_TEXT[w.moment]}, but it exists only in {exists}",
+                                 e.span, prefix=w.prefix))
+            return ir.Ctx(n)
+        if n == "inf":
+            return ir.Num(math.inf)
+        if n in OLD_CONTEXT:
+            raise error(f"the context variable `{n}` is now `{OLD_CONTEXT[n]}`", e.span, prefix=w.prefix)
+        for kind, table, fn in (("pool", self.pools, "used"), ("stage", self.stages, "queue")):
+            if n in table:
+                raise error(f"{kind} `{n}` is not a value", e.span,
+                            helps=[f"read it through a function, as in `{fn}({n})`"], prefix=w.prefix)
+        if n in RETIRED:
+            raise error(f"`{n}` is a retired word and names nothing: {RETIRED[n]}", e.span, prefix=w.prefix)
+        cands = dict(self.let_spans)
+        cands.update({a: None for a in self.attrs})
+        raise unknown("name", n, e.span, cands, prefix=w.prefix,
+                      fallback="declare a `let` constant, or assign a session attribute with `set` before using it")
+
+    def call(self, e: A.Call, w: Where) -> ir.Expr:
+        fn, args = e.fn, e.args
+        if fn in PURE_FUNCTIONS:
+            arity = PURE_FUNCTIONS[fn][0]
+            if len(args) != arity:
+                raise error(f"`{fn}` takes {arity} argument(s), got {len(args)}", e.name_span, prefix=w.prefix)
+            return ir.Call(fn, tuple(self.resolve(a, w) for a in args))  # type: ignore[arg-type]
+        if fn not in FUNCTIONS:
+            helps, _ = did_you_mean(fn, "function", FUNCTIONS)
+            raise error(f"unknown function `{fn}`", e.name_span, helps=helps, prefix=w.prefix)
+        if w.const is not None:
+            if fn == "blocksize":
+                raise error(f"`blocksize` is not a constant", e.name_span, prefix=w.prefix,
+                            helps=["name the block size with a `let`, and use that"])
+            raise error(f"`{fn}` with {len(args)} argument(s) is not a constant function", e.name_span,
+                        prefix=w.prefix, helps=["a constant may call `min max abs floor ceil sqrt exp ln pow`"])
+        if fn in ESTIMATES:
+            raise error(f"`{fn}` (an online estimate) is not supported yet", e.name_span, prefix=w.prefix)
+        if fn == "blocksize":
+            return self.blocksize(e, w)
+        if w.only:
+            self.defer(error(w.only, e.name_span, prefix=w.prefix))
+        kind = "pool" if fn in POOL_PROBES else "stage"
+        if len(args) != 1:
+            raise error(f"`{fn}` takes 1 argument(s), got {len(args)}", e.name_span, prefix=w.prefix)
+        a = args[0]
+        if not isinstance(a, (A.Name, A.Index)):
+            raise error(f"`{fn}` expects a {kind} name here", a.span, prefix=w.prefix)  # type: ignore[union-attr]
+        span = a.span if isinstance(a, A.Name) else a.name_span
+        index = a.index if isinstance(a, A.Index) else None
+        if kind == "pool":
+            if a.id not in self.pools and a.id in self.stages | self.attrs | self.lets:
+                raise error(f"`{fn}` expects a pool name here", span, prefix=w.prefix)
+            return ir.Probe(fn, self.pool_ref(a.id, index, span, w))
+        if a.id not in self.stages and a.id in self.pools | self.attrs | self.lets:
+            raise error(f"`{fn}` expects a stage name here", span, prefix=w.prefix)
+        ref = self.stage_ref(a.id, index, span, w)
+        if fn == "budget_left" and self.stages[a.id].kind != "step":
+            raise error(f"`budget_left` expects a step stage here; `{a.id}` is a {self.stages[a.id].kind} stage",
+                        span, prefix=w.prefix)
+        return ir.Probe(fn, ref)
+
+    def blocksize(self, e: A.Call, w: Where) -> ir.Expr:
+        if len(e.args) != 1:
+            raise error(f"`blocksize` takes one pool, got {len(e.args)} argument(s)", e.name_span, prefix=w.prefix)
+        a = e.args[0]
+        if not isinstance(a, (A.Name, A.Index)) or a.id not in self.pools:
+            if isinstance(a, (A.Name, A.Index)) and a.id not in self.stages | self.attrs | self.lets:
+                self.pool_ref(a.id, None, a.span, w)  # unknown pool, with its did-you-mean
+            raise error("`blocksize` takes a pool, not an expression", a.span, prefix=w.prefix)  # type: ignore[union-attr]
+        index = a.index if isinstance(a, A.Index) else None
+        ref = self.pool_ref(a.id, index, a.span if isinstance(a, A.Name) else a.name_span, w)
+        if ref.index is not None and any(isinstance(x, ir.Draw) for x in walk(ref.index)):
+            raise error(f"`blocksize({show(a)})`: the index draws a sample, and the folded number would drop the draw",
+                        a.span, prefix=w.prefix)
+        block = self.pools[a.id].block
+        if block is None:
+            raise error(f"`blocksize({a.id})`: pool `{a.id}` has no `block`", a.span, prefix=w.prefix,
+                        helps=[f"give pool `{a.id}` a `block` clause"])
+        return ir.Num(block)
+
+    def draw(self, e: A.Draw, w: Where) -> ir.Expr:
+        if w.const is not None:
+            raise error("a constant cannot sample", e.span, prefix=w.prefix or w.const,
+                        helps=["a constant is one number for the whole run; sample in a session with `set`"])
+        if e.dist not in DISTRIBUTIONS:
+            helps, _ = did_you_mean(e.dist, "distribution", DISTRIBUTIONS)
+            raise error(f"unknown distribution `{e.dist}`", e.name_span, prefix=w.prefix,
+                        helps=helps or ["the distributions are `exp det uniform erlang h2 bernoulli`"])
+        arity = DISTRIBUTIONS[e.dist][0]
+        if len(e.args) != arity:
+            raise error(f"`~{e.dist}` takes {arity} argument(s)", e.name_span, prefix=w.prefix)
+        if w.draw:
+            self.defer(error(w.draw, e.span, prefix=w.prefix))
+        return ir.Draw(e.dist, tuple(self.resolve(a, w) for a in e.args))
+
+    # ------------------------------------------------------------ pools and stages
+    def pool_ref(self, name: str, index: A.Expr | None, span: Span, w: Where) -> ir.PoolRef:
+        d = self._decl("pool", self.pools, name, index, span, w)
+        return ir.PoolRef(d.index, self._index(d, index, w))
+
+    def stage_ref(self, name: str, index: A.Expr | None, span: Span, w: Where) -> ir.StageRef:
+        d = self._decl("stage", self.stages, name, index, span, w)
+        return ir.StageRef(d.index, self._index(d, index, w))
+
+    def _decl(self, kind: str, table: dict[str, Decl], name: str, index: A.Expr | None, span: Span,
+              w: Where) -> Decl:
+        if name not in table:
+            raise unknown(kind, name, span, {d.name: d.span for d in table.values()}, prefix=w.prefix,
+                          fallback=f"declare `{kind} {name} …` or use an existing {kind}"
+                                   + (f": {', '.join(sorted(table))}" if table else ""))
+        d = table[name]
+        if d.size is not None and index is None:
+            raise error(f"{kind} `{name}` is an array; index it", span, prefix=w.prefix,
+                        helps=[f"name a member, `{name}[0]` to `{name}[{d.size - 1}]`"])
+        if d.size is None and index is not None:
+            raise error(f"{kind} `{name}` is not an array; it takes no index", span, prefix=w.prefix)
+        return d
+
+    def _index(self, d: Decl, index: A.Expr | None, w: Where) -> ir.Expr | None:
+        if index is None:
+            return None
+        x = self.expr(index, replace(w, const=None))
+        if isinstance(x, ir.Num) and not (0 <= x.value < (d.size or 0) and x.value == int(x.value)):
+            raise error(f"index `{show(index)}` is {show(A.Num(x.value, index.span))}: a member of an array of "
+                        f"{d.size} is 0 to {(d.size or 1) - 1}", index.span, prefix=w.prefix)
+        return x
+
