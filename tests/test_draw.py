@@ -243,3 +243,134 @@ def test_an_unknown_format_is_a_usage_error() -> None:
 
     with pytest.raises(UsageError):
         render(agent_program(), "png")
+
+
+# ---------------------------------------------------------------------------
+# the bundled programs
+
+
+def load(rel: str) -> ir.Program:
+    import serq
+
+    return serq.load(ROOT / rel)
+
+
+@pytest.mark.parametrize("rel", BUNDLED)
+def test_every_bundled_program_draws_in_both_formats(rel: str) -> None:
+    program = load(rel)
+    root = parse(render(program, "svg"))
+    words = " ".join(texts(root))
+    for decl in (*program.pools, *program.stages):
+        assert re.search(rf"\b{re.escape(decl.name)}\b", words), decl.name
+    assert len(of_class(root, "rect", "hold")) == holds_in(program)
+    tikz = render(program, "tikz")
+    assert tikz.startswith(r"\documentclass[tikz") and tikz.endswith("\\end{document}\n")
+
+
+def test_vllm_holds_reqs_and_kv_across_the_engine_and_releases_them_before_the_tool() -> None:
+    scene = figure(load("programs/multi-turn/vllm.sq"))
+    hold = next(s for s in scene.shapes if getattr(s, "role", "") == "hold")
+    label = next(s for s in scene.shapes if getattr(s, "role", "") == "hold-label")
+    assert label.text == "hold reqs, kv · cache kv"
+    runs = {}
+    for s in scene.shapes:
+        if getattr(s, "role", "") == "run-label" and s.bold:
+            runs.setdefault(s.text, []).append(hold.x < s.x < hold.x + hold.w)
+    assert runs == {"engine": [True, True], "tool": [False]}
+
+
+def test_vllm_branches_with_the_probability_of_more() -> None:
+    root = parse(render(load("programs/multi-turn/vllm.sq"), "svg"))
+    assert [t.text for t in of_class(root, "text", "arm-label")] == ["0.9", "0.1"]
+
+
+def test_the_subagent_program_draws_its_nested_branches() -> None:
+    root = parse(render(load("programs/subagent/vllm_subagents.sq"), "svg"))
+    assert [t.text for t in of_class(root, "text", "branch-label")] == ["more", "fan"]
+    arms = [t.text for t in of_class(root, "text", "arm-label")]
+    # drawn outer arm first, then what it holds: the inner branch's arms come before the outer `1 - p`
+    assert arms == ["p = sub ? 0.7 : 0.9", "p = sub ? 0 : 0.3", "1 - p", "1 - p"]
+
+
+def test_the_golden_svg_of_vllm() -> None:
+    svg = render(load("programs/multi-turn/vllm.sq"), "svg")
+    if os.environ.get("SERQ_REGEN_GOLDEN") == "1":
+        GOLDEN.parent.mkdir(parents=True, exist_ok=True)
+        GOLDEN.write_text(svg, encoding="utf-8", newline="\n")
+    assert svg == GOLDEN.read_text(encoding="utf-8"), (
+        "the figure changed; look at it, then regenerate with SERQ_REGEN_GOLDEN=1 pytest tests/test_draw.py"
+    )
+
+
+# ---------------------------------------------------------------------------
+# the command
+
+
+VLLM = str(ROOT / "programs" / "multi-turn" / "vllm.sq")
+
+
+def serq_draw(*args: str, cwd: Path | None = None):
+    from typer.testing import CliRunner
+
+    from serq.cli import app
+
+    return CliRunner().invoke(app, ["draw", *args], catch_exceptions=False)
+
+
+def test_draw_writes_svg_to_out_atomically(tmp_path: Path) -> None:
+    out = tmp_path / "my.svg"
+    result = serq_draw(VLLM, "--format", "svg", "--out", str(out))
+    assert result.exit_code == 0, result.output
+    assert result.stdout == ""
+    assert out.read_text(encoding="utf-8") == render(load("programs/multi-turn/vllm.sq"), "svg")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["my.svg"]  # no temporary file left
+
+
+def test_draw_prints_to_stdout_without_out() -> None:
+    result = serq_draw(VLLM, "--format", "svg")
+    assert result.exit_code == 0
+    parse(result.stdout)
+
+
+def test_draw_defaults_to_tikz() -> None:
+    result = serq_draw(VLLM)
+    assert result.exit_code == 0
+    assert result.stdout.startswith(r"\documentclass[tikz")
+
+
+def test_draw_takes_set_overrides() -> None:
+    result = serq_draw(VLLM, "--format", "svg", "--set", "p=0.75")
+    assert result.exit_code == 0
+    assert [t.text for t in of_class(parse(result.stdout), "text", "arm-label")] == ["0.75", "0.25"]
+
+
+def test_a_bad_format_is_a_usage_error_and_writes_nothing(tmp_path: Path) -> None:
+    out = tmp_path / "x.svg"
+    result = serq_draw(VLLM, "--format", "png", "--out", str(out))
+    assert result.exit_code == 2
+    assert "--format" in result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_program_error_exits_1_with_its_position_and_writes_nothing(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.sq"
+    bad.write_text("stage svc : fifo;\nsession {\n  run nosuch (1);\n}\n", encoding="utf-8")
+    out = tmp_path / "x.svg"
+    result = serq_draw(str(bad), "--format", "svg", "--out", str(out))
+    assert result.exit_code == 1
+    assert result.stderr.startswith(f"{bad}:3:7: ")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.sq"]
+
+
+def test_an_unwritable_out_exits_1(tmp_path: Path) -> None:
+    result = serq_draw(VLLM, "--format", "svg", "--out", str(tmp_path / "missing" / "x.svg"))
+    assert result.exit_code == 1
+    assert "cannot write" in result.stderr
+
+
+def test_python_m_serq_draw_end_to_end(tmp_path: Path) -> None:
+    out = tmp_path / "fig.tex"
+    done = subprocess.run([sys.executable, "-m", "serq", "draw", VLLM, "--out", str(out)],
+                          capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert out.read_text(encoding="utf-8").rstrip().endswith(r"\end{document}")

@@ -117,10 +117,12 @@ def stage_cards(program: ir.Program) -> list[Card]:
         step = stage.step
         if step is not None:
             first = []
-            if not (isinstance(step.budget, ir.Num) and step.budget.value == float("inf")):
-                first.append("budget " + clip(expr_text(program, step.budget), 16))
-            if not (isinstance(step.chunk, ir.Num) and step.chunk.value == 0.0):
-                first.append("chunk " + clip(expr_text(program, step.chunk), 16))
+            budget = expr_text(program, step.budget)
+            if budget != "inf":
+                first.append("budget " + clip(budget, 16))
+            chunk = expr_text(program, step.chunk)
+            if chunk != "0":  # 0: no cap (language §4)
+                first.append("chunk " + clip(chunk, 16))
             if first:
                 lines.append(" · ".join(first))
             if step.memory is not None:

@@ -61,6 +61,8 @@ def _expr(program: ir.Program, e: ir.Expr) -> tuple[int, str]:
             return p, f"{t(e.a, 4)} {e.op} {t(e.b, 4)}"
         return p, f"{t(e.a, p)} {e.op} {t(e.b, p + 1)}"
     if isinstance(e, ir.Cond):
+        if e.a == e.b and not draws(e.c):  # `residents > 1 ? 0 : 0`: either way the same
+            return _expr(program, e.a)
         return 0, f"{t(e.c, 1)} ? {t(e.a, 0)} : {t(e.b, 0)}"
     if isinstance(e, ir.Call):
         return 8, f"{e.fn}({', '.join(t(x, 0) for x in e.args)})"
