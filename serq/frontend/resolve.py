@@ -85,8 +85,9 @@ class Resolver:
 
     # ------------------------------------------------------------ expressions
     def expr(self, e: A.Expr, w: Where) -> ir.Expr:
-        """The IR of ``e`` read at ``w``, with every constant subtree folded."""
-        return try_fold(self.resolve(e, w))
+        """The IR of ``e`` read at ``w``, with every constant subtree folded and
+        every conditional on a constant reduced to its branch."""
+        return prune(try_fold(self.resolve(e, w)))
 
     def opt(self, e: A.Expr | None, w: Where) -> ir.Expr | None:
         return None if e is None else self.expr(e, w)
@@ -278,3 +279,18 @@ class Resolver:
                         f"{d.size} is 0 to {(d.size or 1) - 1}", index.span, prefix=w.prefix)
         return x
 
+
+
+def prune(e: ir.Expr) -> ir.Expr:
+    """``c ? a : b`` with a constant ``c`` replaced by the branch it takes."""
+    if isinstance(e, ir.Cond):
+        if isinstance(e.c, ir.Num):
+            return prune(e.a if e.c.value != 0.0 else e.b)
+        return ir.Cond(e.c, prune(e.a), prune(e.b))
+    if isinstance(e, ir.Unary):
+        return ir.Unary(e.op, prune(e.x))
+    if isinstance(e, ir.Binary):
+        return ir.Binary(e.op, prune(e.a), prune(e.b))
+    if isinstance(e, (ir.Call, ir.Draw)):
+        return replace(e, args=tuple(prune(a) for a in e.args))
+    return e
