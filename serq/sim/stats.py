@@ -53,7 +53,9 @@ def summarize(values: Sequence[float]) -> ObserveSummary:
         cv2 = NAN
     else:
         d = x - mean
-        cv2 = float(np.dot(d, d)) / (n - 1) / (mean * mean)
+        var = float(np.dot(d, d)) / (n - 1)
+        m2 = mean * mean
+        cv2 = var / m2 if m2 > 0.0 else (INF if var > 0.0 else NAN)  # m2 can underflow
     # §8.3 CI: batch means over 20 batches of floor(n/20) samples, recording order
     if n < CI_MIN_SAMPLES:
         ci = INF
