@@ -178,26 +178,47 @@ def test_render_is_deterministic() -> None:
         assert render(agent_program(), fmt) == render(agent_program(), fmt)
 
 
-def test_no_two_labels_overlap() -> None:
-    scene = figure(agent_program())
-    boxes = []
-    for s in scene.shapes:
-        if type(s).__name__ != "Text":
-            continue
-        w = len(s.text) * s.size * 0.61
-        x0 = {"start": s.x, "middle": s.x - w / 2, "end": s.x - w}[s.anchor]
-        boxes.append((x0, s.y - s.size * 0.8, x0 + w, s.y + s.size * 0.2, s.text))
-    for i, a in enumerate(boxes):
-        for b in boxes[i + 1:]:
-            apart = a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1]
-            assert apart, (a[4], b[4])
+def text_box(s) -> tuple[float, float, float, float]:
+    w = len(s.text) * s.size * 0.61
+    x0 = {"start": s.x, "middle": s.x - w / 2, "end": s.x - w}[s.anchor]
+    return (x0, s.y - s.size * 0.8, x0 + w, s.y + s.size * 0.25)
 
 
-def test_every_shape_lies_on_the_canvas() -> None:
-    scene = figure(agent_program())
+def shape_box(s) -> tuple[float, float, float, float]:
+    if hasattr(s, "text"):
+        return text_box(s)
+    if hasattr(s, "w"):
+        return (s.x, s.y, s.x + s.w, s.y + s.h)
+    if hasattr(s, "r"):
+        return (s.cx - s.r, s.cy - s.r, s.cx + s.r, s.cy + s.r)
+    xs, ys = [p[0] for p in s.points], [p[1] for p in s.points]
+    return (min(xs), min(ys), max(xs), max(ys))
+
+
+def apart(a, b) -> bool:
+    return a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1]
+
+
+NODES = ("run", "turn", "end", "arrive", "cmd", "branch", "pool", "stage")
+
+
+def assert_readable(scene) -> None:
+    """No two labels overlap, no two nodes overlap, everything is on the canvas."""
+    labels = [s for s in scene.shapes if hasattr(s, "text")]
+    for i, a in enumerate(labels):
+        for b in labels[i + 1:]:
+            assert apart(text_box(a), text_box(b)), (a.text, b.text)
+    nodes = [s for s in scene.shapes if getattr(s, "role", "") in NODES]
+    for i, a in enumerate(nodes):
+        for b in nodes[i + 1:]:
+            assert apart(shape_box(a), shape_box(b)), (a, b)
     for s in scene.shapes:
-        for x, y in getattr(s, "points", ()) or [(getattr(s, "x", 0.0), getattr(s, "y", 0.0))]:
-            assert 0 <= x <= scene.width and 0 <= y <= scene.height, s
+        x0, y0, x1, y1 = shape_box(s)
+        assert 0 <= x0 and x1 <= scene.width and 0 <= y0 and y1 <= scene.height, s
+
+
+def test_the_figure_is_readable() -> None:
+    assert_readable(figure(agent_program()))
 
 
 # ---------------------------------------------------------------------------
@@ -265,6 +286,7 @@ def test_every_bundled_program_draws_in_both_formats(rel: str) -> None:
     assert len(of_class(root, "rect", "hold")) == holds_in(program)
     tikz = render(program, "tikz")
     assert tikz.startswith(r"\documentclass[tikz") and tikz.endswith("\\end{document}\n")
+    assert_readable(figure(program))
 
 
 def test_vllm_holds_reqs_and_kv_across_the_engine_and_releases_them_before_the_tool() -> None:

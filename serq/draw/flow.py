@@ -61,6 +61,10 @@ def _expr(program: ir.Program, e: ir.Expr) -> tuple[int, str]:
             return p, f"{t(e.a, 4)} {e.op} {t(e.b, 4)}"
         return p, f"{t(e.a, p)} {e.op} {t(e.b, p + 1)}"
     if isinstance(e, ir.Cond):
+        try:  # `law == 1 ? ~exp(1) : …` with `law` a constant: only one arm is ever taken
+            return _expr(program, e.a if fold(e.c) != 0.0 else e.b)
+        except NotConstant:
+            pass
         if e.a == e.b and not draws(e.c):  # `residents > 1 ? 0 : 0`: either way the same
             return _expr(program, e.a)
         return 0, f"{t(e.c, 1)} ? {t(e.a, 0)} : {t(e.b, 0)}"
@@ -105,7 +109,8 @@ class Arm:
 
 @dataclass
 class Fork:
-    """A ``branch``: the decision shows ``guard``; each arm its label."""
+    """A ``branch``: the decision shows ``guard``; each arm its label.  The
+    first arm is drawn on the spine."""
 
     guard: str
     arms: list[Arm]
@@ -264,7 +269,7 @@ class _Builder:
     def stmt(self, stmt: ir.Stmt) -> Item | None:
         p = self.program
         if isinstance(stmt, ir.Run):
-            work = clip(expr_text(p, stmt.work), 30)
+            work = clip(self.work_text(stmt.work), 30)
             lines = [ref_text(p, stmt.stage)]
             if stmt.mode or stmt.growing is not None:
                 grow = f"growing {ref_text(p, stmt.growing)}" if stmt.growing is not None else ""
@@ -291,6 +296,16 @@ class _Builder:
             count = clip(expr_text(p, stmt.count), 12)
             return Node("cmd", (f"choose {p.attributes[stmt.slot]} in {count}",))
         return None  # set, observe, and the markers handled by `block`
+
+    def work_text(self, work: ir.Expr) -> str:
+        """The work of a run; an attribute assigned in one place shows its
+        definition too (``s = ~exp(1)``), so the law of a service is in sight."""
+        text = expr_text(self.program, work)
+        if isinstance(work, ir.Attr):
+            defs = self.defs.get(work.slot, [])
+            if len(defs) == 1 and defs[0] is not None:
+                return f"{text} = {expr_text(self.program, defs[0])}"
+        return text
 
     def hold_label(self, hold: ir.Hold) -> str:
         p = self.program
@@ -340,7 +355,10 @@ class _Builder:
             labels = (prob(p.value), prob(1.0 - p.value))
         else:
             labels = ("p = " + clip(expr_text(self.program, p), 24), "1 - p")
-        return Fork(guard, [Arm(labels[0], then), Arm(labels[1], orelse)])
+        arms = [Arm(labels[0], then), Arm(labels[1], orelse)]
+        if ends(then) and not ends(orelse):
+            arms.reverse()  # the arm that goes on stays on the spine; `{ end; }` turns off it
+        return Fork(guard, arms)
 
 
 def build(program: ir.Program) -> Seq:
