@@ -222,6 +222,61 @@ def test_the_figure_is_readable() -> None:
 
 
 # ---------------------------------------------------------------------------
+# tiny programs
+
+
+def draw_text(text: str) -> tuple[ET.Element, str]:
+    import serq
+
+    program = serq.load(text)
+    assert_readable(figure(program))
+    return parse(render(program, "svg")), render(program, "tikz")
+
+
+def test_an_arm_that_ends_turns_off_the_spine_and_the_other_goes_on() -> None:
+    root, _ = draw_text("stage svc : fifo;\nsession { loop { branch with (0.2) { end; } run svc (1); } }\n")
+    assert [t.text for t in of_class(root, "text", "arm-label")] == ["0.8", "0.2"]
+    end = of_class(root, "rect", "end")[0]
+    svc = of_class(root, "rect", "run")[0]
+    assert float(end.get("y")) > float(svc.get("y")) + float(svc.get("height")) / 2  # below the spine
+
+
+def test_a_guard_with_comparisons_is_escaped_in_both_formats() -> None:
+    root, tikz = draw_text(
+        "stage svc : fifo;\n"
+        "session { set x_y = ~uniform(0, 2); branch (x_y < 1 && turn_no >= 0) { run svc (x_y); } }\n"
+    )
+    assert [t.text for t in of_class(root, "text", "branch-label")] == ["x_y < 1 && turn_no >= 0"]
+    assert [t.text for t in of_class(root, "text", "arm-label")] == ["yes", "no"]
+    assert r"{x\_y \textless{} 1 \&\& turn\_no \textgreater{}= 0}" in tikz
+    assert r"{x\_y = \textasciitilde{}uniform(0, 2)}" in tikz
+
+
+def test_arrays_show_the_member_a_statement_picks() -> None:
+    root, _ = draw_text(
+        "pool kv[2] { cap 100; }\nstage engine[2] : step { cost 1; memory kv; }\n"
+        "session { choose r in 2 by (used(kv[r])); "
+        "hold kv[r] (10) { run engine[r] prefill (10) growing kv[r]; } }\n"
+    )
+    words = texts(root)
+    assert {"pool kv[2]", "stage engine[2] : step", "choose r in 2", "engine[r]"} <= set(words)
+    assert [t.text for t in of_class(root, "text", "hold-label")] == ["hold kv[r]"]
+
+
+def test_nested_holds_nest_their_enclosures_and_a_hold_without_cache_marks_no_pool() -> None:
+    root, _ = draw_text(
+        "pool p { cap 1; }\npool q { cap 5; }\nstage s : fifo;\n"
+        "session { hold p (1) { hold q (2) { run s (1); } run s (2); } }\n"
+    )
+    outer, inner = (tuple(float(r.get(k)) for k in ("x", "y", "width", "height"))
+                    for r in of_class(root, "rect", "hold"))
+    assert outer[0] < inner[0] and inner[0] + inner[2] < outer[0] + outer[2]
+    assert outer[1] < inner[1] and inner[1] + inner[3] < outer[1] + outer[3]
+    assert [t.text for t in of_class(root, "text", "hold-label")] == ["hold p", "hold q"]
+    assert of_class(root, "rect", "cache-badge") == []
+
+
+# ---------------------------------------------------------------------------
 # TikZ
 
 
@@ -312,6 +367,15 @@ def test_the_subagent_program_draws_its_nested_branches() -> None:
     arms = [t.text for t in of_class(root, "text", "arm-label")]
     # drawn outer arm first, then what it holds: the inner branch's arms come before the outer `1 - p`
     assert arms == ["p = sub ? 0.7 : 0.9", "p = sub ? 0 : 0.3", "1 - p", "1 - p"]
+
+
+def test_a_probability_that_a_set_makes_constant_is_shown_as_a_number() -> None:
+    import serq
+
+    program = serq.load(ROOT / "programs/subagent/vllm_subagents.sq", sets={"q": "0"})
+    root = parse(render(program, "svg"))
+    # fan = sub ? 0 : ~bernoulli(q) is 0 either way once q = 0
+    assert [t.text for t in of_class(root, "text", "arm-label")][1:3] == ["0", "1"]
 
 
 def test_the_golden_svg_of_vllm() -> None:

@@ -184,7 +184,7 @@ def chance(e: ir.Expr | None) -> ir.Expr | None:
         a, b = chance(e.a), chance(e.b)
         if a is None or b is None or draws(e.c):
             return None
-        p = ir.Cond(e.c, a, b)
+        p = a if a == b else ir.Cond(e.c, a, b)
     else:
         return None
     try:
