@@ -176,4 +176,7 @@ def main() -> None:
     except RecursionError:
         typer.echo("error: the program is nested too deeply to check", err=True)
         sys.exit(1)
+    except Exception as err:  # noqa: BLE001 - a bug in serq: say so in one line, never a traceback
+        typer.echo(f"internal error (a bug in serq, please report it): {type(err).__name__}: {err}", err=True)
+        sys.exit(3)
     sys.exit(code if isinstance(code, int) else 0)

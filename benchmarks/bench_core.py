@@ -1,0 +1,56 @@
+"""Events per second of the simulator core on ``programs/single-turn/mg1.sq``
+(M/M/1 at ρ = 0.8), next to a raw SimPy timeout loop measured in the same run.
+
+    python benchmarks/bench_core.py [--horizon 200000]
+
+Prints wall time, the report's ``events`` (arrivals, job ends, the end of
+warm-up), events per second, simulated seconds per wall second, and the ratio
+to the raw loop.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import simpy
+
+import serq
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def raw_simpy(n: int) -> float:
+    """Events per second of one SimPy process doing ``yield env.timeout(1)``."""
+    env = simpy.Environment()
+
+    def proc():
+        for _ in range(n):
+            yield env.timeout(1.0)
+
+    env.process(proc())
+    t = time.perf_counter()
+    env.run()
+    return n / (time.perf_counter() - t)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--horizon", type=float, default=200_000.0)
+    ap.add_argument("--warmup", type=float, default=1_000.0)
+    args = ap.parse_args()
+    program = serq.load(ROOT / "programs/single-turn/mg1.sq")
+    t = time.perf_counter()
+    report = serq.run(program, seed=1, horizon=args.horizon, warmup=args.warmup)
+    wall = time.perf_counter() - t
+    rate = report.events / wall
+    raw = raw_simpy(1_000_000)
+    print(f"mg1.sq horizon {args.horizon:g}: wall {wall:.2f} s, events {report.events}, "
+          f"{rate / 1e3:.0f} k events/s, {args.horizon / wall:.0f} simulated s per wall s")
+    print(f"raw SimPy timeout loop: {raw / 1e3:.0f} k events/s")
+    print(f"ratio serq / raw SimPy: {rate / raw:.3f}")
+
+
+if __name__ == "__main__":
+    main()
