@@ -21,7 +21,7 @@ import pytest
 from serq import ir
 from serq.draw import figure, render
 from serq.draw.tikz import latex_escape
-from serq.ir import Attr, Binary, Call, Cond, Ctx, Draw, Num, PoolRef, Probe, StageRef
+from serq.ir import Attr, Binary, Call, Ctx, Draw, Num, PoolRef, Probe, StageRef
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden" / "vllm.svg"
@@ -395,7 +395,7 @@ def test_the_golden_svg_of_vllm() -> None:
 VLLM = str(ROOT / "programs" / "multi-turn" / "vllm.sq")
 
 
-def serq_draw(*args: str, cwd: Path | None = None):
+def serq_draw(*args: str):
     from typer.testing import CliRunner
 
     from serq.cli import app
@@ -460,3 +460,14 @@ def test_python_m_serq_draw_end_to_end(tmp_path: Path) -> None:
                           capture_output=True, text=True, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert out.read_text(encoding="utf-8").rstrip().endswith(r"\end{document}")
+
+
+def test_the_output_does_not_depend_on_hash_seeds(tmp_path: Path) -> None:
+    outs = []
+    for seed in ("1", "2"):
+        env = dict(os.environ, PYTHONHASHSEED=seed)
+        done = subprocess.run([sys.executable, "-m", "serq", "draw", VLLM, "--format", "svg"],
+                              capture_output=True, text=True, env=env, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        outs.append(done.stdout)
+    assert outs[0] == outs[1] == GOLDEN.read_text(encoding="utf-8")

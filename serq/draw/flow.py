@@ -301,7 +301,8 @@ class _Builder:
         """The work of a run; an attribute assigned in one place shows its
         definition too (``s = ~exp(1)``), so the law of a service is in sight."""
         text = expr_text(self.program, work)
-        if isinstance(work, ir.Attr):
+        traced = self.program.trace is not None and isinstance(work, ir.Attr) and ir.NEW <= work.slot <= ir.MORE
+        if isinstance(work, ir.Attr) and not traced:
             defs = self.defs.get(work.slot, [])
             if len(defs) == 1 and defs[0] is not None:
                 return f"{text} = {expr_text(self.program, defs[0])}"
@@ -330,6 +331,8 @@ class _Builder:
             text = f"!{text}" if text.isidentifier() else f"!({text})"
             return text, None if p is None else _complement(p)
         if isinstance(e, ir.Attr):
+            if self.program.trace is not None and ir.NEW <= e.slot <= ir.MORE:
+                return e.name, None  # each `turn;` loads it from the trace (language §10.4)
             defs = self.defs.get(e.slot, [])
             chances = [chance(d) for d in defs]
             first = chances[0] if chances else None
