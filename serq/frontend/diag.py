@@ -57,7 +57,8 @@ def did_you_mean(
     if best is None:
         return [], []
     what = f"{kind} `{best}`" if kind else f"`{best}`"
-    notes = [f"`{best}` declared at {at(cands[best])}"] if cands.get(best) is not None else []
+    span = cands.get(best)
+    notes = [f"`{best}` declared at {at(span)}"] if isinstance(span, Span) else []
     return [f"did you mean {what}?"], notes
 
 
@@ -69,9 +70,10 @@ def unknown(
     *,
     fallback: str | None = None,
     prefix: str | None = None,
+    kind_in_help: bool = True,
 ) -> SerqError:
     """*unknown KIND `name`*, with a did-you-mean or the ``fallback`` help."""
-    helps, notes = did_you_mean(name, kind, candidates)
+    helps, notes = did_you_mean(name, kind if kind_in_help else "", candidates)
     if not helps and fallback:
         helps = [fallback]
     return error(f"unknown {kind} `{name}`", span, helps=helps, notes=notes, prefix=prefix)

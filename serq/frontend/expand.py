@@ -172,7 +172,7 @@ class Expander:
             if not statement:
                 continue
             for x in A.walk_expr(a):
-                live = x.fn if isinstance(x, A.Call) and x.fn in OBSERVABLE else (
+                live = show(x) if isinstance(x, A.Call) and x.fn in OBSERVABLE else (
                     x.id if isinstance(x, A.Name) and x.id in CONTEXT else None)
                 if live is not None:
                     raise error(f"the argument for `{p}` reads `{live}`, which changes while statements run",
@@ -268,7 +268,7 @@ class Expander:
         if env.side == "server":
             raise error("a server does not request itself", self.rs(head(s), env))
         if env.side != "workload" or self.server is None:
-            raise error("`request` is a statement of the `session` inside `workload`", span,
+            raise error("`request` is a statement of the `session` inside `workload`", self.rs(head(s), env),
                         helps=["a top-level `session` runs its statements itself"])
         self.requests += 1
         server, ordinal = self.server

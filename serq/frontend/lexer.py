@@ -105,7 +105,8 @@ def tokenize(source: Source) -> list[Token]:
                     opened.pop()
             pos += 1
             continue
-        raise SerqError(f"unexpected character `{ch}`", Span(source, pos, pos + 1))
+        shown = f"`{ch}`" if ch.isprintable() else f"U+{ord(ch):04X}"
+        raise SerqError(f"unexpected character {shown}", Span(source, pos, pos + 1))
     return tokens
 
 

@@ -77,7 +77,7 @@ class Linker(Declarations):
                 keys.setdefault(let.expr.key, let.name)
         for name in overrides:
             if name not in keys:
-                available = ", ".join(f"`{k}`" for k in sorted(keys)) or "(none)"
+                available = ", ".join(f"`{k}`" for k in keys) or "(none)"
                 helps, _ = did_you_mean(name, "", keys)
                 raise error(f"unknown --set constant `{name}`",
                             helps=helps + [f"`--set` overrides a declared `let`; available constants: {available}"])

@@ -137,7 +137,7 @@ class Resolver:
             if w.only:
                 self.defer(error(w.only, e.span, prefix=w.prefix))
             elif not w.attrs:
-                self.defer(error(f"`{n}` is a session attribute, but {MOMENT_TEXT[w.moment]} has no session",
+                self.defer(error(f"`{n}` is a session attribute, but {MOMENT_TEXT[w.moment]}, has no session",
                                  e.span, helps=["read constants, context variables and functions here"],
                                  prefix=w.prefix))
             elif slot in self.hidden and w.moment != SESSION:
@@ -168,7 +168,7 @@ class Resolver:
             raise error(f"`{n}` is a retired word and names nothing: {RETIRED[n]}", e.span, prefix=w.prefix)
         cands = dict(self.let_spans)
         cands.update({a: None for a in self.attrs})
-        raise unknown("name", n, e.span, cands, prefix=w.prefix,
+        raise unknown("name", n, e.span, cands, prefix=w.prefix, kind_in_help=False,
                       fallback="declare a `let` constant, or assign a session attribute with `set` before using it")
 
     def call(self, e: A.Call, w: Where) -> ir.Expr:
@@ -237,7 +237,7 @@ class Resolver:
             raise error("a constant cannot sample", e.span, prefix=w.prefix or w.const,
                         helps=["a constant is one number for the whole run; sample in a session with `set`"])
         if e.dist not in DISTRIBUTIONS:
-            helps, _ = did_you_mean(e.dist, "distribution", DISTRIBUTIONS)
+            helps, _ = did_you_mean(e.dist, "distribution", list(DISTRIBUTIONS))
             raise error(f"unknown distribution `{e.dist}`", e.name_span, prefix=w.prefix,
                         helps=helps or ["the distributions are `exp det uniform erlang h2 bernoulli`"])
         arity = DISTRIBUTIONS[e.dist][0]
