@@ -53,18 +53,18 @@ def baseline(top: float, size: float) -> float:
 # nodes
 
 
-def _node_style(node: Node) -> tuple[str, str, str, float, bool]:
-    """(stroke, fill, text colour, corner radius factor, dashed) of a node."""
+def _node_style(node: Node) -> tuple[str, str, str, bool, bool]:
+    """(stroke, fill, text colour, pill-shaped, dashed) of a node."""
     if node.kind == "run" and node.stage is not None:
         stroke, fill = sc.stage_colour(node.stage)
-        return stroke, fill, sc.INK, 0.0, False
+        return stroke, fill, sc.INK, False, False
     if node.kind == "end":
-        return sc.INK, sc.INK, sc.WHITE, 0.5, False
+        return sc.INK, sc.INK, sc.WHITE, True, False
     if node.kind == "cmd":
-        return sc.GREY, sc.WHITE, sc.INK, 0.0, True
+        return sc.GREY, sc.WHITE, sc.INK, False, True
     if node.kind == "arrive":
-        return sc.INK, sc.LIGHT, sc.INK, 0.5, False
-    return sc.INK, sc.WHITE, sc.INK, 0.5, False  # turn
+        return sc.INK, sc.LIGHT, sc.INK, True, False
+    return sc.INK, sc.WHITE, sc.INK, True, False  # turn
 
 
 def place_node(node: Node) -> Placed:
@@ -75,12 +75,11 @@ def place_node(node: Node) -> Placed:
     pad_x = PAD + (6.0 if node.kind in ("turn", "end", "arrive") else 0.0)
     w = max(sc.text_width(t, s) for t, s in zip(node.lines, sizes)) + 2 * pad_x
     h = sum(heights) + 2 * PAD - 2.0
-    stroke, fill, ink, round_f, dash = _node_style(node)
+    stroke, fill, ink, pill, dash = _node_style(node)
 
     def draw(scene: sc.Scene, x: float, y: float) -> None:
         top = y - h / 2
-        radius = h / 2 * 2 * round_f if round_f else 5.0
-        scene.add(sc.Rect(x, top, w, h, stroke=stroke, fill=fill, radius=min(radius, h / 2),
+        scene.add(sc.Rect(x, top, w, h, stroke=stroke, fill=fill, radius=h / 2 if pill else 5.0,
                           width=1.4 if node.kind == "run" else 1.2, dash=dash, role=node.kind))
         line_top = top + PAD - 1.0
         for i, (text, size, lh) in enumerate(zip(node.lines, sizes, heights)):
