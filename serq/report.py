@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass, field, fields
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import NamedTuple, Any, Iterable, Sequence
 
 from .errors import SerqError, suggest
 
@@ -212,10 +212,10 @@ def _row_dict(row: StageSummary | PoolSummary, ints: Sequence[str]) -> dict[str,
     return out
 
 
-@dataclass(frozen=True)
-class Sample:
+class Sample(NamedTuple):
     """One observed value (§9.3): when, which session (its serial), the
-    session's ``turn_no`` then (0 in ``init``), and the value."""
+    session's ``turn_no`` then (0 in ``init``), and the value.  A named tuple:
+    a long run records hundreds of thousands of them."""
 
     time: float
     session: int

@@ -30,7 +30,7 @@ def build_report(sim: "Simulator") -> Report:
     for decl, rows in zip(p.observes, sim.samples):
         values = [r[3] for r in rows]
         observes[decl.name] = summarize(values)
-        samples[decl.name] = [Sample(*r) for r in rows]
+        samples[decl.name] = list(map(Sample._make, rows))
         if decl.is_test and len(values) >= 40 and all(v == 0.0 for v in values):
             notes.append(f"observe {decl.name} is constant 0 over {len(values)} samples")
     client = {name: summarize(vals) for name, vals in sim.client.items() if vals}

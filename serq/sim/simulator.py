@@ -177,21 +177,23 @@ class Simulator:
         q = env._queue
         step = simpy.Environment.step
         horizon = self.horizon
-        self.settle()
+        settle = self.settle
+        limit = self.arrival_limit
+        settle()
         while q and q[0][0] <= horizon:
             step(env)
             if self.error is not None:
                 raise self.error
-            self.settle()
-            if self.arrival_limit is not None and self.arrivals >= self.arrival_limit and self.live == 0:
+            settle()
+            if limit is not None and self.arrivals >= limit and self.live == 0:
                 break
         else:
             env._now = horizon
-        if self.arrival_limit is not None:
-            if self.arrivals < self.arrival_limit:
+        if limit is not None:
+            if self.arrivals < limit:
                 raise SerqRuntimeError(
                     f"horizon {horizon:g} reached before requested arrivals: got {self.arrivals}, "
-                    f"requested {self.arrival_limit}")
+                    f"requested {limit}")
             if self.live:
                 raise SerqRuntimeError(f"failed to drain {self.live} active sessions within horizon {horizon:g}")
 
@@ -199,14 +201,17 @@ class Simulator:
         """Run every ready session (an urgent event at this instant) until it blocks."""
         env = self.env
         q = env._queue
+        if not q or q[0][1] != URGENT:
+            return
         step = simpy.Environment.step
         n = 0
+        limit = READY_LIMIT * max(1, self.live)
         while q and q[0][1] == URGENT:
             step(env)
             if self.error is not None:
                 raise self.error
             n += 1
-            if n > READY_LIMIT * max(1, self.live):
+            if n > limit:
                 raise SerqRuntimeError(
                     f"the run does not settle at time {env._now:g}: sessions became ready more than "
                     f"{READY_LIMIT} times each at one instant")
@@ -215,13 +220,15 @@ class Simulator:
         """§1.3: ready sessions, pool passes until quiet, then iterations and ps rates."""
         env = self.env
         q = env._queue
+        pools = self.all_pools
         while True:
             self.run_ready()
-            self.try_admit_all()
-            if not (q and q[0][1] == URGENT):
-                break
-        pending_now = bool(q) and q[0][0] <= env._now
-        if not pending_now:
+            if pools:
+                self.try_admit_all()
+                if q and q[0][1] == URGENT:
+                    continue
+            break
+        if self.engines and not (q and q[0][0] <= env._now):
             for engine in self.engines:
                 if not engine.iterating and engine.has_work():
                     engine.start_iteration()
