@@ -439,6 +439,8 @@ class Builder(NodeVisitor):
         return [ch[1]] + ([pair[1] for pair in ch[2]] if isinstance(ch[2], list) else [])
 
     def visit_use_stmt(self, node, ch):
+        if ch[0].text in RETIRED:
+            raise retired(ch[0].text, ch[0].span)
         return A.UseStmt(ch[0].text, self.call_args(ch[2]), self.span(node), ch[0].span)
 
     def visit_other_stmt(self, node, ch):

@@ -128,9 +128,6 @@ class Declarations(Resolver):
         arrival = ir.Arrival()
         if "arrive" in c:
             arrival = self.arrival(c["arrive"].value)
-        for clause in (x for x in (wl.clauses if wl else ()) if x.word == "hidden"):
-            for name in clause.value:
-                self.hide(name)
         decl = None
         if "trace" in c:
             t: A.Trace = c["trace"].value
@@ -151,6 +148,12 @@ class Declarations(Resolver):
             return ir.Arrival("renewal", gap=self.expr(a.arg, Where(SESSION, "workload", only=_RENEWAL)))
         what = "the closed population" if a.kind == "closed" else "the batch size"
         return ir.Arrival(a.kind, n=self.whole(a.arg, what))  # type: ignore[arg-type]
+
+    def hide_all(self, wl: A.WorkloadItem | None) -> None:
+        """The workload's `hidden` names, before anything reads attributes."""
+        for clause in (x for x in (wl.clauses if wl else ()) if x.word == "hidden"):
+            for name in clause.value:
+                self.hide(name)
 
     def hide(self, name: A.Name) -> None:
         if name.id in ("cached", "computed"):

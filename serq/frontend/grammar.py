@@ -7,6 +7,8 @@ Conventions:
   spacing off spans.
 * Every rule is named: Parsimonious reports the farthest failure of a *named*
   rule, and :mod:`serq.frontend.parse` turns that name into "expected X".
+  A rule that only renames another (``a = b``) would be the same object as
+  ``b``, so the closing rules (``block_end`` …) spell their token out.
 * Keywords are contextual (§1.6): ``name`` accepts any identifier, and each
   position tries its keyword alternatives first.  The keyword rules ``kw_*``
   are generated from :data:`KEYWORDS` at the end of the text.
@@ -58,7 +60,7 @@ def_expr_body  = eq expr semi
 
 # ------------------------------------------------------------------ pools (§3)
 pool_item      = kw_pool name array? lbrace pool_clause* pool_end
-pool_end       = rbrace
+pool_end       = "}" _
 array          = lbrack expr rbrack
 pool_clause    = cap_clause / block_clause / evict_clause / preempt_clause / queue_clause
                / admit_clause / pool_other
@@ -79,7 +81,7 @@ pool_kw        = kw_cap / kw_block / kw_evict / kw_preempt / kw_queue / kw_admit
 stage_item     = kw_stage name array? colon stage_kind
 stage_kind     = step_kind / fifo_kind / ps_kind / delay_kind / other_kind
 step_kind      = kw_step lbrace step_clause* step_end semi?
-step_end       = rbrace
+step_end       = "}" _
 fifo_kind      = kw_fifo fifo_count? semi
 fifo_count     = lparen expr rparen
 ps_kind        = kw_ps lparen expr rparen semi
@@ -101,7 +103,7 @@ step_kw        = kw_budget / kw_cost / kw_chunk / kw_memory / kw_serve
 
 # ------------------------------------------------------------------ workload (§2.6)
 workload_item  = kw_workload lbrace wl_clause* wl_end
-wl_end         = rbrace
+wl_end         = "}" _
 wl_clause      = arrive_clause / trace_clause / hidden_clause / init_clause / turn_clause
                / wl_session / wl_other
 arrive_clause  = kw_arrive arrival semi
@@ -119,7 +121,7 @@ wl_kw          = kw_arrive / kw_trace / kw_hidden / kw_init / kw_turn / kw_sessi
 server_item    = kw_server block
 session_item   = kw_session block
 run_item       = kw_run lbrace run_option* run_end
-run_end        = rbrace
+run_end        = "}" _
 run_option     = run_known / run_other
 run_known      = run_kw expr semi
 run_kw         = kw_horizon / kw_warmup / kw_seed / kw_arrivals
@@ -127,7 +129,7 @@ run_other      = !run_kw name soup semi
 
 # ------------------------------------------------------------------ statements (§5)
 block          = lbrace stmt* block_end
-block_end      = rbrace
+block_end      = "}" _
 stmt           = turn_stmt / request_stmt / end_stmt / set_stmt / observe_stmt / hold_stmt
                / grow_stmt / drop_stmt / release_stmt / run_stmt / branch_stmt / loop_stmt
                / choose_stmt / serving_stmt / use_stmt / other_stmt
@@ -163,7 +165,7 @@ serve_index    = lbrack expr rbrack
 serve_on       = kw_on ref (comma ref)*
 # a definition use; whether NAME is a statement definition is decided later
 use_stmt       = name lparen args rparen use_end
-use_end        = semi
+use_end        = ";" _
 # an unknown word; also `load`, `transfer`, `mark`, `while`, queue calls, retired words
 other_stmt     = !stmt_kw name soup (semi / braces)?
 stmt_kw        = kw_turn / kw_request / kw_end / kw_set / kw_observe / kw_hold / kw_grow

@@ -257,6 +257,7 @@ class Linker(Declarations):
         ex = self.ex
         self.attributes()
         self.constants()
+        self.hide_all(ex.workload)
         self.declare_pools_and_stages(ex.pools, ex.stages)
         arrival, trace_decl = self.workload(ex.workload, self.path, trace)
         init = self.block(ex.init, Ctx("init")) if ex.init is not None else ()

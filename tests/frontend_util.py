@@ -1,0 +1,33 @@
+"""Helpers of the front-end tests: load a program from text, or get its error."""
+
+from __future__ import annotations
+
+import pytest
+
+from serq.errors import SerqError
+from serq.frontend import load_program
+from serq.ir import Program
+
+
+def load(text: str, **kw) -> Program:
+    return load_program(text=text, **kw)
+
+
+def fails(text: str | None = None, *, path: str | None = None, **kw) -> SerqError:
+    """The error a program gives; the test fails if it loads."""
+    with pytest.raises(SerqError) as info:
+        if path is not None:
+            load_program(path=path, **kw)
+        else:
+            load_program(text=text, **kw)
+    err = info.value
+    err.render()  # rendering never raises
+    return err
+
+
+def where(err: SerqError) -> tuple[int | None, int | None]:
+    return err.line, err.col
+
+
+def attr(p: Program, name: str) -> int:
+    return p.attributes.index(name)
