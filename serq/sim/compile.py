@@ -25,6 +25,11 @@ if TYPE_CHECKING:
     from .simulator import Simulator
 
 
+#: Loop iterations a session may run without waiting before the run is
+#: declared not to settle (semantics §1.3: a million statements).
+SPIN_LIMIT = 1_000_000
+
+
 def bad_guard(value: float, label: str) -> None:
     shown = f"{value:g}" if value == value else "NaN"
     raise SerqRuntimeError(f"{label}: the guard is {shown}, not 0 or 1; a draw is written `branch with (p)`")
@@ -103,12 +108,17 @@ class Compiler:
                            self.ns["_body"], text)
 
     def _function(self, name: str, block: ir.Block, *, gen: bool, stream: str) -> str:
-        self.lines = [f"def {name}(s):", "    a = s.a"]
+        self.lines = [f"def {name}(s):", "    a = s.a", "    _n = 0"]
         self._stream = stream
         self._block(block, 1)
         if gen:
             self.lines += ["    return", "    yield"]  # a generator even if it never waits
         return "\n".join(self.lines) + "\n"
+
+    def _woke(self, depth: int) -> None:
+        """After a wait: count the wake-up (§1.3 guard) and restart the statement count."""
+        self._emit(depth, "s.woke()")
+        self._emit(depth, "_n = 0")
 
     def _emit(self, depth: int, text: str) -> None:
         self.lines.append("    " * depth + text)
@@ -139,6 +149,10 @@ class Compiler:
             emit(d, "s.server_end()")
         elif isinstance(st, ir.Loop):
             emit(d, "while True:")
+            # the guard of §1.3: a session that never waits does not settle
+            emit(d + 1, "_n += 1")
+            emit(d + 1, f"if _n > {SPIN_LIMIT}:")
+            emit(d + 2, "s.spinning()")
             self._block(st.body, d + 1)
         elif isinstance(st, ir.Branch):
             emit(d, f"_g = {self._x(st.guard)}")
@@ -154,12 +168,14 @@ class Compiler:
         elif isinstance(st, ir.Run):
             growing = self._poolx(st.growing) if st.growing is not None else "None"
             emit(d, f"yield {self._stagex(st.stage)}.submit(s, {self._x(st.work)}, {st.mode!r}, {growing}, {st.label!r})")
+            self._woke(d)
         elif isinstance(st, ir.Hold):
             self._hold(st, d)
         elif isinstance(st, ir.Grow):
             emit(d, f"_ev = s.grow({self._poolx(st.ref)}, {self._x(st.amount)}, {st.label!r})")
             emit(d, "if _ev is not None:")
             emit(d + 1, "yield _ev")
+            self._woke(d + 1)
         elif isinstance(st, ir.Drop):
             emit(d, f"s.drop({self._poolx(st.ref)})")
         elif isinstance(st, ir.Release):
@@ -188,6 +204,7 @@ class Compiler:
         emit(d + 4, "s.ending = True")
         emit(d + 4, "return")
         emit(d + 3, f"yield {h}")
+        self._woke(d + 3)
         self._block(st.body, d + 3)
         emit(d + 2, "break")
         emit(d + 1, "except _Interrupt as _e:")

@@ -11,7 +11,10 @@ from simpy.exceptions import Interrupt
 from .. import ir
 from ..errors import SerqRuntimeError
 from . import rng
-from .pool import GRANTED, REJECTED, HoldRequest, HoldSpec
+from .pool import GRANTED, HoldRequest, HoldSpec
+
+#: Wake-ups of one session at one instant before the run is declared not to settle (§1.3).
+READY_LIMIT = 1000
 
 if TYPE_CHECKING:
     from .pool import Pool
@@ -35,7 +38,7 @@ class Session:
     __slots__ = (
         "sim", "serial", "a", "srng", "wrng", "proc", "holds", "job", "queued_at", "ending", "ended",
         "adm_seq", "preempt_pos", "stuck", "requeued", "turns", "trace", "trace_pos",
-        "sent", "first_tok", "last_tok", "n_after", "stall", "resumed",
+        "sent", "first_tok", "last_tok", "n_after", "stall", "resumed", "woke_at", "woke_n",
     )
 
     def __init__(self, sim: "Simulator", serial: int) -> None:
@@ -64,7 +67,9 @@ class Session:
         self.last_tok = 0.0
         self.n_after = 0
         self.resumed = False  # preempted since its last prefill ended
-        self.stall: Any = None  # a stalled growth (pool, request, k, units, event or job)
+        self.stall: Any = None
+        self.woke_at = -1.0  # the instant of its latest wake-ups, and how many there were
+        self.woke_n = 0  # a stalled growth (pool, request, k, units, event or job)
 
     # -- workload ----------------------------------------------------------------
 
@@ -102,6 +107,26 @@ class Session:
             if best is None or k < best:
                 best_j, best = float(j), k
         return best_j
+
+    # -- the guards of §1.3 ------------------------------------------------------------
+
+    def woke(self) -> None:
+        """Called each time the session resumes after a wait: more than 1 000
+        wake-ups at one instant means the run does not settle."""
+        now = self.sim.env._now
+        if now != self.woke_at:
+            self.woke_at = now
+            self.woke_n = 0
+        self.woke_n += 1
+        if self.woke_n > READY_LIMIT:
+            raise SerqRuntimeError(
+                f"the run does not settle at time {now:g}: session {self.serial} became ready more than "
+                f"{READY_LIMIT} times at that instant")
+
+    def spinning(self) -> None:
+        raise SerqRuntimeError(
+            f"the run does not settle at time {self.sim.env._now:g}: session {self.serial} ran a loop "
+            "a million times without waiting")
 
     # -- the client clock (§8.5) -------------------------------------------------------
 

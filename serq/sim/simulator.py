@@ -35,11 +35,6 @@ from .stages.step import StepEngine
 from .stats import TimeAverage
 from .trace import read_trace
 
-#: A session ready more often than this at one instant, or running this many
-#: statements without blocking, means the program does not settle (§1.3).
-READY_LIMIT = 1000
-
-
 class Simulator:
     """One run of one program."""
 
@@ -204,17 +199,10 @@ class Simulator:
         if not q or q[0][1] != URGENT:
             return
         step = simpy.Environment.step
-        n = 0
-        limit = READY_LIMIT * max(1, self.live)
         while q and q[0][1] == URGENT:
             step(env)
             if self.error is not None:
                 raise self.error
-            n += 1
-            if n > limit:
-                raise SerqRuntimeError(
-                    f"the run does not settle at time {env._now:g}: sessions became ready more than "
-                    f"{READY_LIMIT} times each at one instant")
 
     def settle(self) -> None:
         """§1.3: ready sessions, pool passes until quiet, then iterations and ps rates."""

@@ -1,0 +1,35 @@
+"""Runs that do not settle end with a message instead of hanging (semantics §1.3)."""
+
+from __future__ import annotations
+
+import pytest
+
+import serq
+
+
+@pytest.mark.parametrize("program, message", [
+    # a loop that never waits
+    ("workload { arrive batch(1); }\nsession { loop { set x = x + 1; } }",
+     "ran a loop a million times without waiting"),
+    # a loop of zero-work runs: ready again at the same instant, forever
+    ("stage s : delay;\nworkload { arrive batch(1); }\nsession { loop { run s (0); } }",
+     "became ready more than 1000 times at that instant"),
+    # two sessions taking turns at an empty hold, all at time 0
+    ("pool P { cap 1; }\nworkload { arrive batch(2); }\nsession { loop { hold P (1) { } } }",
+     "became ready more than 1000 times at that instant"),
+])
+def test_a_run_that_does_not_settle_stops_with_an_error(program: str, message: str) -> None:
+    with pytest.raises(serq.SerqError, match=message):
+        serq.run(serq.load(program + "\nrun { horizon 5; }"))
+
+
+def test_a_guard_that_is_not_zero_or_one_is_a_run_time_error() -> None:
+    with pytest.raises(serq.SerqError, match=r"`branch \(x\)`: the guard is 2, not 0 or 1"):
+        serq.run(serq.load("workload { arrive batch(1); init { set x = 2; } }\n"
+                           "session { branch (x) { end; } }\nrun { horizon 5; }"))
+
+
+def test_a_negative_amount_of_work_is_a_run_time_error() -> None:
+    with pytest.raises(serq.SerqError, match=r"the amount is -5, not a number of units, tokens or seconds"):
+        serq.run(serq.load("stage d : delay;\nworkload { arrive batch(1); init { set z = 0; } }\n"
+                           "session { run d (z - 5); }\nrun { horizon 5; }"))
