@@ -1,0 +1,119 @@
+"""`serq check` never shows a traceback: random text and random mutations of the
+bundled programs (characters and tokens deleted, inserted, swapped) all end in
+exit code 0, 1 or 2 with a message."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+import sys
+from pathlib import Path
+from unittest import mock
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from serq import cli
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCES = {str(p.relative_to(ROOT)): p.read_text() for p in sorted((ROOT / "programs").glob("*/*.sq"))}
+SOURCES["lib/vllm.sq"] = (ROOT / "lib" / "vllm.sq").read_text()
+NAMES = sorted(SOURCES)
+TOKEN = re.compile(r"\w+|\s+|[^\w\s]")
+WORDS = ["hold", "run", "set", "let", "def", "use", "at", "admission", "cache", "reuse", "reserve", "request",
+         "turn", "end", "loop", "branch", "with", "else", "choose", "in", "by", "prefill", "decode", "tool", "on",
+         "growing", "pool", "stage", "step", "workload", "server", "session", "kv", "engine", "inf", "now",
+         "blocksize", "cachedin", "~exp", "0", "1", "0.5", "1e9", "1.2.3", '"x.sq"', "{", "}", "(", ")", "[", "]",
+         ";", ",", "=", "==", "?", ":", "&&", "||", "!", "-", "^", "//", "/*", "*/", "\n", "λ", "\x00", "%"]
+SETTINGS = settings(max_examples=400, deadline=None, derandomize=True,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory):
+    """A copy of the layout `use "../../lib/vllm.sq"` needs."""
+    root = tmp_path_factory.mktemp("fuzz")
+    (root / "lib").mkdir()
+    (root / "programs" / "x").mkdir(parents=True)
+    return root
+
+
+def serq_check(path: Path, *sets: str) -> tuple[int, str]:
+    """Run `serq check` in this process; its exit code and everything it printed."""
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["serq", "check", str(path)] + [a for s in sets for a in ("--set", s)]
+    with mock.patch.object(sys, "argv", argv), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            cli.main()
+            code = 0
+        except SystemExit as done:
+            code = done.code if isinstance(done.code, int) else 1
+    return code, out.getvalue() + err.getvalue()
+
+
+def write(tree: Path, name: str, text: str) -> Path:
+    """Put a (mutated) program or library in place; the other one stays as bundled."""
+    lib = text if name == "lib/vllm.sq" else SOURCES["lib/vllm.sq"]
+    prog = SOURCES["programs/multi-turn/vllm.sq"] if name == "lib/vllm.sq" else text
+    (tree / "lib" / "vllm.sq").write_text(lib, encoding="utf-8")
+    path = tree / "programs" / "x" / "p.sq"
+    path.write_text(prog, encoding="utf-8")
+    return path
+
+
+def assert_clean(code: int, output: str) -> None:
+    assert code in (0, 1, 2)
+    assert "Traceback" not in output
+    assert output.strip(), "a check always says something"
+
+
+@st.composite
+def mutated(draw):
+    name = draw(st.sampled_from(NAMES))
+    source = SOURCES[name]
+    tokens = draw(st.booleans())
+    parts = TOKEN.findall(source) if tokens else list(source)
+    for _ in range(draw(st.integers(1, 5))):
+        if not parts:
+            break
+        op = draw(st.sampled_from(["delete", "insert", "swap"]))
+        i = draw(st.integers(0, len(parts) - 1))
+        if op == "delete":
+            del parts[i]
+        elif op == "insert":
+            parts.insert(i, draw(st.sampled_from(WORDS)) if tokens else draw(st.characters()))
+        else:
+            j = draw(st.integers(0, len(parts) - 1))
+            parts[i], parts[j] = parts[j], parts[i]
+    return name, "".join(parts)
+
+
+@SETTINGS
+@given(mutated())
+def test_a_mutated_bundled_program_checks_or_fails_without_a_traceback(tree, case):
+    name, text = case
+    assert_clean(*serq_check(write(tree, name, text)))
+
+
+@SETTINGS
+@given(st.one_of(st.text(max_size=300), st.lists(st.sampled_from(WORDS), max_size=60).map(" ".join)))
+def test_random_text_checks_or_fails_without_a_traceback(tree, text):
+    path = tree / "random.sq"
+    path.write_text(text, encoding="utf-8", errors="surrogatepass")
+    assert_clean(*serq_check(path))
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(st.text(max_size=40))
+def test_a_random_set_value_is_refused_or_taken_without_a_traceback(text):
+    code, output = serq_check(ROOT / "programs" / "subagent" / "vllm_subagents.sq", f"q={text}")
+    assert_clean(code, output)
+
+
+def test_the_bundled_programs_check_through_the_same_path(tree):
+    for name in NAMES:
+        if name.startswith("programs/"):
+            code, output = serq_check(ROOT / name)
+            assert (code, output.startswith("OK: ")) == (0, True)
