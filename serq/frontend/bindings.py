@@ -171,4 +171,4 @@ class Bindings:
         for x in A.walk_expr(e):
             if isinstance(x, A.Name) and x.id in self.body_read and x.id not in inside:
                 raise error(f"`{x.id}` is read outside the body of the hold that binds it", x.span,
-                            helps=[f"give it a `set` of its own where it is read, or read it inside the hold"])
+                            helps=["give it a `set` of its own where it is read, or read it inside the hold"])

@@ -8,15 +8,15 @@ supported in this version"), retired words, unknown options, repeated clauses
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from parsimonious.nodes import Node, NodeVisitor
 
 from ..errors import SerqError, Source, Span
 from . import ast as A
+from .build_expr import ExprVisits, Keys, Tok, not_supported
 from .diag import at, did_you_mean, error
-from .lexer import Tokens, number_value
+from .lexer import Tokens
 from .words import ADVANCED_ITEMS, ADVANCED_STMTS, LATER, RETIRED
 
 _PASS = {
@@ -29,28 +29,11 @@ _TOKENS = {"name", "string", "semi", "comma", "colon", "dot", "lbrace", "rbrace"
            "cmp_op", "add_op", "mul_op", "prefix_op"}
 
 
-@dataclass(frozen=True, slots=True)
-class Tok:
-    text: str
-    span: Span
-
-
-@dataclass(frozen=True, slots=True)
-class Keys:
-    exprs: tuple[A.Expr, ...]
-    span: Span
-
-
-def not_supported(what: str, span: Span, later: bool = False) -> SerqError:
-    era = "in this version" if later else "yet"
-    return error(f"{what} is not supported {era}", span)
-
-
 def retired(word: str, span: Span) -> SerqError:
     return error(RETIRED[word], span)
 
 
-class Builder(NodeVisitor):
+class Builder(ExprVisits, NodeVisitor):
     unwrapped_exceptions = (SerqError, RecursionError)
 
     def __init__(self, source: Source, tokens: Tokens) -> None:
@@ -58,10 +41,6 @@ class Builder(NodeVisitor):
         self.tokens = tokens
 
     # ------------------------------------------------------------ helpers
-    def span(self, node: Node) -> Span:
-        end = max(node.start, self.tokens.trim(node.end))
-        return Span(self.source, node.start, end)
-
     def generic_visit(self, node: Node, children: list[Any]) -> Any:
         name = node.expr_name
         if name in _PASS:
@@ -70,14 +49,6 @@ class Builder(NodeVisitor):
             text = node.children[0].text if node.children else node.text
             return Tok(text, Span(self.source, node.start, node.start + len(text)))
         return children or node
-
-    @staticmethod
-    def opt(x: Any) -> Any:
-        """The value of an optional ``x?``: None or its single child."""
-        return x[0] if isinstance(x, list) and x else None
-
-    def soup_words(self, node: Node) -> list[str]:
-        return node.text.split()
 
     def check_repeats(self, clauses: list[A.Clause], where: str, once: set[str]) -> None:
         """Decision 4: a clause given twice is an error, naming the first."""
@@ -459,89 +430,3 @@ class Builder(NodeVisitor):
     def visit_ref(self, node, ch):
         name: Tok = ch[0]
         return A.Ref(name.text, self.opt(ch[1]), self.span(node), name.span)
-
-    # ------------------------------------------------------------ expressions
-    def visit_expr(self, node, ch):
-        tail = self.opt(ch[1])
-        if tail is None:
-            return ch[0]
-        return A.Cond(ch[0], tail[0], tail[1], self.span(node))
-
-    def visit_ternary(self, node, ch):
-        return (ch[1], ch[3])
-
-    def _left(self, node, ch) -> A.Expr:
-        x = ch[0]
-        for op, y in ch[1] if isinstance(ch[1], list) else []:
-            x = A.Binary(op.text, x, y, Span(self.source, x.span.start, y.span.end))
-        return x
-
-    visit_or_expr = visit_and_expr = visit_add_expr = visit_mul_expr = _left
-
-    def visit_cmp_expr(self, node, ch):
-        tail = ch[1] if isinstance(ch[1], list) else []
-        if len(tail) > 1:
-            raise error("comparisons do not chain", tail[1][0].span,
-                        helps=["write `(a < b) < c`, or `a < b && b < c`"])
-        return self._left(node, ch)
-
-    def visit_prefixed(self, node, ch):
-        return A.Unary(ch[0].text, ch[1], self.span(node))
-
-    def visit_draw(self, node, ch):
-        name: Tok = ch[1]
-        return A.Draw(name.text, tuple(self.opt(ch[3]) or ()), self.span(node), name.span)
-
-    def visit_power(self, node, ch):
-        tail = self.opt(ch[1])
-        if tail is None:
-            return ch[0]
-        return A.Binary("^", ch[0], tail[1], self.span(node))
-
-    def visit_atom(self, node, ch):
-        x = ch[0]
-        return A.Name(x.text, x.span) if isinstance(x, Tok) else x
-
-    def visit_number(self, node, ch):
-        text = node.children[0].text
-        value = number_value(text)
-        return A.Num(value if value is not None else float("nan"), Span(self.source, node.start, node.start + len(text)))
-
-    def visit_paren_expr(self, node, ch):
-        return ch[1]
-
-    def visit_aggregate(self, node, ch):
-        raise not_supported(f"an aggregate (`{ch[0][0].text} j in n (e)`)", self.span(node))
-
-    def visit_agg_kw(self, node, ch):
-        return ch
-
-    def visit_call(self, node, ch):
-        name: Tok = ch[0]
-        return A.Call(name.text, self.call_args(ch[2]), self.span(node), name.span)
-
-    @staticmethod
-    def call_args(args: list[Any]) -> tuple[Any, ...]:
-        """Call arguments; ``f()`` has none, and an empty argument elsewhere is None."""
-        if args == [None]:
-            return ()
-        return tuple(args)
-
-    def visit_args(self, node, ch):
-        return [ch[0]] + ([pair[1] for pair in ch[1]] if isinstance(ch[1], list) else [])
-
-    def visit_arg(self, node, ch):
-        return ch[0]
-
-    def visit_empty_arg(self, node, ch):
-        return None
-
-    def visit_ref_arg(self, node, ch):
-        name: Tok = ch[0]
-        index = self.opt(ch[1])
-        if index is None:
-            return A.Name(name.text, name.span)
-        return A.Index(name.text, index, self.span(node), name.span)
-
-    def visit_expr_list(self, node, ch):
-        return [ch[0]] + ([pair[1] for pair in ch[1]] if isinstance(ch[1], list) else [])

@@ -164,7 +164,7 @@ class Expander:
             captured = sorted(reads & info.assigned)
             if captured:
                 raise error(f"the argument for `{p}` reads `{captured[0]}`, which `{d.name}` assigns", a.span,
-                            helps=[f"`set` the value under another name first, and pass that name"])
+                            helps=["`set` the value under another name first, and pass that name"])
             times = info.mentions[p]
             if times > 1 and any(isinstance(x, A.Draw) for x in A.walk_expr(a)):
                 raise error(f"the argument for `{p}` draws a sample, and `{d.name}` would draw it {times} times",

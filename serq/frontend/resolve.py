@@ -21,7 +21,6 @@ from .diag import did_you_mean, error, unknown
 from .pretty import show
 from .words import (
     CONTEXT, ESTIMATES, FUNCTIONS, MOMENT_TEXT, OLD_CONTEXT, POOL_PROBES, RETIRED, SESSION,
-    STAGE_PROBES,
 )
 
 
@@ -183,7 +182,7 @@ class Resolver:
             raise error(f"unknown function `{fn}`", e.name_span, helps=helps, prefix=w.prefix)
         if w.const is not None:
             if fn == "blocksize":
-                raise error(f"`blocksize` is not a constant", e.name_span, prefix=w.prefix,
+                raise error("`blocksize` is not a constant", e.name_span, prefix=w.prefix,
                             helps=["name the block size with a `let`, and use that"])
             raise error(f"`{fn}` with {len(args)} argument(s) is not a constant function", e.name_span,
                         prefix=w.prefix, helps=["a constant may call `min max abs floor ceil sqrt exp ln pow`"])
