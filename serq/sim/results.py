@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..report import PoolSummary, Report, Sample, StageSummary
 from .stages.step import StepEngine
@@ -19,6 +19,27 @@ def _div(a: float, b: float) -> float:
     return a / b if b else NAN
 
 
+class SampleLists(dict):
+    """Observation name → its samples, turned into :class:`Sample` tuples when
+    first read: most runs never read them, and a long run records millions."""
+
+    def __getitem__(self, name: str) -> list[Sample]:
+        rows = dict.__getitem__(self, name)
+        if rows and type(rows[0]) is not Sample:
+            rows = list(map(Sample._make, rows))
+            dict.__setitem__(self, name, rows)
+        return rows
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self[name] if name in self else default
+
+    def values(self) -> Any:  # type: ignore[override]
+        return [self[k] for k in self]
+
+    def items(self) -> Any:  # type: ignore[override]
+        return [(k, self[k]) for k in self]
+
+
 def build_report(sim: "Simulator") -> Report:
     p = sim.program
     end = sim.env.now
@@ -30,7 +51,7 @@ def build_report(sim: "Simulator") -> Report:
     for decl, rows in zip(p.observes, sim.samples):
         values = [r[3] for r in rows]
         observes[decl.name] = summarize(values)
-        samples[decl.name] = list(map(Sample._make, rows))
+        samples[decl.name] = rows
         if decl.is_test and len(values) >= 40 and all(v == 0.0 for v in values):
             notes.append(f"observe {decl.name} is constant 0 over {len(values)} samples")
     client = {name: summarize(vals) for name, vals in sim.client.items() if vals}
@@ -72,6 +93,6 @@ def build_report(sim: "Simulator") -> Report:
     return Report(
         horizon=sim.horizon, end=end, warmup=sim.warmup, seed=sim.seed, events=sim.events,
         arrivals=sim.arrivals, ended=sim.ended, turns=sim.turns, mean_live=sim.live_avg.mean(end, start),
-        observes=observes, client=client, stages=stages, pools=pools, notes=notes, samples=samples,
+        observes=observes, client=client, stages=stages, pools=pools, notes=notes, samples=SampleLists(samples),
     )
 

@@ -99,6 +99,14 @@ class FifoStage(Stage):
         timer = Timeout(self.env, job.work)
         timer.callbacks.append(self._finish)  # type: ignore[union-attr]
         timer.job = job  # type: ignore[attr-defined]
+        job.timer = timer
+        ev = job.ev
+        if ev is not None and ev.callbacks:
+            # a job that waited: its session now waits on the timer itself (one
+            # event fewer than waking it at the end), after the stage's bookkeeping
+            timer.callbacks.extend(ev.callbacks)  # type: ignore[union-attr]
+            ev.callbacks.clear()
+            job.ev = None
         return timer
 
     def _fill(self) -> None:
@@ -123,6 +131,9 @@ class FifoStage(Stage):
             return
         job.done = True
         self.count(-1)
+        timer = job.timer
+        if timer is not None and timer.callbacks:
+            timer.callbacks[:] = [self._finish]  # its session no longer waits on it
         if job in self.active:
             self.active.remove(job)
             self._fill()
