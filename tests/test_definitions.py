@@ -99,6 +99,14 @@ def test_a_library_holds_only_definitions(tmp_path):
     assert err.span.source.path.endswith("lib.sq") and where(err) == (2, 1)
 
 
+def test_a_library_definition_must_end_in_the_library(tmp_path):
+    (tmp_path / "lib.sq").write_text("def f(x) = x;\ndef g(x) {\n  set a = x;\n")
+    (tmp_path / "p.sq").write_text('use "lib.sq";\nlet a = 1;\n')
+    err = fails(path=str(tmp_path / "p.sq"))
+    assert err.message == "this item does not end in the file it starts in: a library's definitions are whole"
+    assert err.span.source.path.endswith("lib.sq") and where(err) == (2, 5)
+
+
 def test_a_missing_library_cannot_be_read(tmp_path):
     (tmp_path / "p.sq").write_text('let a = 1;\nuse "nothere.sq";\n')
     err = fails(path=str(tmp_path / "p.sq"))

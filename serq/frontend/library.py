@@ -77,7 +77,7 @@ def _splice(items: list[A.Item], source: Source, seen: set[str], out: list[A.Ite
         if count[0] > 20 * MAX_TOKENS:
             raise error("the libraries are more than a program can hold", item.path_span)
         lib = Source(text, path)
-        lib_items = parse_source(lib)
+        lib_items = parse_source(lib, library=True)
         for li in lib_items:
             if not isinstance(li, (A.DefItem, A.UseItem)):
                 word = _ITEM_WORD.get(type(li), "an item")

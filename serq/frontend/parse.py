@@ -62,12 +62,18 @@ _AFTER = {
 }
 
 
-def parse_source(source: Source) -> list[A.Item]:
+def parse_source(source: Source, library: bool = False) -> list[A.Item]:
     """The items of one file (``use`` not yet followed)."""
     tokens = Tokens(source, tokenize(source))
     try:
         tree = GRAMMAR.parse(source.text)
     except ParseError as failure:
+        if library and tokens.at(failure.pos) is None and tokens.unclosed(len(source.text)) is not None:
+            opener = tokens.unclosed(len(source.text))
+            owner = _def_owning(tokens, tokens.tokens.index(opener)) if opener.text == "{" else None
+            span = owner.span if owner else Span(source, opener.start, opener.end)
+            raise error("this item does not end in the file it starts in: a library's definitions are whole",
+                        span, helps=["close it in the library"]) from None
         raise parse_failure(failure, tokens) from None
     return Builder(source, tokens).visit(tree)
 
