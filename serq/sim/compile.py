@@ -43,6 +43,23 @@ def member(i: float, n: int, label: str) -> int:
     return int(i)
 
 
+def pool_source(sim: "Simulator", ref: ir.PoolRef, f: Frame) -> str:
+    """Compiled code's name for a pool, or for the member an index picks."""
+    return _member_source(sim.pools[ref.pool], sim.program.pools[ref.pool].name, ref.index, f, "P")
+
+
+def stage_source(sim: "Simulator", ref: ir.StageRef, f: Frame) -> str:
+    """Compiled code's name for a stage, or for the member an index picks."""
+    return _member_source(sim.stages[ref.stage], sim.program.stages[ref.stage].name, ref.index, f, "S")
+
+
+def _member_source(members: list, name: str, index: ir.Expr | None, f: Frame, hint: str) -> str:
+    if index is None:
+        return f.bind(members[0], hint)
+    f.ns["_member"] = member
+    return f"{f.bind(members, hint + 'A')}[_member({source(index, f)}, {len(members)}, {name + '[…]'!r})]"
+
+
 class SessionCode:
     """The compiled session: ``init(s)``, ``turn(s)`` (or None) and ``body(s)``."""
 
@@ -72,18 +89,10 @@ class Compiler:
                      resolve_pool=self._pool, resolve_stage=self._stage)
 
     def _pool(self, ref: ir.PoolRef, f: Frame) -> str:
-        members = self.sim.pools[ref.pool]
-        if ref.index is None:
-            return f.bind(members[0], "P")
-        label = f"{self.sim.program.pools[ref.pool].name}[…]"
-        return f"{f.bind(members, 'PA')}[_member({source(ref.index, f)}, {len(members)}, {label!r})]"
+        return pool_source(self.sim, ref, f)
 
     def _stage(self, ref: ir.StageRef, f: Frame) -> str:
-        members = self.sim.stages[ref.stage]
-        if ref.index is None:
-            return f.bind(members[0], "S")
-        label = f"{self.sim.program.stages[ref.stage].name}[…]"
-        return f"{f.bind(members, 'SA')}[_member({source(ref.index, f)}, {len(members)}, {label!r})]"
+        return stage_source(self.sim, ref, f)
 
     def fn(self, e: ir.Expr, **frame: Any) -> Callable[[Any], float]:
         """An expression as ``lambda c: …`` (attributes of ``c.a``)."""

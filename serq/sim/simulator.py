@@ -15,27 +15,28 @@ other event is pending at this instant.
 from __future__ import annotations
 
 import math
+from functools import partial
 from typing import Any, Mapping
 
 import simpy
-from simpy.events import URGENT, Event, Timeout
-from simpy.exceptions import Interrupt
+from simpy.events import URGENT, Timeout
 
 from .. import ir
 from ..errors import SerqError, SerqRuntimeError
 from ..expr import Frame, base_namespace, compile_expr
 from . import rng
-from .cache import EPS, PrefixCache
-from .compile import Compiler
-from .pool import CANCELLED, GRANTED, REJECTED, RELEASED, WAITING, HoldRequest, Pool
-from .session import Preemption, Session
+from .cache import PrefixCache
+from .compile import Compiler, pool_source, stage_source
+from .holds import Holds
+from .pool import Pool
+from .session import Session
 from .stages.base import Stage
 from .stages.queueing import DelayStage, FifoStage, PsStage
 from .stages.step import StepEngine
 from .stats import TimeAverage
 from .trace import read_trace
 
-class Simulator:
+class Simulator(Holds):
     """One run of one program."""
 
     def __init__(self, program: ir.Program, *, seed: int, horizon: float, warmup: float,
@@ -92,7 +93,7 @@ class Simulator:
         self.all_pools = [m for ms in self.pools for m in ms]
         self.stages: list[list[Stage]] = [[] for _ in p.stages]
         frame = Frame(self.ns, attrs="c.a", ctx="c", session=None, stream="_mrng",
-                      resolve_pool=self._resolve_pool_const, resolve_stage=self._resolve_stage_const)
+                      resolve_pool=partial(pool_source, self), resolve_stage=partial(stage_source, self))
         for si, decl in enumerate(p.stages):
             for i in range(decl.members):
                 label = _label(decl.name, i, decl.size)
@@ -139,28 +140,6 @@ class Simulator:
                    budget=compile_expr(step.budget, frame), chunk=compile_expr(step.chunk, frame),
                    cost=compile_expr(step.cost, frame), serve=step.serve, serve_keys=serve_keys,
                    memory=memory)
-
-    def _resolve_pool_const(self, ref: ir.PoolRef, f: Frame) -> str:
-        members = self.pools[ref.pool]
-        if ref.index is None:
-            return f.bind(members[0], "P")
-        from .compile import member
-
-        self.ns["_member"] = member
-        from ..expr import source
-
-        return f"{f.bind(members, 'PA')}[_member({source(ref.index, f)}, {len(members)}, 'index')]"
-
-    def _resolve_stage_const(self, ref: ir.StageRef, f: Frame) -> str:
-        members = self.stages[ref.stage]
-        if ref.index is None:
-            return f.bind(members[0], "S")
-        from .compile import member
-
-        self.ns["_member"] = member
-        from ..expr import source
-
-        return f"{f.bind(members, 'SA')}[_member({source(ref.index, f)}, {len(members)}, 'index')]"
 
     # -- running --------------------------------------------------------------------------
 
@@ -324,245 +303,6 @@ class Simulator:
             if s.n_after >= 1:
                 c["tpot"].append((s.last_tok - s.first_tok) / s.n_after)
         c["response"].append(now - s.sent)
-
-    def unwinding(self, exc: BaseException | None) -> bool:
-        """Whether an exception leaving a hold is a preemption unwinding it."""
-        return isinstance(exc, Interrupt)
-
-    # -- holds: join, admit, release (§2.2–§2.6) ----------------------------------------------
-
-    def enqueue(self, req: HoldRequest) -> None:
-        """A hold joins its first pool's queue, unless some pool can never fit it."""
-        s = req.session
-        for pool, (_u, need) in zip(req.pools, req.spec.amounts(s)):
-            if pool.round_up(need) > pool.cap + EPS:
-                pool.rejected += 1
-                req.state = REJECTED
-                return
-        s.holds.append(req)
-        req.pools[0].join(req)
-
-    def admit(self, req: HoldRequest, amounts: list[tuple[float, float]]) -> None:
-        """Grant every pool of a hold at once (§2.5) and wake its session."""
-        s = req.session
-        spec = req.spec
-        reuse = None
-        if spec.reuse is not None:
-            reuse = spec.reuse(s)
-            reuse = reuse if reuse > 0.0 else 0.0
-        own_max = 0.0
-        for k, pool in enumerate(req.pools):
-            need = pool.round_up(amounts[k][0])
-            own = 0.0
-            if spec.cache is not None:
-                entry = pool.cache.take(s.serial)
-                if entry is not None:
-                    own = entry.size
-                    if reuse is not None:
-                        bound = pool.round_down(reuse)
-                        if own > bound:
-                            pool.cache.put_dead(entry, own - bound)
-                            own = bound
-            if own > own_max:
-                own_max = own
-            pool.make_room(need)
-            pool.used += need
-            pool.holders.append(req)
-            pool.admissions += 1
-            req.alloc[k] = need
-            req.pos[k] = own
-            req.held[k] = True
-            pool.record()
-        first = req.pools[0]
-        if self.stats_on:
-            first.wait_sum += self.env._now - req.joined
-            first.wait_count += 1
-        s.adm_seq = self.next_adm
-        self.next_adm += 1
-        s.a[ir.CACHED] = own_max
-        s.queued_at = None
-        req.state = GRANTED
-        first.record()
-        first.trigger(req)
-
-    def release_hold(self, req: HoldRequest, completed: bool) -> None:
-        """Give back every pool of a hold, caching per its clause (§2.6).  A
-        hold that completed normally also resets ``computed`` and retries
-        admissions at once."""
-        s = req.session
-        for k in range(len(req.pools)):
-            if req.held[k]:
-                self.release_part(req, k)
-        req.state = RELEASED
-        if completed:
-            for pool in req.pools:
-                s.preempt_pos.pop(pool, None)
-            s.a[ir.COMPUTED] = 0.0
-            self.try_admit_all()
-
-    def release_part(self, req: HoldRequest, k: int) -> None:
-        """Give back one pool of a hold: ``min(cache, computed)`` stays cached,
-        rounded down to blocks; computed is the position if a growing run
-        advanced the hold, else the allocation."""
-        s = req.session
-        pool = req.pools[k]
-        alloc = req.alloc[k]
-        pool.used -= alloc
-        if pool.used < EPS:
-            pool.used = 0.0 if pool.used > -EPS else pool.used
-        pool.holders.remove(req)
-        req.held[k] = False
-        cache = req.spec.cache
-        if cache is not None:
-            want = cache(s)
-            want = want if want > 0.0 else 0.0
-            computed = req.pos[k] if req.grown else alloc
-            keep = pool.round_down(want if want < computed else computed)
-            if keep > 0.0:
-                pool.cache.put(s.serial, keep, self.env._now, self.next_release, list(s.a), s)
-                self.next_release += 1
-        pool.record()
-
-    def try_admit_all(self) -> None:
-        """A pass over every pool in declaration order: stalled growers, then
-        its queue, unless a step stage admits it (§1.3 step 2)."""
-        for pool in self.all_pools:
-            if pool.growers:
-                self.retry_growers(pool)
-            if pool.put_queue and pool.admit_via is None:
-                pool._trigger_put()
-
-    # -- growth and preemption (§2.7, §4.5) ----------------------------------------------------
-
-    def grow(self, s: Session, req: HoldRequest, k: int, units: float, engine: StepEngine | None = None) -> Any:
-        """Grow a hold's allocation on one pool by ``units`` (rounded up to
-        blocks).  True when done; a :class:`Preemption` when ``s`` itself was
-        preempted; otherwise ``s`` stalls until a pool pass finds room, and
-        the result is the event that wakes it (None inside an iteration)."""
-        pool = req.pools[k]
-        alloc = req.alloc[k]
-        need = pool.round_up(alloc + units) - alloc
-        if need <= 0.0:
-            return True
-        while True:
-            if pool.used + need <= pool.cap + EPS:
-                pool.make_room(need)
-                pool.used += need
-                req.alloc[k] = alloc + need
-                pool.record()
-                return True
-            victim = None
-            if pool.lifo:
-                victim = engine.choose_victim(pool, s) if engine is not None else self.lifo_victim(pool)
-            if victim is None:
-                ev = None if engine is not None else Event(self.env)
-                s.stall = (pool, req, k, units, ev)
-                pool.growers.append(s)
-                return ev
-            cause = self.preempt(victim, pool)
-            if victim is s:
-                return cause
-
-    def lifo_victim(self, pool: Pool) -> Session | None:
-        """vLLM's ``running[-1]``: among the holders of the pool that are
-        residents of a step stage whose memory it is, the latest admitted;
-        for a pool that is no stage's memory, its latest holder."""
-        if pool.engines:
-            best = None
-            for req in pool.holders:
-                s = req.session
-                if s.job is not None and s.job[0] in pool.engines and (best is None or s.adm_seq > best.adm_seq):
-                    best = s
-            return best
-        return pool.holders[-1].session if pool.holders else None
-
-    def preempt(self, victim: Session, pool: Pool) -> Preemption:
-        """Preempt ``victim``'s innermost hold on ``pool``: its job leaves its
-        stage, its holds from that one inwards are released (cached), and the
-        hold re-queues at the head of its first pool (§4.5)."""
-        found = victim.innermost(pool)
-        assert found is not None, "a victim holds the pool"
-        req, k = found
-        computed = req.pos[k]
-        prev = victim.preempt_pos.get(pool)
-        if prev is not None and computed <= prev + EPS and not victim.stuck:
-            victim.stuck = True
-            pool.stuck += 1
-        victim.preempt_pos[pool] = computed
-        victim.a[ir.COMPUTED] = computed
-        self.detach(victim)
-        i = victim.holds.index(req)
-        for h in reversed(victim.holds[i:]):
-            if h.state == GRANTED:
-                self.release_hold(h, completed=False)
-            elif h.state == WAITING:
-                h.pools[0].cancel(h)
-        del victim.holds[i:]
-        pool.preemptions += 1
-        self.preemptions += 1
-        new = HoldRequest(victim, req.spec, req.spec.pools(victim), front=True)
-        self.enqueue(new)
-        victim.requeued = new
-        victim.resumed = True
-        cause = Preemption(req, new)
-        if self.env.active_process is not victim.proc:
-            self._interrupt(victim, cause)
-        return cause
-
-    def detach(self, s: Session) -> None:
-        """Take a session out of the stage job or stalled growth it waits in."""
-        if s.job is not None:
-            stage, job = s.job
-            stage.remove(job)
-            s.job = None
-        if s.stall is not None:
-            pool = s.stall[0]
-            if s in pool.growers:
-                pool.growers.remove(s)
-            s.stall = None
-
-    def _interrupt(self, s: Session, cause: Preemption) -> None:
-        """Throw the preemption into the session's process at its ``yield``: like
-        SimPy's ``Process.interrupt``, but detached from what it waited on now,
-        so nothing it waited on can resume it first."""
-        proc = s.proc
-        target = proc._target
-        if target is not None and target.callbacks is not None:
-            try:
-                target.callbacks.remove(proc._resume)
-            except ValueError:
-                pass
-        ev = Event(self.env)
-        ev._ok = False
-        ev._value = Interrupt(cause)
-        ev._defused = True
-        ev.callbacks = [proc._resume]  # type: ignore[assignment]
-        self.env.schedule(ev, URGENT)
-
-    def retry_growers(self, pool: Pool) -> None:
-        """Stalled growths in stall order; the first that still does not fit stops."""
-        while pool.growers:
-            s = pool.growers[0]
-            stall = s.stall
-            if stall is None:
-                pool.growers.pop(0)
-                continue
-            _pool, req, k, units, ev = stall
-            alloc = req.alloc[k]
-            need = pool.round_up(alloc + units) - alloc
-            if pool.used + need > pool.cap + EPS:
-                break
-            pool.growers.pop(0)
-            pool.make_room(need)
-            pool.used += need
-            req.alloc[k] = alloc + need
-            pool.record()
-            s.stall = None
-            if ev is not None:
-                ev._ok = True
-                ev._value = None
-                self.env.schedule(ev, URGENT)
-
 
 def _label(name: str, i: int, size: int | None) -> str:
     return name if size is None else f"{name}[{i}]"

@@ -457,7 +457,6 @@ class StepEngine(Stage):
             kv.append(job.session.held_in(memory) if kv_tracked else 0.0)
         used = {id(p): p.used for p in pools if p}
         plan: list[tuple[list[tuple[int, float]], float]] = []
-        ends = t
         cur = cost
         m = 1
         while m < cap:
