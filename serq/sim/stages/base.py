@@ -18,7 +18,12 @@ if TYPE_CHECKING:
 
 class Job:
     """One ``run``: ``work`` left (or a ps finish tag), the session waiting for
-    it, and for a step stage its mode and the hold it grows."""
+    it, and for a step stage its mode and the hold it grows.
+
+    A :class:`~serq.sim.stages.step.StepEngine` hook reads a resident's
+    ``remaining``, ``decoding``, ``prefill`` and ``session`` (its attributes are
+    ``session.a``, its admission order ``session.adm_seq``) and never changes
+    them: the engine alone does."""
 
     __slots__ = (
         "session", "work", "prefill", "hold", "k", "enqueued", "started", "ev", "done", "seq",
@@ -38,6 +43,16 @@ class Job:
         self.seq = 0
         self.first = True  # a prefill's end is the turn's first token (§4.8)
         self.timer: Any = None
+
+
+    @property
+    def remaining(self) -> float:
+        """Tokens (or seconds) of work left."""
+        return self.work
+
+    @property
+    def decoding(self) -> bool:
+        return not self.prefill
 
 
 def check_work(label: str, work: float) -> None:
