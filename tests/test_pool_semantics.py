@@ -164,3 +164,21 @@ run {{ horizon 3.5; }}
 """)
     assert [int(v) for v in values(report, "hit")[0]] == hits
     assert values(report, "got")[0][1] == (992 if hits[1] else 0)
+
+
+def test_queue_keys_may_read_the_waiting_sessions_own_cache() -> None:
+    # s0 is admitted alone at 0.1; s1 and s2 wait, and the larger cached prefix
+    # (s2: 12 units, s1: 11) goes first
+    report = run("""
+pool C { cap 100; }
+pool P { cap 10; queue by (-cachedin(C), serial); }
+stage gate : delay;
+workload { arrive batch(3); }
+session {
+  hold C (10 + serial) { run gate (0.1); } cache (10 + serial);
+  hold P (10) { observe start = now; run gate (1); }
+  end;
+}
+run { horizon 10; }
+""")
+    assert values(report, "start") == {0: [0.1], 1: [2.1], 2: [1.1]}

@@ -113,7 +113,7 @@ class Simulator(Holds):
         for decl, members in zip(p.pools, self.pools):
             for i, pool in enumerate(members):
                 if decl.queue != "fifo":
-                    keys = [compile_expr(k, frame.derive(session="c", stream="c.srng")) for k in decl.queue]
+                    keys = [compile_expr(k, frame.derive(session="c.session", stream="c.srng")) for k in decl.queue]
                     pool.queue_keys = _keys(keys)
                 if decl.evict != "lru":
                     keys = [compile_expr(k, frame.derive(stream="c.srng")) for k in decl.evict]
