@@ -77,7 +77,8 @@ class Compiler:
     def __init__(self, sim: "Simulator") -> None:
         self.sim = sim
         ns = sim.ns
-        ns.update(_bad_guard=bad_guard, _member=member, _Interrupt=Interrupt, _REJECTED=REJECTED)
+        ns.update(_bad_guard=bad_guard, _member=member, _Interrupt=Interrupt, _REJECTED=REJECTED,
+                  _sim=sim, _env=sim.env)
         self.ns = ns
         self.lines: list[str] = []
         self.holds: dict[int, HoldSpec] = {}
@@ -146,7 +147,12 @@ class Compiler:
         if isinstance(st, ir.Set):
             emit(d, f"a[{st.slot}] = {self._x(st.expr)}")
         elif isinstance(st, ir.Observe):
-            emit(d, f"_observe(s, {st.obs}, {self._x(st.expr)})")
+            # recorded after warm-up only (§8.1): (time, session, turn, value)
+            # (the value is computed before warm-up too: a draw in it takes its place in the stream)
+            samples = self._bind(self.sim.samples[st.obs], "O")
+            emit(d, f"_v = {self._x(st.expr)}")
+            emit(d, "if _sim.stats_on:")
+            emit(d + 1, f"{samples}.append((_env._now, s.serial, int(a[1]), _v))")
         elif isinstance(st, ir.Turn):
             emit(d, "s.do_turn()")
         elif isinstance(st, ir.End):

@@ -62,17 +62,17 @@ class Stream:
         self._s = -1
         self._parts = (root, parts)
 
-    def random(self) -> float:
+    def random(self, _g: int = _GAMMA, _m: int = _M, _u: float = _UNIT) -> float:
         """One uniform draw in [0, 1), 53 bits."""
         s = self._s
         if s < 0:
             root, parts = self._parts
             s = key(root, *parts)
-        s = (s + _GAMMA) & _M
+        s = (s + _g) & _m
         self._s = s
-        z = ((s ^ (s >> 30)) * 0xBF58476D1CE4E5B9) & _M
-        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M
-        return ((z ^ (z >> 31)) >> 11) * _UNIT
+        z = ((s ^ (s >> 30)) * 0xBF58476D1CE4E5B9) & _m
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _m
+        return ((z ^ (z >> 31)) >> 11) * _u
 
     def integers(self, n: int) -> int:
         """One uniform integer in [0, n)."""

@@ -71,7 +71,6 @@ class Simulator(Holds):
         self.trace_stream = rng.global_stream(self.root, rng.TRACE)
         self.ns["_mrng"] = self.machine_stream
         self.ns["_arng"] = self.arrival_stream
-        self.ns["_observe"] = self.observe
         self.samples: list[list[tuple[float, int, int, float]]] = [[] for _ in program.observes]
         self.client: dict[str, list[float]] = {"ttft": [], "tpot": [], "response": []}
         self.corpus = read_trace(program.trace.path) if program.trace is not None else None
@@ -291,10 +290,6 @@ class Simulator(Holds):
             self.ended += 1
         if self.program.arrival.kind == "closed":
             self.spawn()
-
-    def observe(self, s: Session, k: int, value: float) -> None:
-        if self.stats_on:
-            self.samples[k].append((self.env._now, s.serial, int(s.a[ir.TURN_NO]), value))
 
     def client_record(self, s: Session, now: float) -> None:
         c = self.client
