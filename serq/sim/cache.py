@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable
 
+from .order import total_key
+
 if TYPE_CHECKING:
     from .session import Session
 
@@ -112,8 +114,8 @@ class PrefixCache:
         best_key2: tuple | None = None
         for store in (self.entries, self.dead):
             for k, e in store.items():
-                key = (*self.keys(EvictView(e, now, self.stream)), e.seq)
-                if best_key2 is None or _lex_less(key, best_key2):
+                key = total_key((*self.keys(EvictView(e, now, self.stream)), e.seq))
+                if best_key2 is None or key < best_key2:
                     best, best_key2 = (store, k), key
         return best
 
@@ -132,16 +134,3 @@ class PrefixCache:
         self.total -= piece
         self.evicted_units += piece
         return True
-
-
-def _lex_less(a: tuple, b: tuple) -> bool:
-    """Ascending keys; NaN sorts last, as Rust's ``total_cmp`` puts positive NaN."""
-    for x, y in zip(a, b):
-        if x == y:
-            continue
-        if x != x:
-            return False
-        if y != y:
-            return True
-        return x < y
-    return False

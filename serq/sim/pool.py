@@ -26,6 +26,7 @@ from simpy.resources.base import BaseResource
 
 from ..errors import SerqRuntimeError
 from .cache import EPS, PrefixCache
+from .order import total_key
 from .stats import TimeAverage
 
 if TYPE_CHECKING:
@@ -235,8 +236,8 @@ class Pool(BaseResource):
         now = self.sim.env._now
         best, best_key = None, None
         for req in q:
-            key = self.queue_keys(_SelectView(req, now))
-            if best_key is None or _less(key, best_key):
+            key = total_key(self.queue_keys(_SelectView(req, now)))
+            if best_key is None or key < best_key:
                 best, best_key = req, key
         return best
 
@@ -278,10 +279,3 @@ class _SelectView:
         self.srng = s.srng
         self.session = s
         self.waited = now - req.joined
-
-
-def _less(a: tuple, b: tuple) -> bool:
-    for x, y in zip(a, b):
-        if x != y:
-            return x < y
-    return False

@@ -33,6 +33,7 @@ from simpy.events import Event, Timeout
 
 from ... import expr, ir
 from ...errors import SerqRuntimeError
+from ..order import total_key
 from ..stats import LogHistogram
 from . import coalesce
 from .base import Job, Stage, check_work
@@ -214,7 +215,7 @@ class StepEngine(Stage):
         if self.serve == "decode_first":
             return sorted(res, key=lambda j: j.prefill)
         keys = self.serve_keys
-        return sorted(res, key=lambda j: _total_order(keys(ServeView(self, j))))
+        return sorted(res, key=lambda j: total_key(keys(ServeView(self, j))))
 
     def plan_tokens(self, job: Job, chunk: float) -> float:
         """The tokens a resident asks for: one to decode; to prefill, what is
@@ -510,8 +511,3 @@ class _BudgetView:
     @property
     def kv_prefill(self) -> float:
         return self.engine.kv_prefill
-
-
-def _total_order(key: tuple) -> tuple:
-    """Keys sortable with NaN last (Rust ``total_cmp`` puts positive NaN above all)."""
-    return tuple((1, 0.0) if x != x else (0, x) for x in key)
