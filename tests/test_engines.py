@@ -93,3 +93,9 @@ def test_coalesced_decode_runs_give_the_same_report_as_one_iteration_at_a_time(p
     slow = serq.run(p, seed=seed, horizon=120, warmup=20, engines={"engine": Plain})
     assert fast.to_json() == slow.to_json()
     assert fast.stage("engine").iterations > 1000
+
+
+def test_serve_by_keys_in_the_program_order_the_residents_like_the_subclass() -> None:
+    # `serve by (remaining)` is the shortest-first subclass written in the language
+    program = serq.load(THREE_REQUESTS.replace("cost 1; memory kv;", "cost 1; memory kv; serve by (remaining);"))
+    assert firsts(serq.run(program)) == {0: 3, 1: 2, 2: 1, 3: 1}
