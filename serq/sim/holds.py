@@ -11,6 +11,7 @@ from simpy.exceptions import Interrupt
 from .. import ir
 from .cache import EPS
 from .pool import GRANTED, REJECTED, RELEASED, WAITING, HoldRequest, Pool
+from .ready import make_ready
 from .session import Preemption, Session
 
 if TYPE_CHECKING:
@@ -264,6 +265,4 @@ class Holds:
             pool.record()
             s.stall = None
             if ev is not None:
-                ev._ok = True
-                ev._value = None
-                self.env.schedule(ev, URGENT)
+                make_ready(self.env, ev)

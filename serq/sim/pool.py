@@ -21,12 +21,13 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any, Callable
 
-from simpy.events import URGENT, Event
+from simpy.events import Event
 from simpy.resources.base import BaseResource
 
 from ..errors import SerqRuntimeError
 from .cache import EPS, PrefixCache
 from .order import total_key
+from .ready import make_ready
 from .stats import TimeAverage
 
 if TYPE_CHECKING:
@@ -262,9 +263,7 @@ class Pool(BaseResource):
 
     def trigger(self, req: HoldRequest) -> None:
         """Wake the session of a granted request (it becomes ready)."""
-        req._ok = True
-        req._value = None
-        self.sim.env.schedule(req, URGENT)
+        make_ready(self.sim.env, req)
 
 
 class _SelectView:

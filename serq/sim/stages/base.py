@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from simpy.events import URGENT, Event
+from simpy.events import Event
 
 from ...errors import SerqRuntimeError
 from ..stats import TimeAverage
+from ..ready import make_ready
 
 if TYPE_CHECKING:
     from ..pool import HoldRequest
@@ -106,9 +107,7 @@ class Stage:
     def immediate(self) -> Event:
         """A run of zero work completes at once: the session is ready again now."""
         ev = Event(self.env)
-        ev._ok = True
-        ev._value = None
-        self.env.schedule(ev, URGENT)
+        make_ready(self.env, ev)
         return ev
 
     def count(self, delta: int) -> None:
@@ -133,9 +132,7 @@ class Stage:
         """The job's session becomes ready (ready FIFO: an urgent event now)."""
         ev = job.ev
         if ev is not None and ev.callbacks is not None and not ev.triggered:
-            ev._ok = True
-            ev._value = None
-            self.env.schedule(ev, URGENT)
+            make_ready(self.env, ev)
 
     def reset_stats(self, now: float) -> None:
         self.number_avg.reset(now)
