@@ -48,12 +48,15 @@ class EvictView:
 
     def __init__(self, entry: Entry, now: float, stream: Any) -> None:
         owner = entry.owner
-        alive = owner is not None and not owner.ended
-        self.a = owner.a if alive else entry.snap
+        if owner is not None and not owner.ended:
+            self.a = owner.a
+            self.waiting = 1.0 if owner.queued_at is not None else 0.0
+        else:
+            self.a = entry.snap
+            self.waiting = 0.0
         self.size = entry.size
         self.last = entry.last
         self.age = now - entry.last
-        self.waiting = 1.0 if alive and owner.queued_at is not None else 0.0
         self.srng = stream
 
 

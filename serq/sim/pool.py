@@ -107,16 +107,15 @@ class HoldRequest(Event):
     def __enter__(self) -> "HoldRequest":
         return self
 
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         s = self.session
         if exc_type is not None and not s.sim.unwinding(exc):
-            return False  # the run is failing; leave the state as it is
+            return  # the run is failing; leave the state as it is
         if self.state == GRANTED:
             s.sim.release_hold(self, completed=exc_type is None and not s.ending)
         elif self.state == WAITING:
             self.pools[0].cancel(self)
         s.forget_hold(self)
-        return False
 
     def index_of(self, pool: "Pool") -> int:
         for k, p in enumerate(self.pools):
@@ -251,15 +250,12 @@ class Pool(BaseResource):
         self.sim.admit(req, amounts)
         return True
 
-    def _trigger_put(self, get_event: Any = None) -> bool:
-        """Admit from the queue while the selected hold fits (head-of-line
-        blocking).  Whether anything was admitted."""
-        admitted = False
+    def _trigger_put(self, get_event: Any = None) -> None:
+        """Admit from the queue while the selected hold fits (head-of-line blocking)."""
         while True:
             req = self.select()
             if req is None or not self._do_put(req):
-                return admitted
-            admitted = True
+                return
 
     def trigger(self, req: HoldRequest) -> None:
         """Wake the session of a granted request (it becomes ready)."""

@@ -56,11 +56,11 @@ def build_report(sim: "Simulator") -> Report:
             notes.append(f"observe {decl.name} is constant 0 over {len(values)} samples")
     client = {name: summarize(vals) for name, vals in sim.client.items() if vals}
     stages = []
-    for decl, members in zip(p.stages, sim.stages):
+    for sdecl, members in zip(p.stages, sim.stages):
         for st in members:
             done = st.completed
             row = StageSummary(
-                name=decl.name, index=st.index,
+                name=sdecl.name, index=st.index,
                 mean_number=st.number_avg.mean(end, start), utilization=st.busy_avg.mean(end, start),
                 completed=done, throughput=_div(done, span),
                 mean_wait=_div(st.wait_sum, done), mean_service=_div(st.service_sum, done),
@@ -80,10 +80,10 @@ def build_report(sim: "Simulator") -> Report:
                 row.itl_p99 = st.itl.quantile(0.99) if st.itl.count else NAN
             stages.append(row)
     pools = []
-    for decl, members in zip(p.pools, sim.pools):
-        for pool in members:
+    for pdecl, pool_members in zip(p.pools, sim.pools):
+        for pool in pool_members:
             pools.append(PoolSummary(
-                name=decl.name, index=pool.index,
+                name=pdecl.name, index=pool.index,
                 mean_used=pool.used_avg.mean(end, start), mean_cached=pool.cached_avg.mean(end, start),
                 mean_queue=pool.queue_avg.mean(end, start), mean_holders=pool.holders_avg.mean(end, start),
                 mean_wait=_div(pool.wait_sum, pool.wait_count), admissions=pool.admissions,

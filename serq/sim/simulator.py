@@ -93,18 +93,19 @@ class Simulator(Holds):
         self.stages: list[list[Stage]] = [[] for _ in p.stages]
         frame = Frame(self.ns, attrs="c.a", ctx="c", session=None, stream="_mrng",
                       resolve_pool=partial(pool_source, self), resolve_stage=partial(stage_source, self))
-        for si, decl in enumerate(p.stages):
-            for i in range(decl.members):
-                label = _label(decl.name, i, decl.size)
-                index = i if decl.size is not None else None
-                if decl.kind == "delay":
-                    stage: Stage = DelayStage(self, decl, label, index)
-                elif decl.kind == "fifo":
-                    stage = FifoStage(self, decl, label, index)
-                elif decl.kind == "ps":
-                    stage = PsStage(self, decl, label, index, phi=compile_expr(decl.phi, frame))
+        for si, sdecl in enumerate(p.stages):
+            for i in range(sdecl.members):
+                label = _label(sdecl.name, i, sdecl.size)
+                index = i if sdecl.size is not None else None
+                if sdecl.kind == "delay":
+                    stage: Stage = DelayStage(self, sdecl, label, index)
+                elif sdecl.kind == "fifo":
+                    stage = FifoStage(self, sdecl, label, index)
+                elif sdecl.kind == "ps":
+                    assert sdecl.phi is not None
+                    stage = PsStage(self, sdecl, label, index, phi=compile_expr(sdecl.phi, frame))
                 else:
-                    stage = self._step(decl, label, index, frame, engines.get(decl.name, StepEngine))
+                    stage = self._step(sdecl, label, index, frame, engines.get(sdecl.name, StepEngine))
                 self.stages[si].append(stage)
         self.engines: list[StepEngine] = [s for ms in self.stages for s in ms if isinstance(s, StepEngine)]
         self.ps_stages = [s for ms in self.stages for s in ms if isinstance(s, PsStage)]

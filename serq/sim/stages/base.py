@@ -31,7 +31,7 @@ class Job:
         "first", "timer",
     )
 
-    def __init__(self, session: "Session | None", work: float, ev: Event | None, now: float) -> None:
+    def __init__(self, session: "Session", work: float, ev: Event | None, now: float) -> None:
         self.session = session
         self.work = work
         self.prefill = False

@@ -13,7 +13,7 @@ kept apart because they are an optimisation of §4.3, not a rule of it.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .base import Job
@@ -48,7 +48,12 @@ def run_length(self: "StepEngine", now: float, cost: float) -> tuple[int, float]
     memory = self.memory
     kv_tracked = self._kv_needed
     n = len(assign)
-    reqs, ks, pools, pos, alloc, kv = [], [], [], [], [], []
+    reqs: list[Any] = []
+    ks: list[int] = []
+    pools: list[Any] = []  # the pool a job grows; False where a growth must end the run
+    pos: list[float] = []
+    alloc: list[float] = []
+    kv: list[float] = []
     for job, _t in assign:
         req = job.hold
         reqs.append(req)
@@ -62,11 +67,12 @@ def run_length(self: "StepEngine", now: float, cost: float) -> tuple[int, float]
             # a growth in the run must not need keys that read the clock, and
             # the memory a cost reads must be this hold's allocation alone
             growable = pool.cache.keys is None and (
-                not kv_tracked or pool is not memory or job.session.held_in(memory) == req.alloc[job.k])
+                memory is None or not kv_tracked or pool is not memory
+                or job.session.held_in(memory) == req.alloc[job.k])
             pools.append(pool if growable else False)
             pos.append(req.pos[job.k])
             alloc.append(req.alloc[job.k])
-        kv.append(job.session.held_in(memory) if kv_tracked else 0.0)
+        kv.append(job.session.held_in(memory) if memory is not None and kv_tracked else 0.0)
     used = {id(p): p.used for p in pools if p}
     plan: list[tuple[list[tuple[int, float]], float]] = []
     cur = cost
