@@ -17,6 +17,9 @@ import serq
     # two sessions taking turns at an empty hold, all at time 0
     ("pool P { cap 1; }\nworkload { arrive batch(2); }\nsession { loop { hold P (1) { } } }",
      "became ready more than 1000 times at that instant"),
+    # a closed population whose sessions end at once, each replaced at once
+    ("pool P { cap 0; }\nworkload { arrive closed(4); init { set u = 5; } }\nsession { hold P (u) { } }",
+     "closed-population sessions ended 4001 times at that instant"),
 ])
 def test_a_run_that_does_not_settle_stops_with_an_error(program: str, message: str) -> None:
     with pytest.raises(serq.SerqError, match=message):

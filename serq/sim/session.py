@@ -67,9 +67,9 @@ class Session:
         self.last_tok = 0.0
         self.n_after = 0
         self.resumed = False  # preempted since its last prefill ended
-        self.stall: Any = None
+        self.stall: Any = None  # a stalled growth: (pool, request, k, units, event or None)
         self.woke_at = -1.0  # the instant of its latest wake-ups, and how many there were
-        self.woke_n = 0  # a stalled growth (pool, request, k, units, event or job)
+        self.woke_n = 0
 
     # -- workload ----------------------------------------------------------------
 

@@ -64,6 +64,8 @@ class Simulator(Holds):
         self.next_adm = 0
         self.next_release = 0
         self.dirty_ps: list[PsStage] = []
+        self._replace_at = -1.0  # the instant closed-population sessions were last replaced at, and how often
+        self._replaced = 0
         self.root = rng.root_key(seed)
         self.machine_stream = rng.global_stream(self.root, rng.MACHINE)
         self.arrival_stream = rng.global_stream(self.root, rng.ARRIVAL)
@@ -278,10 +280,9 @@ class Simulator(Holds):
     def _main(self, s: Session) -> Any:
         try:
             yield from self.code.body(s)
+            self.end_session(s)
         except SerqError as err:
             self.fail(err)
-            return
-        self.end_session(s)
 
     def end_session(self, s: Session) -> None:
         s.ended = True
@@ -290,7 +291,20 @@ class Simulator(Holds):
         if self.stats_on:
             self.ended += 1
         if self.program.arrival.kind == "closed":
+            self._replaced_now()
             self.spawn()
+
+    def _replaced_now(self) -> None:
+        """A closed population replaces an ended session at once; sessions that
+        end without time passing, over and over, would never let it pass."""
+        now = self.env._now
+        if now != self._replace_at:
+            self._replace_at, self._replaced = now, 0
+        self._replaced += 1
+        if self._replaced > 1000 * max(1, self.program.arrival.n):
+            raise SerqRuntimeError(
+                f"the run does not settle at time {now:g}: closed-population sessions ended "
+                f"{self._replaced} times at that instant, each replaced at once")
 
     def client_record(self, s: Session, now: float) -> None:
         c = self.client

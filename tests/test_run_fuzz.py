@@ -1,0 +1,124 @@
+"""The simulator never fails with anything but a :class:`serq.SerqError`: the
+bundled programs and small scenario programs, with their numbers and words
+mutated, either do not check, or run (briefly) to a report or a clean error."""
+
+from __future__ import annotations
+
+import re
+import signal
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import serq
+
+ROOT = Path(__file__).resolve().parent.parent
+NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?:e-?\d+)?")
+
+SCENARIOS = {
+    "arrays": """
+pool kv[2] { cap 640; block 16; evict by (size, age); preempt lifo; }
+pool slots { cap 3; queue by (waited, serial); }
+stage eng[2] : step { budget 64; chunk 32; cost 0.01 + 0.001 * tokens; memory kv; serve decode first; }
+stage think : ps(2);
+stage desk : fifo(2);
+workload { arrive poisson(2); init { set j = 0; set n = ~uniform(10, 200); set o = ~erlang(2, 20) + 1; } }
+session {
+  choose j in 2 by (queue(eng[j]), used(kv[j]));
+  hold slots (1), kv[j] (min(n, budget_left(eng[j]))) { 
+    run eng[j] prefill (n) growing kv[j];
+    run eng[j] decode (o) growing kv[j];
+    grow kv[j] (16);
+    release kv[j];
+  } cache (n);
+  run think (~h2(1, 4));
+  run desk (~det(0.5));
+  branch with (0.3) { drop kv[j]; }
+  end;
+}
+run { horizon 30; }
+""",
+    "nolifo": """
+pool mem { cap 100; block 10; preempt lifo; }
+pool q { cap 2; }
+stage d : delay;
+workload { arrive closed(4); init { set u = ~uniform(10, 60); } }
+session {
+  hold q (1) { hold mem (u) { run d (1); grow mem (u); run d (1); } cache (u); }
+}
+run { horizon 30; }
+""",
+}
+
+
+def sources() -> dict[str, str]:
+    out = dict(SCENARIOS)
+    for p in sorted((ROOT / "programs").glob("*/*.sq")):
+        out[str(p.relative_to(ROOT))] = p.read_text()
+    return out
+
+
+SOURCES = sources()
+
+
+class TooSlow(Exception):
+    pass
+
+
+def _alarm(signum, frame):  # noqa: ANN001
+    raise TooSlow
+
+
+@st.composite
+def mutated(draw):
+    name = draw(st.sampled_from(sorted(SOURCES)))
+    text = SOURCES[name]
+    numbers = list(NUMBER.finditer(text))
+    for _ in range(draw(st.integers(1, 4))):
+        if not numbers:
+            break
+        m = draw(st.sampled_from(numbers))
+        # small numbers: a mutated `closed(1e6)` would only measure how long a million sessions take
+        new = draw(st.sampled_from(["0", "1", "2", "0.5", "3", "16", "1e-9", "1000", "100"]))
+        text = text[:m.start()] + new + text[m.end():]
+        numbers = list(NUMBER.finditer(text))
+    return name, text
+
+
+@settings(max_examples=150, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(mutated())
+def test_mutated_programs_run_or_fail_cleanly(case) -> None:
+    name, text = case
+    path = ROOT / name if name.endswith(".sq") else None
+    try:
+        if path is not None:  # keep `use "../../lib/vllm.sq"` working: load from the same folder
+            tmp = path.with_name(".fuzz_" + path.name)
+            tmp.write_text(text)
+            try:
+                program = serq.load(tmp)
+            finally:
+                tmp.unlink()
+        else:
+            program = serq.load(text)
+    except serq.SerqError:
+        return
+    old = signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(2)
+    try:
+        report = serq.run(program, horizon=min(program.run.horizon or 10, 10), warmup=0)
+        report.text()
+        report.to_json()
+    except (serq.SerqError, TooSlow):
+        pass
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_the_scenario_programs_run(name: str) -> None:
+    report = serq.run(serq.load(SCENARIOS[name]))
+    assert report.arrivals > 0
