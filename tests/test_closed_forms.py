@@ -81,3 +81,21 @@ def test_littles_law_holds_at_a_delay_stage() -> None:
     tool = report.stage("tool")
     assert tool.mean_number == pytest.approx(tool.throughput * tool.mean_service, rel=0.03)
     assert tool.mean_wait == 0.0
+
+
+def test_two_fifo_servers_match_erlang_c() -> None:
+    # M/M/2 with λ = 1.6, μ = 1: a = 1.6, ρ = 0.8; Erlang C = (a²/2)/(1 − ρ) over
+    # (1 + a + (a²/2)/(1 − ρ)) = 6.4 / 9 = 0.711; mean wait C/(2μ − λ) = 1.778
+    program = serq.load("""
+stage svc : fifo(2);
+workload { arrive poisson(1.6); init { set t0 = now; set s = ~exp(1); } }
+session { run svc (s); observe wait = now - t0 - s; }
+run { horizon 30000; warmup 1000; }
+""")
+    hits = 0
+    for seed in SEEDS:
+        report = serq.run(program, seed=seed)
+        hits += inside(report, "wait", 6.4 / 9 / 0.4)
+        # Little: jobs present = λ · (wait + service) = 1.6 · 2.778 = 4.444
+        assert report.stage("svc").mean_number == pytest.approx(1.6 * (6.4 / 9 / 0.4 + 1), rel=0.1)
+    assert hits >= 2
