@@ -12,14 +12,17 @@ import math
 import re
 import sys
 from pathlib import Path
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 import typer
 
-try:  # typer ≥ 0.2x vendors click; older typers depend on it
+if TYPE_CHECKING:  # one definition for the checker: the click that typer ≥ 0.2x vendors
     from typer._click.exceptions import UsageError as ClickUsageError
-except ImportError:  # pragma: no cover - depends on the installed typer
-    from click.exceptions import UsageError as ClickUsageError
+else:
+    try:  # typer ≥ 0.2x vendors click; older typers depend on it
+        from typer._click.exceptions import UsageError as ClickUsageError
+    except ImportError:  # pragma: no cover - depends on the installed typer
+        from click.exceptions import UsageError as ClickUsageError
 
 from .errors import SerqError, UsageError
 

@@ -40,7 +40,7 @@ CLIENT_ROWS = ("ttft", "tpot", "response")
 # number forms
 
 
-def shortest(x: float | int) -> str:
+def shortest(x: float | numbers.Real) -> str:  # numbers.Real: numpy scalars too
     """Rust's ``{}`` for a number: shortest round-trip digits, no exponent,
     no ``.0`` on an integer value (``3``, ``0.5``, ``0.0000001``); ``NaN``,
     ``inf``, ``-inf``; an integer as itself."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Sequence
+from typing import cast
 
 from .. import ir
 from . import ast as A
@@ -17,8 +19,20 @@ _SERVE_DRAW = "a serve key may not draw: it is read for every resident at every 
 _RENEWAL = "renewal arrival may use only constants and sampled distributions"
 
 
-def _clauses(item) -> dict[str, A.Clause]:
+def _clauses(item: A.PoolItem | A.StageItem | A.WorkloadItem | A.RunItem) -> dict[str, A.Clause]:
     return {c.word: c for c in item.clauses}
+
+
+# A clause's value is typed `object` in the syntax tree (ast.Clause); its word fixes its shape
+# (grammar.py: `cap_clause = kw_cap expr semi`, `memory_clause = kw_memory name semi`, …).
+def _expr(c: A.Clause) -> A.Expr:
+    """The value of `cap`, `block`, `budget`, `chunk`, `cost` and the run options: an expression."""
+    return cast(A.Expr, c.value)
+
+
+def _name(c: A.Clause) -> A.Name:
+    """The value of `admit via` and `memory`: a stage or pool name."""
+    return cast(A.Name, c.value)
 
 
 class Declarations(Resolver):
@@ -29,7 +43,9 @@ class Declarations(Resolver):
 
     # ------------------------------------------------------------ names first
     def declare_pools_and_stages(self, pools: list[A.PoolItem], stages: list[A.StageItem]) -> None:
-        for kind, items, table in (("pool", pools, self.pools), ("stage", stages, self.stages)):
+        groups: tuple[tuple[str, Sequence[A.PoolItem | A.StageItem], dict[str, Decl]], ...] = (
+            ("pool", pools, self.pools), ("stage", stages, self.stages))
+        for kind, items, table in groups:
             for i, item in enumerate(items):
                 if item.name in RETIRED:
                     raise error(f"`{item.name}` is a retired word and names nothing: {RETIRED[item.name]}",
@@ -40,7 +56,7 @@ class Declarations(Resolver):
                                 notes=[f"`{item.name}` is first declared at {at(table[item.name].span)}"])
                 block = None
                 if isinstance(item, A.PoolItem) and "block" in _clauses(item):
-                    block = self.positive(_clauses(item)["block"].value, "block", f"pool `{item.name}`")
+                    block = self.positive(_expr(_clauses(item)["block"]), "block", f"pool `{item.name}`")
                 table[item.name] = Decl(i, item.name, item.size, item.name_span,
                                         kind=getattr(item, "kind", ""), block=block)
         for p in pools:
@@ -73,9 +89,9 @@ class Declarations(Resolver):
         c = _clauses(p)
         cap = math.inf
         if "cap" in c:
-            cap = self.const(c["cap"].value, "cap", prefix)
+            cap = self.const(_expr(c["cap"]), "cap", prefix)
             if cap < 0:
-                raise error("cap must not be negative", c["cap"].value.span, prefix=prefix)
+                raise error("cap must not be negative", _expr(c["cap"]).span, prefix=prefix)
         evict: object = "lru"
         if "evict" in c and isinstance(c["evict"].value, tuple):
             evict = tuple(self.expr(k, Where(EVICT, prefix)) for k in c["evict"].value)
@@ -84,11 +100,11 @@ class Declarations(Resolver):
             queue = tuple(self.expr(k, Where(SELECT, prefix, draw=_QUEUE_DRAW)) for k in c["queue"].value)
         admit_via = None
         if "admit" in c:
-            stage = self.named("stage", self.stages, c["admit"].value, prefix)
+            stage = self.named("stage", self.stages, _name(c["admit"]), prefix)
             if stage.kind != "step":
                 raise error(f"`admit via {stage.name}` needs a step stage; `{stage.name}` is a {stage.kind} stage",
-                            c["admit"].value.span, prefix=prefix)
-            self.family(prefix, "admit via", self.pools[p.name], stage, c["admit"].value.span)
+                            _name(c["admit"]).span, prefix=prefix)
+            self.family(prefix, "admit via", self.pools[p.name], stage, _name(c["admit"]).span)
             admit_via = stage.index
         preempt = c["preempt"].value if "preempt" in c else "none"
         return ir.PoolDecl(p.name, p.size, cap, self.pools[p.name].block, evict, preempt, queue,  # type: ignore[arg-type]
@@ -106,17 +122,17 @@ class Declarations(Resolver):
         if s.kind == "delay":
             return ir.StageDecl(s.name, "delay", s.size)
         c = _clauses(s)
-        budget = self.expr(c["budget"].value, Where(BUDGET, prefix, attrs=False)) if "budget" in c else ir.Num(math.inf)
-        chunk = self.expr(c["chunk"].value, Where(BUDGET, prefix, attrs=False)) if "chunk" in c else ir.Num(0.0)
-        cost = self.expr(c["cost"].value, Where(STEP, prefix, attrs=False))
+        budget = self.expr(_expr(c["budget"]), Where(BUDGET, prefix, attrs=False)) if "budget" in c else ir.Num(math.inf)
+        chunk = self.expr(_expr(c["chunk"]), Where(BUDGET, prefix, attrs=False)) if "chunk" in c else ir.Num(0.0)
+        cost = self.expr(_expr(c["cost"]), Where(STEP, prefix, attrs=False))
         serve: object = "admission"
         if "serve" in c:
             v = c["serve"].value
             serve = tuple(self.expr(k, Where(SERVE, prefix, draw=_SERVE_DRAW)) for k in v) if isinstance(v, tuple) else v
         memory = None
         if "memory" in c:
-            pool = self.named("pool", self.pools, c["memory"].value, prefix)
-            self.family(prefix, "memory", self.stages[s.name], pool, c["memory"].value.span)
+            pool = self.named("pool", self.pools, _name(c["memory"]), prefix)
+            self.family(prefix, "memory", self.stages[s.name], pool, _name(c["memory"]).span)
             memory = pool.index
         step = ir.StepDecl(cost, budget, chunk, serve, memory)  # type: ignore[arg-type]
         return ir.StageDecl(s.name, "step", s.size, step=step)
@@ -127,10 +143,10 @@ class Declarations(Resolver):
         c = _clauses(wl) if wl is not None else {}
         arrival = ir.Arrival()
         if "arrive" in c:
-            arrival = self.arrival(c["arrive"].value)
+            arrival = self.arrival(cast(A.Arrival, c["arrive"].value))
         decl = None
         if "trace" in c:
-            t: A.Trace = c["trace"].value
+            t = cast(A.Trace, c["trace"].value)
             decl = ir.TraceDecl(_relative_to(t.path, path), t.ordered)
         if trace is not None:
             decl = ir.TraceDecl(trace, decl.ordered if decl else False)
@@ -152,7 +168,7 @@ class Declarations(Resolver):
     def hide_all(self, wl: A.WorkloadItem | None) -> None:
         """The workload's `hidden` names, before anything reads attributes."""
         for clause in (x for x in (wl.clauses if wl else ()) if x.word == "hidden"):
-            for name in clause.value:
+            for name in cast("tuple[A.Name, ...]", clause.value):
                 self.hide(name)
 
     def hide(self, name: A.Name) -> None:
@@ -171,24 +187,24 @@ class Declarations(Resolver):
         c = _clauses(run) if run is not None else {}
         horizon = warmup = None
         if "horizon" in c:
-            horizon = self.const(c["horizon"].value, "the horizon")
+            horizon = self.const(_expr(c["horizon"]), "the horizon")
             if not (math.isfinite(horizon) and horizon > 0):
-                raise error("the horizon must be finite and positive", c["horizon"].value.span)
+                raise error("the horizon must be finite and positive", _expr(c["horizon"]).span)
         if "warmup" in c:
-            warmup = self.const(c["warmup"].value, "the warmup")
+            warmup = self.const(_expr(c["warmup"]), "the warmup")
             if not (0 <= warmup < (horizon if horizon is not None else math.inf)):
                 self.defer(error("run: need 0 <= warmup < horizon" if warmup < 0 else "warmup must be below the horizon",
-                                 c["warmup"].value.span))
+                                 _expr(c["warmup"]).span))
         seed = 1
         if "seed" in c:
-            v = self.const(c["seed"].value, "the seed")
+            v = self.const(_expr(c["seed"]), "the seed")
             if not (v >= 0 and math.isfinite(v) and v < 2 ** 64):
-                raise error("the seed must be an unsigned integer", c["seed"].value.span)
+                raise error("the seed must be an unsigned integer", _expr(c["seed"]).span)
             seed = int(v)
         arrivals = None
         if "arrivals" in c:
-            span = c["arrivals"].value.span
-            n = self.const(c["arrivals"].value, "arrivals")
+            span = _expr(c["arrivals"]).span
+            n = self.const(_expr(c["arrivals"]), "arrivals")
             if not (n >= 1 and math.isfinite(n)):
                 self.defer(error("run: arrivals must be positive", span))
             elif arrival.kind not in ("poisson", "renewal"):

@@ -15,6 +15,7 @@ declared above) is decided here, at the use site.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import cast
 
 from ..errors import Span
 from . import ast as A
@@ -286,7 +287,8 @@ class Expander:
                         helps=[f"use it inside an expression, e.g. `set x = {s.name}(…);`"])
         args = tuple(None if a is None else self.xe(a, env) for a in s.args)
         self.check_args(info, args, span, statement=True)
-        inner = Env(dict(zip(info.item.params, args)), ((s.name, span),) + env.via, env.site, env.side)
+        given = cast(tuple[A.Expr, ...], args)  # check_args has rejected an empty argument
+        inner = Env(dict(zip(info.item.params, given)), ((s.name, span),) + env.via, env.site, env.side)
         return list(self.xs(info.item.body, inner))  # type: ignore[arg-type]
 
     def unknown(self, s: A.UnknownStmt, env: Env) -> None:

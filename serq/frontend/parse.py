@@ -68,8 +68,8 @@ def parse_source(source: Source, library: bool = False) -> list[A.Item]:
     try:
         tree = GRAMMAR.parse(source.text)
     except ParseError as failure:
-        if library and tokens.at(failure.pos) is None and tokens.unclosed(len(source.text)) is not None:
-            opener = tokens.unclosed(len(source.text))
+        opener = tokens.unclosed(len(source.text)) if library and tokens.at(failure.pos) is None else None
+        if opener is not None:
             owner = _def_owning(tokens, tokens.tokens.index(opener)) if opener.text == "{" else None
             span = owner.span if owner else Span(source, opener.start, opener.end)
             raise error("this item does not end in the file it starts in: a library's definitions are whole",

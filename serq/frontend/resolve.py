@@ -165,7 +165,7 @@ class Resolver:
                             helps=[f"read it through a function, as in `{fn}({n})`"], prefix=w.prefix)
         if n in RETIRED:
             raise error(f"`{n}` is a retired word and names nothing: {RETIRED[n]}", e.span, prefix=w.prefix)
-        cands = dict(self.let_spans)
+        cands: dict[str, Span | None] = dict(self.let_spans)  # attributes have no declaration to point at
         cands.update({a: None for a in self.attrs})
         raise unknown("name", n, e.span, cands, prefix=w.prefix, kind_in_help=False,
                       fallback="declare a `let` constant, or assign a session attribute with `set` before using it")
