@@ -134,31 +134,40 @@ class LogHistogram:
     bucket saw — so within 0.5 % of the true order statistic, and exact when
     the bucket holds one distinct value.  ``mean`` is exact."""
 
-    __slots__ = ("count", "total", "_buckets")
+    __slots__ = ("count", "total", "_buckets", "_last_x", "_last_b")
 
     def __init__(self) -> None:
         self.count = 0
         self.total = 0.0
         # bucket key -> [count, smallest, largest]
         self._buckets: dict[int, list[float]] = {}
+        # the last value added and its bucket: a step engine adds the same gap
+        # again and again (every decoder of an iteration), so skip the logarithm
+        self._last_x = NAN
+        self._last_b: list[float] = []
 
     def add(self, x: float) -> None:
         """Record one value (a gap in seconds, ≥ 0)."""
         self.count += 1
         self.total += x
+        if x == self._last_x:
+            b = self._last_b
+            b[0] += 1
+            return
         if x > 0.0:
             k = math.floor(math.log(x) / _LOG_W) if x != INF else _INF_KEY
         else:
             k = _ZERO_KEY
         b = self._buckets.get(k)
         if b is None:
-            self._buckets[k] = [1, x, x]
-        else:
-            b[0] += 1
-            if x < b[1]:
-                b[1] = x
-            elif x > b[2]:
-                b[2] = x
+            b = self._buckets[k] = [0, x, x]
+        b[0] += 1
+        if x < b[1]:
+            b[1] = x
+        elif x > b[2]:
+            b[2] = x
+        self._last_x = x
+        self._last_b = b
 
     @property
     def mean(self) -> float:
