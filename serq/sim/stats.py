@@ -158,9 +158,11 @@ class LogHistogram:
             k = math.floor(math.log(x) / _LOG_W) if x != INF else _INF_KEY
         else:
             k = _ZERO_KEY
-        b = self._buckets.get(k)
-        if b is None:
+        found = self._buckets.get(k)
+        if found is None:
             b = self._buckets[k] = [0, x, x]
+        else:
+            b = found
         b[0] += 1
         if x < b[1]:
             b[1] = x
