@@ -36,6 +36,7 @@ from .stages.step import StepEngine
 from .stats import TimeAverage
 from .trace import read_trace
 
+
 class Simulator(Holds):
     """One run of one program."""
 
@@ -110,7 +111,6 @@ class Simulator(Holds):
                     stage = self._step(sdecl, label, index, frame, engines.get(sdecl.name, StepEngine))
                 self.stages[si].append(stage)
         self.engines: list[StepEngine] = [s for ms in self.stages for s in ms if isinstance(s, StepEngine)]
-        self.ps_stages = [s for ms in self.stages for s in ms if isinstance(s, PsStage)]
         # pools' keys and the pairing of `admit via` / `memory` families (language §3 "Arrays")
         for decl, members in zip(p.pools, self.pools):
             for i, pool in enumerate(members):
