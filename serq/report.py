@@ -40,6 +40,17 @@ CLIENT_ROWS = ("ttft", "tpot", "response")
 # number forms
 
 
+def _word(x: float) -> str | None:
+    """How Rust prints a number that is not finite, or None for a finite one."""
+    if x != x:
+        return "NaN"
+    if x == INF:
+        return "inf"
+    if x == -INF:
+        return "-inf"
+    return None
+
+
 def shortest(x: float | numbers.Real) -> str:  # numbers.Real: numpy scalars too
     """Rust's ``{}`` for a number: shortest round-trip digits, no exponent,
     no ``.0`` on an integer value (``3``, ``0.5``, ``0.0000001``); ``NaN``,
@@ -47,12 +58,9 @@ def shortest(x: float | numbers.Real) -> str:  # numbers.Real: numpy scalars too
     if isinstance(x, numbers.Integral):
         return str(int(x))
     x = float(x)
-    if x != x:
-        return "NaN"
-    if x == INF:
-        return "inf"
-    if x == -INF:
-        return "-inf"
+    word = _word(x)
+    if word is not None:
+        return word
     r = repr(x)
     if r.endswith(".0"):
         return r[:-2]
@@ -69,13 +77,7 @@ def fixed(x: float | None, decimals: int) -> str:
     if x is None:
         return "NaN"
     x = float(x)
-    if x != x:
-        return "NaN"
-    if x == INF:
-        return "inf"
-    if x == -INF:
-        return "-inf"
-    return f"{x:.{decimals}f}"
+    return _word(x) or f"{x:.{decimals}f}"
 
 
 def client_decimals(mean: float) -> int:

@@ -31,10 +31,6 @@ class Holds:
     next_release: int
     preemptions: int
 
-    def unwinding(self, exc: BaseException | None) -> bool:
-        """Whether an exception leaving a hold is a preemption unwinding it."""
-        return isinstance(exc, Interrupt)
-
     # -- holds: join, admit, release (§2.2–§2.6) ----------------------------------------------
 
     def enqueue(self, req: HoldRequest) -> None:
@@ -210,7 +206,7 @@ class Holds:
         self.enqueue(new)
         victim.requeued = new
         victim.resumed = True
-        cause = Preemption(req, new)
+        cause = Preemption(req)
         if self.env.active_process is not victim.proc:
             self._interrupt(victim, cause)
         return cause

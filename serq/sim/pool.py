@@ -22,6 +22,7 @@ import math
 from typing import TYPE_CHECKING, Any, Callable
 
 from simpy.events import Event
+from simpy.exceptions import Interrupt
 from simpy.resources.base import BaseResource
 
 from ..errors import SerqRuntimeError
@@ -100,16 +101,12 @@ class HoldRequest(Event):
         self.grown = False  # a growing run advanced a position: positions, not allocations, were computed
         self.joined = self.env.now
 
-    @property
-    def rejected(self) -> bool:
-        return self.state == REJECTED
-
     def __enter__(self) -> "HoldRequest":
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         s = self.session
-        if exc_type is not None and not s.sim.unwinding(exc):
+        if exc_type is not None and not isinstance(exc, Interrupt):  # only a preemption unwinds a hold
             return  # the run is failing; leave the state as it is
         if self.state == GRANTED:
             s.sim.release_hold(self, completed=exc_type is None and not s.ending)

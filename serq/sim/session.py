@@ -22,14 +22,14 @@ if TYPE_CHECKING:
 
 
 class Preemption:
-    """The cause a preempted session's process is interrupted with: which hold
-    attempt lost its pools, and the new attempt already queued at the front."""
+    """The cause a preempted session's process is interrupted with: the hold
+    attempt that lost its pools (the new one, already queued at the front, is
+    the session's ``requeued``)."""
 
-    __slots__ = ("old", "new")
+    __slots__ = ("old",)
 
-    def __init__(self, old: HoldRequest, new: HoldRequest) -> None:
+    def __init__(self, old: HoldRequest) -> None:
         self.old = old
-        self.new = new
 
 
 class Session:

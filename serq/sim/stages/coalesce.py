@@ -122,21 +122,12 @@ def run_length(self: "StepEngine", now: float, cost: float) -> tuple[int, float]
 def decode_cost(self: "StepEngine", kv: list[float]) -> float:
     """The cost of a decode iteration of the same batch with other allocations
     (as ``_launch`` computes it)."""
-    from .step import StepView
-
-    view = StepView()
-    view.srng = self.srng
-    n = tokens = 0.0
-    kv_d = 0.0
-    for held in kv:
+    n = tokens = kv_d = 0.0
+    for held in kv:  # the sums `_launch` makes, in its order
         tokens += 1.0
         n += 1.0
         kv_d += held
-    view.tokens, view.prefilled, view.decoders = tokens, 0.0, n
-    view.kv_decode, view.kv_prefill = kv_d, 0.0
-    view.residents = float(len(self.residents))
-    view.attention = 0.0
-    return self.iteration_cost(view)
+    return self._cost(tokens, 0.0, n, kv_d, 0.0, 0.0)
 
 
 def replay(self: "StepEngine", assign: list[tuple["Job", float]], m: int) -> None:

@@ -121,26 +121,6 @@ class StepEngine(Stage):
         self._run_start = 0.0
         self._plan: list = []
 
-    # -- what budget, chunk and serve keys read (moment Budget) -------------------------
-
-    @property
-    def decoders(self) -> float:
-        return float(sum(1 for j in self.residents if not j.prefill))
-
-    @property
-    def kv_decode(self) -> float:
-        return self._held(False)
-
-    @property
-    def kv_prefill(self) -> float:
-        return self._held(True)
-
-    def _held(self, prefill: bool) -> float:
-        pool = self.memory
-        if pool is None:
-            return 0.0
-        return sum(j.session.held_in(pool) for j in self.residents if j.prefill == prefill and j.session is not None)
-
     # -- probes ---------------------------------------------------------------------------
 
     def present(self) -> float:
@@ -369,9 +349,18 @@ class StepEngine(Stage):
                 return job
         return None
 
-    def _launch(self, attention: float, preempted: bool) -> bool:
+    def _cost(self, tokens: float, prefilled: float, decoders: float, kv_d: float, kv_p: float,
+              attention: float) -> float:
+        """``iteration_cost`` of an iteration scheduled so (moment Step)."""
         view = StepView()
         view.srng = self.srng
+        view.tokens, view.prefilled, view.decoders = tokens, prefilled, decoders
+        view.kv_decode, view.kv_prefill = kv_d, kv_p
+        view.residents = float(len(self.residents))
+        view.attention = attention
+        return self.iteration_cost(view)
+
+    def _launch(self, attention: float, preempted: bool) -> bool:
         tokens = prefilled = decoders = kv_d = kv_p = 0.0
         memory = self.memory if self._kv_needed else None
         for job, t in self.assign:
@@ -384,11 +373,7 @@ class StepEngine(Stage):
                 decoders += 1.0
                 if memory is not None:
                     kv_d += job.session.held_in(memory)
-        view.tokens, view.prefilled, view.decoders = tokens, prefilled, decoders
-        view.kv_decode, view.kv_prefill = kv_d, kv_p
-        view.residents = float(len(self.residents))
-        view.attention = attention
-        cost = self.iteration_cost(view)
+        cost = self._cost(tokens, prefilled, decoders, kv_d, kv_p, attention)
         cost = cost if cost > 0.0 else 0.0
         if tokens > 0.0 and not cost > 0.0:
             raise SerqRuntimeError(
@@ -502,12 +487,19 @@ class _BudgetView:
 
     @property
     def decoders(self) -> float:
-        return self.engine.decoders
+        return float(sum(1 for j in self.engine.residents if not j.prefill))
 
     @property
     def kv_decode(self) -> float:
-        return self.engine.kv_decode
+        return self._held(False)
 
     @property
     def kv_prefill(self) -> float:
-        return self.engine.kv_prefill
+        return self._held(True)
+
+    def _held(self, prefill: bool) -> float:
+        """Units the decoding (or prefilling) residents hold in the stage's memory pool."""
+        pool = self.engine.memory
+        if pool is None:
+            return 0.0
+        return sum(j.session.held_in(pool) for j in self.engine.residents if j.prefill == prefill)
