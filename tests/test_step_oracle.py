@@ -73,6 +73,11 @@ SCENARIOS = {
     # chunk needs a block that is not free, it is the latest admitted and
     # preempts itself; it runs after the first: steps (1, 30) and (31, 60).
     "preempt": (160, 100, 16, 0, [(80, 30, 0)] * 2, 65, [1, 31], [30, 60], 1),
+    # grower: both prefill at t0 and fill the nine blocks; at t1 r0's first
+    # decode needs a fifth block, so r1 (admitted last) is preempted and r0
+    # grows and decodes in the same iteration (its token counts: done at 10).
+    # r1 resumes at 10 with its 71 known tokens and decodes its last 8: 19.
+    "grower": (144, 1000, 16, 0, [(64, 10, 0), (70, 10, 0)], 25, [1, 1], [10, 19], 1),
     # seqcap: two slots, four requests of one budget each.
     "seqcap": (15984, 1024, 2, 0, [(1024, 5, 0)] * 4, 18, [1, 3, 7, 9], [5, 7, 11, 13], 0),
 }

@@ -176,7 +176,8 @@ class StepEngine(Stage):
         del self.residents[i]
         if self.planning and i < self.cursor:
             self.cursor -= 1
-        self.assign = [(j, t) for j, t in self.assign if j is not job]
+        # in place: an iteration being planned holds this very list
+        self.assign[:] = [(j, t) for j, t in self.assign if j is not job]
         self.count(-1)
 
     def has_work(self) -> bool:
