@@ -246,6 +246,9 @@ class Report:
     pools: list[PoolSummary] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     samples: dict[str, list[Sample]] = field(default_factory=dict, repr=False)
+    #: stderr-only warnings about stages (a step stage whose budget left work
+    #: waiting to the end); not part of the text or JSON report
+    stage_warnings: list[str] = field(default_factory=list)
 
     # -- lookups ------------------------------------------------------------
 
@@ -280,12 +283,14 @@ class Report:
         return [p for p in self.pools if p.name == name]
 
     def warnings(self) -> list[str]:
-        """Lines for stderr (decision 8): one per pool where sessions got stuck."""
+        """Lines for stderr (decision 8): one per pool where sessions got stuck,
+        then one per step stage whose budget let nothing run while work waited
+        to the end of the run."""
         return [
             f"{p.stuck} session(s) stuck at pool `{p.label}`: the means are over the sessions that got through"
             for p in self.pools
             if p.stuck > 0
-        ]
+        ] + list(self.stage_warnings)
 
     # -- text (§9.1) ----------------------------------------------------------
 

@@ -90,9 +90,22 @@ def build_report(sim: "Simulator") -> Report:
                 evicted_entries=pool.cache.evicted_entries, evicted_units=pool.cache.evicted_units,
                 preemptions=pool.preemptions, spills=0, rejected=pool.rejected, stuck=pool.stuck,
             ))
+    stage_warnings = [w for w in map(_starved, sim.engines) if w is not None]
     return Report(
         horizon=sim.horizon, end=end, warmup=sim.warmup, seed=sim.seed, events=sim.events,
         arrivals=sim.arrivals, ended=sim.ended, turns=sim.turns, mean_live=sim.live_avg.mean(end, start),
         observes=observes, client=client, stages=stages, pools=pools, notes=notes, samples=SampleLists(samples),
+        stage_warnings=stage_warnings,
     )
+
+
+def _starved(engine: StepEngine) -> str | None:
+    """The warning for a step stage that ends the run with work waiting and
+    a budget that let it schedule nothing since ``starved_at`` (issue 8, B8)."""
+    if engine.starved_at is None or not engine.has_work():
+        return None
+    waiting = sum(len(p.put_queue) for p in engine.admit_pools)
+    return (f"stage `{engine.label}` scheduled nothing from time {engine.starved_at:g} to the end: its budget was "
+            f"{engine.starved_budget:g}, so no token could be scheduled, while {len(engine.residents)} resident(s) and {waiting} "
+            "request(s) queued for admission waited")
 

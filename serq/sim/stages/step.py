@@ -19,6 +19,10 @@ engine=package.module:MyEngine``):
 * :meth:`StepEngine.choose_victim` — whom a failed growth preempts;
 * :meth:`StepEngine.iteration_cost` — how long an iteration takes.
 
+A subclass's overridden hooks are checked (:func:`serq.sim.engines.guard_hooks`):
+one that raises or returns what the engine cannot use stops the run with a
+:class:`~serq.sim.engines.HookError` naming the class and the hook.
+
 The iteration's state (``assign``, ``left``, ``cursor``) is explicit on the
 engine, so an iteration can be reasoned about (and runs of identical decode
 iterations coalesced) without re-reading the loop.
@@ -120,6 +124,12 @@ class StepEngine(Stage):
         self.run_cost = 0.0
         self._run_start = 0.0
         self._plan: list = []
+        # B8: since when every attempt found work but no budget (None: it scheduled since)
+        self.starved_at: float | None = None
+        self.starved_budget = 0.0
+        if type(self) is not StepEngine:
+            from ..engines import guard_hooks  # a user's class: its overridden hooks are checked
+            guard_hooks(self)
 
     # -- probes ---------------------------------------------------------------------------
 
@@ -269,6 +279,8 @@ class StepEngine(Stage):
             ctx = _BudgetView(self)
             budget = self.budget_fn(ctx) if budget is None else budget
             chunk = self.chunk_fn(ctx) if chunk is None else chunk
+        if budget != budget:
+            raise SerqRuntimeError(f"stage `{self.label}`: the budget is NaN, not a number of tokens")
         self.left = budget
         assign: list[tuple[Job, float]] = []
         self.assign = assign
@@ -326,7 +338,13 @@ class StepEngine(Stage):
             self.planning = False
         preempted = sim.preemptions != preempted0
         if not assign and not preempted:
+            if budget > 0.0:
+                self.starved_at = None
+            elif self.starved_at is None:
+                self.starved_at = self.env._now  # work waits and no token can be scheduled
+                self.starved_budget = budget
             return False
+        self.starved_at = None
         return self._launch(attention, preempted)
 
     def _admittable(self) -> bool:
