@@ -36,6 +36,39 @@ from .stages.step import StepEngine
 from .stats import TimeAverage
 from .trace import read_trace
 
+#: Run limits (docs/simulator.md, "Run guards and limits").  The first two
+#: can be raised with an environment variable of the same name.
+SERQ_MAX_LIVE = 100_000  # sessions alive at once
+SERQ_MAX_ARRIVALS = 1_000_000_000  # arrivals an open workload may make over a run
+#: Events handled at one instant before the run is declared not to settle:
+#: this many, plus ``EVENTS_PER_SESSION`` for every session live when the instant began
+#: (a session can become ready at most 1 000 times at one instant, §1.3).
+EVENTS_PER_INSTANT = 100_000
+EVENTS_PER_SESSION = 1_001
+#: Open arrivals at one instant (an interarrival time below the clock's resolution).
+ARRIVALS_PER_INSTANT = 1_000
+#: Extra closed-population replacements at one instant, beyond one per member.
+REPLACEMENTS_PER_INSTANT = 100_000
+#: Every this many arrivals, a renewal workload's pace is projected to the horizon.
+PACE_CHECK = 1 << 14
+
+
+def run_limit(name: str, default: int) -> int:
+    """A limit from the environment variable ``name``, else ``default``."""
+    import os
+
+    text = os.environ.get(name)
+    if text is None or not text.strip():
+        return default
+    try:
+        value = float(text.strip().replace("_", ""))
+    except ValueError:
+        value = math.nan
+    if not (value >= 1 and math.isfinite(value) and value == int(value)):
+        raise SerqError(f"the environment variable {name}={text!r} is not a positive whole number",
+                        helps=[f"unset it to use the default limit of {default:,}"])
+    return int(value)
+
 
 class Simulator(Holds):
     """One run of one program."""
@@ -67,6 +100,10 @@ class Simulator(Holds):
         self.dirty_ps: list[PsStage] = []
         self._replace_at = -1.0  # the instant closed-population sessions were last replaced at, and how often
         self._replaced = 0
+        self.max_live = run_limit("SERQ_MAX_LIVE", SERQ_MAX_LIVE)
+        self.max_arrivals = run_limit("SERQ_MAX_ARRIVALS", SERQ_MAX_ARRIVALS)
+        self._arrive_at = -1.0  # the instant of the latest open arrival, and how many there were
+        self._arrived = 0
         self.root = rng.root_key(seed)
         self.machine_stream = rng.global_stream(self.root, rng.MACHINE)
         self.arrival_stream = rng.global_stream(self.root, rng.ARRIVAL)
@@ -156,7 +193,21 @@ class Simulator(Holds):
         settle = self.settle
         limit = self.arrival_limit
         settle()
+        instant = -1.0  # the events-per-instant guard: the instant, its events and their cap
+        count = cap = 0
         while q and q[0][0] <= horizon:
+            t = q[0][0]
+            if t != instant:
+                instant, count = t, 0
+                cap = EVENTS_PER_INSTANT + EVENTS_PER_SESSION * self.live
+            else:
+                count += 1
+                if count > cap:
+                    raise SerqRuntimeError(
+                        f"the run does not settle at time {t:g}: it handled more than {cap:,} events at "
+                        "that instant without time advancing",
+                        helps=["look for work of 0 seconds repeated without end, or times too small to "
+                               f"change the clock at {t:g}"])
             step(env)
             if self.error is not None:
                 raise self.error
@@ -228,6 +279,7 @@ class Simulator(Holds):
         arr = self.program.arrival
         if self.arrival_limit is not None and arr.kind not in ("poisson", "renewal"):
             raise SerqError("run: arrivals applies only to poisson or renewal workloads")
+        self._check_counts()
         if arr.kind == "poisson":
             self._at(0.0, self._arrive)
         elif arr.kind == "renewal":
@@ -238,6 +290,36 @@ class Simulator(Holds):
         elif arr.kind in ("closed", "batch"):
             for _ in range(arr.n):
                 self.spawn()
+
+    def _check_counts(self) -> None:
+        """Refuse, before creating any session, a population or a stream of
+        arrivals larger than the run limits (docs/simulator.md)."""
+        arr = self.program.arrival
+        if arr.kind in ("closed", "batch") and arr.n > self.max_live:
+            what = "population" if arr.kind == "closed" else "batch"
+            raise SerqError(
+                f"`arrive {arr.kind}({arr.n})`: a {what} of {arr.n:,} sessions is more than the limit of "
+                f"{self.max_live:,} live sessions",
+                helps=[f"lower {self._count_name(arr.n, f'the {arr.kind} count')}",
+                       _raise_with("SERQ_MAX_LIVE", arr.n)])
+        if arr.kind == "poisson":
+            expected = arr.rate * self.horizon
+            if self.arrival_limit is not None:
+                expected = min(expected, float(self.arrival_limit))
+            if expected > self.max_arrivals:
+                raise SerqError(
+                    f"`arrive poisson({arr.rate:g})` over the horizon {self.horizon:g} makes about "
+                    f"{expected:.3g} arrivals, more than the limit of {self.max_arrivals:,}",
+                    helps=[f"lower {self._count_name(arr.rate, 'the rate')} or the horizon (--horizon), "
+                           "or stop after N arrivals with --arrivals N",
+                           _raise_with("SERQ_MAX_ARRIVALS", math.ceil(expected))])
+
+    def _count_name(self, value: float, what: str) -> str:
+        """How to change a number of the workload: the ``let`` it comes from, if one has that value."""
+        names = [k for k, v in self.program.constants.items() if v == value]
+        if len(names) == 1:
+            return f"`{names[0]}` (--set {names[0]}=…)"
+        return f"{what} in the program's `workload {{ arrive … }}`"
 
     def _at(self, delay: float, callback: Any) -> None:
         Timeout(self.env, delay).callbacks.append(callback)  # type: ignore[union-attr]
@@ -251,6 +333,17 @@ class Simulator(Holds):
     def _arrive(self, _ev: Any) -> None:
         self.events += 1
         arr = self.program.arrival
+        now = self.env._now
+        if now != self._arrive_at:
+            self._arrive_at, self._arrived = now, 0
+        self._arrived += 1
+        if self._arrived > ARRIVALS_PER_INSTANT:
+            raise SerqRuntimeError(
+                f"the run does not settle at time {now:g}: more than {ARRIVALS_PER_INSTANT:,} arrivals at that "
+                f"instant; the interarrival times are too small to advance the clock at {now:g}",
+                helps=[f"lower {self._rate_name()}"])
+        if arr.kind == "renewal" and self.arrivals % PACE_CHECK == 0 and self.arrivals:
+            self._check_pace(now)
         more = self.arrival_limit is None or self.arrivals + 1 < self.arrival_limit
         if more:
             if arr.kind == "poisson":
@@ -260,10 +353,45 @@ class Simulator(Holds):
             self._at(gap, self._arrive)
         self.spawn()
 
+    def _rate_name(self) -> str:
+        arr = self.program.arrival
+        if arr.kind == "poisson":
+            return f"the arrival rate, {self._count_name(arr.rate, 'the rate')}"
+        return "the arrival rate (make the `arrive renewal(…)` gaps longer)"
+
+    def _check_pace(self, now: float) -> None:
+        """A renewal workload's arrivals so far, projected to the horizon, must stay under the limit."""
+        projected = self.arrivals * (self.horizon / now) if now > 0 else math.inf
+        if self.arrival_limit is not None:
+            projected = min(projected, float(self.arrival_limit))
+        if projected > self.max_arrivals:
+            about = f"about {projected:.3g}" if math.isfinite(projected) else "without end"
+            raise SerqRuntimeError(
+                f"`arrive renewal(…)` made {self.arrivals:,} arrivals by time {now:g}; at that pace arrivals "
+                f"up to the horizon {self.horizon:g} would number {about}, more than the limit of "
+                f"{self.max_arrivals:,}",
+                helps=["make the gaps longer, or shorten the horizon (--horizon), or stop after N arrivals with "
+                       "--arrivals N",
+                       _raise_with("SERQ_MAX_ARRIVALS", 10 * self.max_arrivals)])
+
+    def _too_many_live(self) -> SerqError:
+        arr = self.program.arrival
+        now = self.env._now
+        if arr.kind in ("poisson", "renewal"):
+            cause = (f"arrivals outpace the service: lower {self._rate_name()}, or shorten the horizon "
+                     "(--horizon), or stop after N arrivals with --arrivals N")
+        else:
+            cause = "lower the number of sessions the workload creates"
+        return SerqRuntimeError(
+            f"at time {now:g}: more than {self.max_live:,} sessions are live at once (the limit)",
+            helps=[cause, _raise_with("SERQ_MAX_LIVE", 10 * self.max_live)])
+
     # -- sessions ---------------------------------------------------------------------------
 
     def spawn(self) -> Session:
         """A new session: serial, trace session, ``init``, then it is ready (§1.4)."""
+        if self.live >= self.max_live:
+            raise self._too_many_live()
         s = Session(self, self.next_serial)
         self.next_serial += 1
         if self.corpus is not None:
@@ -301,7 +429,8 @@ class Simulator(Holds):
         if now != self._replace_at:
             self._replace_at, self._replaced = now, 0
         self._replaced += 1
-        if self._replaced > 1000 * max(1, self.program.arrival.n):
+        n = max(1, self.program.arrival.n)
+        if self._replaced > min(1000 * n, n + REPLACEMENTS_PER_INSTANT):
             raise SerqRuntimeError(
                 f"the run does not settle at time {now:g}: closed-population sessions ended "
                 f"{self._replaced} times at that instant, each replaced at once")
@@ -313,6 +442,11 @@ class Simulator(Holds):
             if s.n_after >= 1:
                 c["tpot"].append((s.last_tok - s.first_tok) / s.n_after)
         c["response"].append(now - s.sent)
+
+def _raise_with(name: str, value: float) -> str:
+    shown = f"{value:.0f}" if value < 1e15 else f"{value:.3g}"
+    return f"or raise the limit with the environment variable {name} (e.g. `{name}={shown} serq run …`)"
+
 
 def _label(name: str, i: int, size: int | None) -> str:
     return name if size is None else f"{name}[{i}]"
@@ -350,6 +484,8 @@ def simulate(program: ir.Program, *, seed: int | None = None, horizon: float | N
         raise SerqError("run: need 0 <= warmup < horizon")
     if seed < 0:
         raise SerqError(f"the seed must be an unsigned integer, not {seed}")
+    if arrivals is not None and not (arrivals >= 1 and float(arrivals).is_integer()):
+        raise SerqError(f"arrivals must be a positive whole number, not {arrivals}")
     sim = Simulator(program, seed=int(seed), horizon=float(horizon), warmup=float(warmup),
                     arrivals=arrivals, engines=engines)
     try:
