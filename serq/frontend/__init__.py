@@ -25,7 +25,7 @@ from .bindings import Bindings
 from .checks import lint
 from .defs import Defs
 from .expand import Expander
-from .library import load_items, read_text
+from .library import check_text_size, load_items, read_text
 from .link import link
 
 __all__ = ["load_program"]
@@ -60,6 +60,8 @@ def load_program(
 
 
 def _load(path: str | None, text: str | None, sets: Sequence[tuple[str, str]], trace: str | None) -> ir.Program:
+    if text is not None:
+        check_text_size(text)
     source = Source(read_text(path) if path is not None else text or "", path)  # type: ignore[arg-type]
     items = load_items(source)
     defs = Defs(items)

@@ -113,8 +113,8 @@ class Builder(ExprVisits, NodeVisitor):
         if arr is None:
             return None
         expr = arr[1]
-        ok = isinstance(expr, A.Num) and expr.value >= 1 and expr.value == int(expr.value)
-        if not ok or expr.value > 1_000_000:
+        ok = isinstance(expr, A.Num) and 1 <= expr.value <= 1_000_000 and expr.value == int(expr.value)
+        if not ok:
             text = self.source.text[expr.span.start:expr.span.end]
             raise error(f"array size must be a positive integer, found `{text}`", expr.span)
         return int(expr.value)

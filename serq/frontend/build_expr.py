@@ -14,6 +14,10 @@ from .diag import error
 from .lexer import Tokens, number_value
 
 
+#: The most binary operators one chain (``a + b + …``) may hold: each is a level of the syntax tree.
+MAX_CHAIN = 1000
+
+
 @dataclass(frozen=True, slots=True)
 class Tok:
     text: str
@@ -60,7 +64,11 @@ class ExprVisits:
 
     def _left(self, node, ch) -> A.Expr:
         x = ch[0]
-        for op, y in ch[1] if isinstance(ch[1], list) else []:
+        tail = ch[1] if isinstance(ch[1], list) else []
+        if len(tail) > MAX_CHAIN:
+            raise error(f"this expression chains more than {MAX_CHAIN} operators; the program is nested too deeply",
+                        tail[MAX_CHAIN][0].span, helps=["name parts of long expressions with `let`, `set` or `def`"])
+        for op, y in tail:
             x = A.Binary(op.text, x, y, Span(self.source, x.span.start, y.span.end))
         return x
 

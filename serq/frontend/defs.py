@@ -50,6 +50,8 @@ class Defs:
 
     def __init__(self, items: list[A.Item]) -> None:
         self.table: dict[str, DefInfo] = {}
+        # name → (the first definition whose body uses it, where): a later `def name` is refused
+        self.used: dict[str, tuple[A.DefItem, A.Span]] = {}
         for ordinal, item in enumerate(items):
             if isinstance(item, A.DefItem):
                 self.read(item, ordinal)
@@ -72,12 +74,12 @@ class Defs:
             if p in seen:
                 raise error(f"`{p}` is a parameter twice", span, notes=[f"the first is at {at(seen[p])}"])
             seen[p] = span
-        for earlier in self.table.values():
-            for name, span in body_uses(earlier.item):
-                if name == d.name:
-                    raise error(f"`{earlier.item.name}` uses `{d.name}`, which is defined after it", span,
-                                helps=[f"move `def {d.name}` above `def {earlier.item.name}`"])
-        for name, span in body_uses(d):
+        if d.name in self.used:
+            earlier, span = self.used[d.name]
+            raise error(f"`{earlier.name}` uses `{d.name}`, which is defined after it", span,
+                        helps=[f"move `def {d.name}` above `def {earlier.name}`"])
+        uses = list(body_uses(d))
+        for name, span in uses:
             if name == d.name:
                 raise error(f"`{d.name}` uses itself", span, helps=["a definition is expanded where it is used, "
                                                                    "so it cannot be recursive"])
@@ -86,6 +88,8 @@ class Defs:
             self._check_targets(d)
         self._analyse(info)
         self.table[d.name] = info
+        for name, span in uses:
+            self.used.setdefault(name, (d, span))
 
     def _check_targets(self, d: A.DefItem) -> None:
         params = set(d.params)

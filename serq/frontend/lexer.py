@@ -17,6 +17,9 @@ from ..errors import SerqError, Source, Span
 
 MAX_NESTING = 40
 
+#: The program and its libraries together may hold at most this many tokens (language §2.2).
+MAX_TOKENS = 100_000
+
 _SPACE = re.compile(r"\s+")
 _NAME = re.compile(r"[^\W\d]\w*")
 # a number runs over digits, dots and underscores, then an optional exponent (§1.3)
@@ -24,6 +27,10 @@ _NUMBER = re.compile(r"(?:\d|\.\d)[\d._]*(?:[eE][+-]?\d+)?")
 _TWO = ("<=", ">=", "==", "!=", "&&", "||")
 _ONE = set("{}()[],;:.=~?+-*/^<>!")
 _OPEN = {"(": ")", "[": "]", "{": "}"}
+
+
+class TooManyTokens(SerqError):
+    """More tokens than the program may hold; the span is the first one too many."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,13 +49,22 @@ def number_value(text: str) -> float | None:
         return None
 
 
-def tokenize(source: Source) -> list[Token]:
-    """The tokens of a source; raises :class:`SerqError` on a lexical error."""
+def _too_many(source: Source, extra: Token) -> TooManyTokens:
+    return TooManyTokens(f"the program holds more than {MAX_TOKENS:_} tokens, more than a program can hold"
+                         .replace("_", " "), Span(source, extra.start, extra.end),
+                         helps=["name repeated parts with `def`, or split the program"])
+
+
+def tokenize(source: Source, limit: int | None = None) -> list[Token]:
+    """The tokens of a source; raises :class:`SerqError` on a lexical error, and
+    :class:`TooManyTokens` when there are more than ``limit`` of them."""
     text = source.text
     tokens: list[Token] = []
     opened: list[Token] = []
     pos, n = 0, len(text)
     while pos < n:
+        if limit is not None and len(tokens) > limit:
+            raise _too_many(source, tokens[limit])
         ch = text[pos]
         m = _SPACE.match(text, pos)
         if m:
@@ -107,6 +123,8 @@ def tokenize(source: Source) -> list[Token]:
             continue
         shown = f"`{ch}`" if ch.isprintable() else f"U+{ord(ch):04X}"
         raise SerqError(f"unexpected character {shown}", Span(source, pos, pos + 1))
+    if limit is not None and len(tokens) > limit:
+        raise _too_many(source, tokens[limit])
     return tokens
 
 

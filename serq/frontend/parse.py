@@ -64,7 +64,13 @@ _AFTER = {
 
 def parse_source(source: Source, library: bool = False) -> list[A.Item]:
     """The items of one file (``use`` not yet followed)."""
-    tokens = Tokens(source, tokenize(source))
+    return parse_counted(source, library)[0]
+
+
+def parse_counted(source: Source, library: bool = False, max_tokens: int | None = None) -> tuple[list[A.Item], int]:
+    """The items of one file and its number of tokens; more than ``max_tokens``
+    tokens raise :class:`~serq.frontend.lexer.TooManyTokens` before parsing."""
+    tokens = Tokens(source, tokenize(source, max_tokens))
     try:
         tree = GRAMMAR.parse(source.text)
     except ParseError as failure:
@@ -75,7 +81,7 @@ def parse_source(source: Source, library: bool = False) -> list[A.Item]:
             raise error("this item does not end in the file it starts in: a library's definitions are whole",
                         span, helps=["close it in the library"]) from None
         raise parse_failure(failure, tokens) from None
-    return Builder(source, tokens).visit(tree)
+    return Builder(source, tokens).visit(tree), len(tokens.tokens)
 
 
 def parse_expression(source: Source) -> A.Expr:

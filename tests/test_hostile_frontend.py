@@ -1,0 +1,221 @@
+"""Hostile input to the front end and the trace reader (issue 8, B4–B6; docs/frontend.md,
+"Limits and hostile input"): unreadable paths, files that are not regular, files too
+large, programs with too many tokens, and definitions by the thousand.  Each ends in a
+one-line message, exit 1, in bounded time and memory; none is an internal error."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import sys
+from pathlib import Path
+from unittest import mock
+
+import pytest
+
+from frontend_util import fails, where
+from serq import cli, reading
+from serq.errors import SerqError
+from serq.frontend import defs as defs_module
+from serq.frontend import load_program
+from serq.frontend.library import MAX_BYTES
+from serq.frontend.lexer import MAX_TOKENS
+from serq.sim import trace as trace_module
+
+TRACE_PROGRAM = """
+stage think : delay;
+workload {
+  arrive batch(1);
+  trace "t.csv" ordered;
+  session { turn; loop { request; branch (more) { run think (think); turn; } else { end; } } }
+}
+server { observe new_tokens = new; }
+run { horizon 10; }
+"""
+
+posix_only = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+has_dev_zero = pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="needs /dev/zero")
+
+
+def cli_run(*argv: str) -> tuple[int, str]:
+    """Run the `serq` command in this process: its exit code and everything it printed."""
+    out, err = io.StringIO(), io.StringIO()
+    with mock.patch.object(sys, "argv", ["serq", *argv]), contextlib.redirect_stdout(out), \
+            contextlib.redirect_stderr(err):
+        try:
+            cli.main()
+            code = 0
+        except SystemExit as done:
+            code = done.code if isinstance(done.code, int) else 1
+    return code, out.getvalue() + err.getvalue()
+
+
+def one_clean_error(code: int, output: str, *needles: str) -> None:
+    assert code == 1, output
+    assert "Traceback" not in output and "internal error" not in output, output
+    for needle in needles:
+        assert needle in output, output
+
+
+# ---------------------------------------------------------------- B4: unreadable paths
+def test_a_use_path_with_a_nul_byte_is_a_located_error(tmp_path: Path) -> None:
+    (tmp_path / "p.sq").write_text('let a = 1;\nuse "x\x00y";\n')
+    err = fails(path=str(tmp_path / "p.sq"))
+    assert err.message == "cannot read `x\\x00y`: the path holds a NUL byte"
+    assert where(err) == (2, 5)
+    one_clean_error(*cli_run("check", str(tmp_path / "p.sq")), "p.sq:2:5: cannot read `x\\x00y`")
+
+
+def test_a_program_or_trace_path_with_a_nul_byte_is_an_error_not_a_crash(tmp_path: Path) -> None:
+    err = fails(path="p\x00.sq")
+    assert err.message == "cannot read `p\\x00.sq`: the path holds a NUL byte"
+    with pytest.raises(SerqError, match=r"cannot read trace `t\\x00.csv`: the path holds a NUL byte"):
+        trace_module.read_trace("t\x00.csv")
+
+
+def test_directories_are_refused_as_program_library_and_trace(tmp_path: Path) -> None:
+    (tmp_path / "d").mkdir()
+    (tmp_path / "p.sq").write_text('use "d";\n')
+    err = fails(path=str(tmp_path / "p.sq"))
+    assert err.message == "cannot read `d`: it is a directory" and where(err) == (1, 5)
+    assert fails(path=str(tmp_path / "d")).message.endswith(": it is a directory")
+    with pytest.raises(SerqError, match="it is a directory"):
+        trace_module.read_trace(str(tmp_path / "d"))
+
+
+def test_permission_denied_is_the_system_reason(tmp_path: Path) -> None:
+    (tmp_path / "p.sq").write_text("let a = 1;")
+    with mock.patch.object(reading.os, "open", side_effect=PermissionError(13, "Permission denied")):
+        err = fails(path=str(tmp_path / "p.sq"))
+        assert err.message == f"cannot read `{tmp_path / 'p.sq'}`: Permission denied"
+        with pytest.raises(SerqError, match="Permission denied"):
+            trace_module.read_trace(str(tmp_path / "p.sq"))
+
+
+def test_text_that_is_not_utf8_is_located_at_its_first_bad_byte(tmp_path: Path) -> None:
+    (tmp_path / "p.sq").write_bytes(b"let a = 1;\nlet b = \xff;\n")
+    err = fails(path=str(tmp_path / "p.sq"))
+    assert err.message.endswith("it is not UTF-8 text (byte 0xFF)") and where(err) == (2, 9)
+    (tmp_path / "lib.sq").write_bytes(b"def f(x) = x;\n// caf\xe9\n")
+    (tmp_path / "q.sq").write_text('use "lib.sq";\n')
+    err = fails(path=str(tmp_path / "q.sq"))
+    assert err.span.source.path.endswith("lib.sq") and where(err) == (2, 7)
+    (tmp_path / "t.csv").write_bytes(b"1,1,1,1,1\n1,2,\xfe,1,1\n")
+    with pytest.raises(SerqError) as info:
+        trace_module.read_trace(str(tmp_path / "t.csv"))
+    assert info.value.headline() == f"{tmp_path / 't.csv'}:2:5: not UTF-8 text (byte 0xFE)"
+
+
+# ---------------------------------------------------------------- B5: files that are not regular, sizes
+@has_dev_zero
+def test_dev_zero_is_refused_as_program_library_and_trace(tmp_path: Path) -> None:
+    one_clean_error(*cli_run("check", "/dev/zero"), "cannot read `/dev/zero`: it is a device, not a regular file")
+    (tmp_path / "p.sq").write_text('use "/dev/zero";\n')
+    one_clean_error(*cli_run("check", str(tmp_path / "p.sq")), "p.sq:1:5: cannot read `/dev/zero`: it is a device")
+    (tmp_path / "t.sq").write_text(TRACE_PROGRAM)
+    one_clean_error(*cli_run("run", str(tmp_path / "t.sq"), "--trace", "/dev/zero"),
+                    "cannot read trace `/dev/zero`: it is a device, not a regular file")
+
+
+@posix_only
+def test_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "f")
+    (tmp_path / "p.sq").write_text('use "f";\n')
+    err = fails(path=str(tmp_path / "p.sq"))
+    assert err.message == "cannot read `f`: it is a pipe (FIFO), not a regular file"
+    assert fails(path=str(tmp_path / "f")).message.endswith("it is a pipe (FIFO), not a regular file")
+    with pytest.raises(SerqError, match="it is a pipe"):
+        trace_module.read_trace(str(tmp_path / "f"))
+
+
+@has_dev_zero
+def test_reading_stops_one_byte_past_the_limit_however_much_the_file_offers() -> None:
+    """A file that grows while it is read (here: /dev/zero passed off as regular)."""
+    with mock.patch.object(reading, "_kind", return_value=None):
+        with pytest.raises(reading.Unreadable) as info:
+            reading.read_bytes("/dev/zero", 3 * reading.MiB + 5)
+    assert info.value.too_large and info.value.reason == "it is larger than 3145733 bytes"
+
+
+def test_a_program_file_over_the_size_limit_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "big.sq"
+    with open(path, "wb") as f:
+        f.truncate(MAX_BYTES + 1)  # sparse: no time spent writing it
+    err = fails(path=str(path))
+    assert err.message == f"cannot read `{path}`: it is larger than 2 MiB"
+    assert err.helps == ["a program and its libraries hold at most 2 MiB and 100 000 tokens"]
+
+
+def test_libraries_share_the_size_limit_with_the_program(tmp_path: Path) -> None:
+    (tmp_path / "a.sq").write_text("// " + "x" * (MAX_BYTES // 2) + "\n")
+    (tmp_path / "b.sq").write_text("// " + "y" * (MAX_BYTES // 2) + "\n")
+    (tmp_path / "p.sq").write_text('use "a.sq";\nuse "b.sq";\n')
+    err = fails(path=str(tmp_path / "p.sq"))
+    assert err.message == "the libraries are more than a program can hold" and where(err) == (2, 5)
+
+
+def test_a_program_given_as_text_has_the_same_size_limit() -> None:
+    err = fails("// " + "x" * MAX_BYTES)
+    assert err.message.startswith("the program text is longer than 2 097 152 characters")
+
+
+def test_a_trace_over_the_size_limit_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "t.csv"
+    with open(path, "wb") as f:
+        f.truncate(trace_module.MAX_TRACE_BYTES + 1)
+    with pytest.raises(SerqError) as info:
+        trace_module.read_trace(str(path))
+    assert info.value.message == f"cannot read trace `{path}`: it is larger than 64 MiB"
+
+
+def test_a_trace_error_names_the_trace_line_once(tmp_path: Path) -> None:
+    (tmp_path / "t.csv").write_text("1,1,1,1,1\n1,2,x,1,1\n")
+    (tmp_path / "t.sq").write_text(TRACE_PROGRAM)
+    code, output = cli_run("run", str(tmp_path / "t.sq"))
+    one_clean_error(code, output)
+    assert output.startswith(f"{tmp_path / 't.csv'}:2: column 3 (new): invalid number `x`")
+
+
+# ---------------------------------------------------------------- B6: counts
+def test_a_program_of_more_than_the_token_limit_is_refused_at_the_first_token_too_many() -> None:
+    text = "let a = 1;\n" * (MAX_TOKENS // 5) + "session { }\n"
+    err = fails(text)
+    assert err.message == "the program holds more than 100 000 tokens, more than a program can hold"
+    assert where(err) == (MAX_TOKENS // 5 + 1, 1)
+
+
+def test_libraries_share_the_token_limit(tmp_path: Path) -> None:
+    (tmp_path / "lib.sq").write_text("def f(x) = x;\n" * (MAX_TOKENS // 7))
+    (tmp_path / "p.sq").write_text('use "lib.sq";\nlet a = 1;\nlet b = 2;\n')
+    err = fails(path=str(tmp_path / "p.sq"))
+    assert err.message == "the libraries are more than a program can hold" and where(err) == (1, 5)
+    assert err.notes == ["`lib.sq` holds more than the 99 987 tokens left"]
+
+
+def test_definitions_are_read_in_linear_time() -> None:
+    """Each definition's body is walked once, not once per later definition (was n²/2 walks)."""
+    n = 300
+    text = "".join(f"def f{i}(x) = x + {i};\n" for i in range(n)) + "session { }\n"
+    with mock.patch.object(defs_module, "body_uses", wraps=defs_module.body_uses) as walks:
+        load_program(text=text)
+    assert walks.call_count == n
+
+
+def test_a_use_before_the_definition_is_still_found_among_many() -> None:
+    text = "".join(f"def f{i}(x) = x + {i};\n" for i in range(50))
+    text += "def g(x) = late(x) + f3(x);\n" + "".join(f"def k{i}(x) = x;\n" for i in range(50))
+    err = fails(text + "def late(x) = x;\nsession { }\n")
+    assert err.message == "`g` uses `late`, which is defined after it" and where(err) == (51, 12)
+
+
+def test_a_long_operator_chain_is_a_located_error() -> None:
+    err = fails("let c = " + "+".join(["1"] * 1100) + ";\nsession { }\n")
+    assert err.message.startswith("this expression chains more than 1000 operators")
+    assert where(err) == (1, 9 + 2 * 1000 + 1)
+
+
+@pytest.mark.parametrize("literal", ["9" * 400, "1e999", "1" + "0" * 5000])
+def test_a_huge_array_size_is_refused_not_a_crash(literal: str) -> None:
+    err = fails(f"pool p[{literal}] {{ cap 1; }}\nsession {{ }}\n")
+    assert err.message.startswith("array size must be a positive integer") and where(err) == (1, 8)
