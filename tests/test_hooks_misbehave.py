@@ -120,6 +120,7 @@ BEHAVIOURS: dict[str, list[tuple[str, Callable[..., Any], str]]] = {
         ("stranger", lambda self: [Stranger()] + self.residents, "error"),
         ("sessions", lambda self: [j.session for j in self.residents] or [object()], "error"),
         ("int", lambda self: 3, "error"),
+        ("sorted in place", lambda self: self.residents.sort(key=lambda j: j.work) or self.residents, "either"),
         ("endless", lambda self: iter(lambda: self.residents[0] if self.residents else None, 0), "error"),
     ],
     "admit_next": BAD_ANY + [

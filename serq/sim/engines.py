@@ -130,6 +130,7 @@ def _check_order(engine: StepEngine, fn: Callable[[], Any]) -> Callable[[], list
     hook = "order_residents"
 
     def order_residents() -> list[Job]:
+        before = list(engine.residents)
         value = _call(engine, hook, fn)
         if value is None or isinstance(value, (str, bytes, set, frozenset, Mapping)):
             # (a set's order is its hashes': a run would not be reproducible)
@@ -148,6 +149,9 @@ def _check_order(engine: StepEngine, fn: Callable[[], Any]) -> Callable[[], list
             try:
                 job = next(it)
             except StopIteration:
+                if engine.residents != before:  # `self.residents.sort(…)`: the admission order is the engine's
+                    raise HookError(f"{_where(engine, hook)} changed self.residents; return a new list "
+                                    "(sorted(self.residents, key=…)) and leave the residents in admission order")
                 return out
             except SerqError:
                 raise
