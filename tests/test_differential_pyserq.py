@@ -32,16 +32,17 @@ Differences by design (each pinned by a test below):
   0.1.6 leaves it waiting at the head of the queue for ever (its report's
   ``over_cap``) and the engine idles with work.  The pressure scenarios never
   reach that case.
-* pyserq's engine keeps ``request.known`` across preemptions; the request of
-  ``lib/vllm.sq`` (semantics §4.5) recomputes it at every admission from
-  ``computed``, the position its last attempt reached.  A request preempted
-  during its decode, re-admitted, and preempted again before its re-prefill
-  passes the prompt, forgets the tokens it had generated: it re-prefills the
-  prompt alone and decodes them again, where pyserq (and vLLM, which keeps a
-  request's output tokens) re-prefills them.  Chunked prefill makes that case
-  frequent; the chunked scenario therefore keeps ``known`` across preemptions
-  in the program (``kept``) and then agrees exactly, and the plain formula on
-  the same trace is an expected failure.
+* pyserq's engine keeps ``request.known`` across preemptions.  The request
+  written in the specification (language §10.2) recomputes it at every
+  admission from ``computed``, the position its last attempt reached: a
+  request preempted during its decode, re-admitted, and preempted again before
+  its re-prefill passes the prompt, forgets the tokens it had generated and
+  decodes them again, where pyserq (and vLLM, which keeps a request's output
+  tokens) re-prefills them.  This test found it; ``lib/vllm.sq`` now keeps
+  ``known`` across preemptions (``kept``), as the specification's note says a
+  request should ("the request keeps its output tokens"), and agrees exactly.
+  The specification's plain formula on the chunked trace, where the case is
+  frequent, is an expected failure.
 """
 
 from __future__ import annotations
@@ -110,7 +111,7 @@ class Scenario:
     blocks: int  # KV blocks of 16 tokens
     spacing: float  # seconds between session arrivals (a power-of-two fraction)
     chunk: int = 0  # vLLM's long_prefill_token_threshold; 0: none
-    keep_known: bool = False  # our request keeps `known` across preemptions, as pyserq's engine does
+    keep_known: bool = True  # keep `known` across preemptions, as lib/vllm.sq and pyserq's engine do
 
 
 def ours(sc: Scenario, trace: str) -> str:
@@ -294,10 +295,9 @@ SCENARIOS = {
     "agents_sparse": (Scenario(seed=4, sessions=24, turns=(4, 10), blocks=2000, spacing=2.125), 40, 1),
     # the first trace with long prefills chunked at 512 tokens (vLLM's
     # long_prefill_token_threshold) while more than one request is present:
-    # 468 admissions, 249 preemptions (119 of another resident); `known`
-    # kept across preemptions
+    # 468 admissions, 249 preemptions (119 of another resident)
     "agents_chunked": (
-        Scenario(seed=3, sessions=30, turns=(4, 10), blocks=3000, spacing=1.375, chunk=512, keep_known=True),
+        Scenario(seed=3, sessions=30, turns=(4, 10), blocks=3000, spacing=1.375, chunk=512),
         200,
         100,
     ),
@@ -325,7 +325,7 @@ def test_both_simulators_admit_preempt_and_serve_alike(name: str, tmp_path: Path
 
 @pytest.mark.xfail(
     strict=True,
-    reason="by design of the request program: lib/vllm.sq (semantics §4.5) recomputes `known` "
+    reason="the specification's request (language §10.2) recomputes `known` "
     "from `computed` at each admission, so a request preempted again before its re-prefill "
     "passes the prompt forgets its generated tokens; pyserq's engine keeps `request.known` "
     "(first difference: session 23 turn 1 re-admitted at 33.43 s, 2575 tokens here, 2577 there)",

@@ -21,12 +21,12 @@ VLLM = ["programs/multi-turn/vllm.sq", "programs/multi-turn/vllm_chat.sq",
 
 SUMMARIES = {
     "programs/multi-turn/closed.sq": "OK: 0 pool(s), 2 stage(s), 11 attribute(s), 2 block(s)",
-    "programs/multi-turn/vllm.sq": "OK: 2 pool(s), 2 stage(s), 15 attribute(s), 7 block(s)",
-    "programs/multi-turn/vllm_chat.sq": "OK: 2 pool(s), 2 stage(s), 15 attribute(s), 7 block(s)",
+    "programs/multi-turn/vllm.sq": "OK: 2 pool(s), 2 stage(s), 16 attribute(s), 7 block(s)",
+    "programs/multi-turn/vllm_chat.sq": "OK: 2 pool(s), 2 stage(s), 16 attribute(s), 7 block(s)",
     "programs/single-turn/mg1.sq": "OK: 0 pool(s), 1 stage(s), 11 attribute(s), 2 block(s)",
     "programs/single-turn/ps.sq": "OK: 0 pool(s), 1 stage(s), 11 attribute(s), 2 block(s)",
-    "programs/single-turn/vllm_single_turn.sq": "OK: 2 pool(s), 1 stage(s), 15 attribute(s), 4 block(s)",
-    "programs/subagent/vllm_subagents.sq": "OK: 2 pool(s), 3 stage(s), 18 attribute(s), 10 block(s)",
+    "programs/single-turn/vllm_single_turn.sq": "OK: 2 pool(s), 1 stage(s), 16 attribute(s), 4 block(s)",
+    "programs/subagent/vllm_subagents.sq": "OK: 2 pool(s), 3 stage(s), 19 attribute(s), 10 block(s)",
 }
 
 
