@@ -117,3 +117,94 @@ def test_the_bundled_programs_check_through_the_same_path(tree):
         if name.startswith("programs/"):
             code, output = serq_check(ROOT / name)
             assert (code, output.startswith("OK: ")) == (0, True)
+
+
+# ---------------------------------------------------------------- hostile files and huge counts (issue 8)
+# docs/frontend.md, "Limits and hostile input": none of these may reach a traceback, an
+# internal error, a hang or an unbounded read; each is exit 1 with a message.
+HOSTILE = settings(max_examples=25, deadline=None, derandomize=True,
+                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                          HealthCheck.function_scoped_fixture])
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory):
+    """Paths that are not readable program text, by kind."""
+    import os
+
+    root = tmp_path_factory.mktemp("hostile")
+    (root / "dir").mkdir()
+    (root / "latin1.sq").write_bytes("let café = 1;".encode("latin-1"))
+    with open(root / "sparse.sq", "wb") as f:
+        f.truncate(3 << 20)  # over the size limit, instantly
+    kinds = {"dir": root / "dir", "missing": root / "none.sq", "latin1": root / "latin1.sq",
+             "sparse": root / "sparse.sq", "nul": "a\x00b.sq", "empty-name": ""}
+    if hasattr(os, "mkfifo"):
+        os.mkfifo(root / "fifo")
+        kinds["fifo"] = root / "fifo"
+    for dev in ("/dev/zero", "/dev/urandom", "/dev/null"):
+        if os.path.exists(dev):
+            kinds[dev] = Path(dev)
+    return root, kinds
+
+
+@HOSTILE
+@given(st.data())
+def test_a_file_that_is_not_program_text_is_refused_as_program_or_library(hostile, data):
+    root, kinds = hostile
+    kind = data.draw(st.sampled_from(sorted(kinds)))
+    target = str(kinds[kind])
+    if data.draw(st.booleans()):
+        if kind in ("nul", "empty-name"):  # argv cannot hold a NUL; the API can
+            from serq import SerqError, load
+            with pytest.raises(SerqError):
+                load(Path(target))
+            return
+        code, output = serq_check(Path(target))
+    else:
+        prog = root / "uses.sq"
+        prog.write_text('let a = 1;\nuse "' + target.replace('"', "") + '";\n', encoding="utf-8")
+        code, output = serq_check(prog)
+    assert_clean(code, output)
+    assert code == 1 and ("cannot read" in output or "more than a program can hold" in output), output
+
+
+def numbered(text: str, draw) -> str:
+    """``text`` with some number literals made huge, tiny or very long."""
+    huge = st.sampled_from(["9" * 400, "9" * 5000, "1e999", "1e-999", "1e" + "9" * 50, "0." + "0" * 400 + "1",
+                            "1" + "_0" * 300, ".5e-99999", "1" + "0" * 20000])
+    parts = re.split(r"(?<![\w.])(\d+(?:\.\d+)?)(?![\w.])", text)
+    for i in range(1, len(parts), 2):
+        if draw(st.integers(0, 3)) == 0:
+            parts[i] = draw(huge)
+    return "".join(parts)
+
+
+@HOSTILE
+@given(st.data())
+def test_huge_numbers_in_the_bundled_programs_check_or_fail_cleanly(tree, data):
+    name = data.draw(st.sampled_from(NAMES))
+    assert_clean(*serq_check(write(tree, name, numbered(SOURCES[name], data.draw))))
+
+
+ITEMS = ["let c{i} = {i};", "def f{i}(x) = x + {i};", "pool p{i} {{ cap {i}; }}", "stage s{i} : delay;",
+         "def g{i}() {{ set a{i} = 1; }}", "let c = 1;", "use \"std/args\";", ";", "// {i}", "/* {i} */"]
+DEEP = ["(", "-", "!", "1 ? 2 : ", "1 + ", "1 ^ ", "1 * ", "1 < ", "1 && ", "f(", "branch (1) { ", "loop { ",
+        "hold kv (1) { ", "[", "{"]
+
+
+@HOSTILE
+@given(st.sampled_from(ITEMS), st.one_of(st.integers(1, 1500), st.integers(25_000, 150_000)))
+def test_a_huge_number_of_items_is_checked_or_refused_in_bounded_time(tree, item, n):
+    path = tree / "many.sq"
+    body = "\n".join(item.format(i=i) for i in range(n))
+    path.write_text(SOURCES["programs/single-turn/mg1.sq"].replace("stage svc", body + "\nstage svc"))
+    assert_clean(*serq_check(path))
+
+
+@HOSTILE
+@given(st.sampled_from(DEEP), st.integers(1, 6000), st.sampled_from(["let x = {};", "session {{ set x = {}; }}"]))
+def test_deep_nesting_is_refused_with_a_message(tree, opener, depth, where):
+    path = tree / "deep.sq"
+    path.write_text(where.format(opener * depth + "1"), encoding="utf-8")
+    assert_clean(*serq_check(path))
