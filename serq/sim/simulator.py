@@ -40,11 +40,12 @@ from .trace import read_trace
 #: can be raised with an environment variable of the same name.
 SERQ_MAX_LIVE = 100_000  # sessions alive at once
 SERQ_MAX_ARRIVALS = 1_000_000_000  # arrivals an open workload may make over a run
-#: Events handled at one instant before the run is declared not to settle:
-#: this many, plus ``EVENTS_PER_SESSION`` for every session live when the instant began
-#: (a session can become ready at most 1 000 times at one instant, §1.3).
+#: Events handled at one instant (sessions' wake-ups included) before the run
+#: is declared not to settle: this many, plus ``EVENTS_PER_SESSION`` for every
+#: session live when the instant began (a session can become ready at most
+#: 1 000 times at one instant, §1.3; each wake-up may follow a job's end).
 EVENTS_PER_INSTANT = 100_000
-EVENTS_PER_SESSION = 1_001
+EVENTS_PER_SESSION = 3_000
 #: Open arrivals at one instant (an interarrival time below the clock's resolution).
 ARRIVALS_PER_INSTANT = 1_000
 #: Extra closed-population replacements at one instant, beyond one per member.
@@ -104,6 +105,8 @@ class Simulator(Holds):
         self.max_arrivals = run_limit("SERQ_MAX_ARRIVALS", SERQ_MAX_ARRIVALS)
         self._arrive_at = -1.0  # the instant of the latest open arrival, and how many there were
         self._arrived = 0
+        self._instant = -1.0  # the instant the events-per-instant guard counts, and the events it has left
+        self._room = self._cap = 0
         self.root = rng.root_key(seed)
         self.machine_stream = rng.global_stream(self.root, rng.MACHINE)
         self.arrival_stream = rng.global_stream(self.root, rng.ARRIVAL)
@@ -193,21 +196,13 @@ class Simulator(Holds):
         settle = self.settle
         limit = self.arrival_limit
         settle()
-        instant = -1.0  # the events-per-instant guard: the instant, its events and their cap
-        count = cap = 0
         while q and q[0][0] <= horizon:
             t = q[0][0]
-            if t != instant:
-                instant, count = t, 0
-                cap = EVENTS_PER_INSTANT + EVENTS_PER_SESSION * self.live
-            else:
-                count += 1
-                if count > cap:
-                    raise SerqRuntimeError(
-                        f"the run does not settle at time {t:g}: it handled more than {cap:,} events at "
-                        "that instant without time advancing",
-                        helps=["look for work of 0 seconds repeated without end, or times too small to "
-                               f"change the clock at {t:g}"])
+            if t != self._instant:
+                self._new_instant(t)
+            self._room -= 1
+            if self._room < 0:
+                raise self._unsettled(t)
             step(env)
             if self.error is not None:
                 raise self.error
@@ -231,10 +226,33 @@ class Simulator(Holds):
         if not q or q[0][1] != URGENT:
             return
         step = simpy.Environment.step
+        now = env._now
+        if now != self._instant:
+            self._new_instant(now)
+        room = self._room
         while q and q[0][1] == URGENT:
             step(env)
+            room -= 1
+            if room < 0:
+                raise self._unsettled(now)
             if self.error is not None:
                 raise self.error
+        self._room = room
+
+    def _new_instant(self, t: float) -> None:
+        """The events-per-instant guard: the events (sessions' wake-ups included)
+        an instant may handle, counted from its first."""
+        self._instant = t
+        self._room = self._cap = EVENTS_PER_INSTANT + EVENTS_PER_SESSION * self.live
+
+    def _unsettled(self, t: float) -> SerqError:
+        cap = self._cap
+        return SerqRuntimeError(
+            f"the run does not settle at time {t:g}: it handled more than {cap:,} events at that instant "
+            "without time advancing",
+            helps=["look for sessions that end or finish work of 0 seconds at once, over and over "
+                   f"(in a closed population each is replaced at once), or for times too small to change "
+                   f"the clock at {t:g}"])
 
     def settle(self) -> None:
         """§1.3: ready sessions, pool passes until quiet, then iterations and ps rates."""
