@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Mapping, Sequence
 
+from .errors import SerqError
 from .ir import Program
 
 if TYPE_CHECKING:
@@ -26,14 +27,31 @@ def load(program: str | os.PathLike[str], *, sets: Sets = (), trace: str | None 
     ``program`` is a path to a ``.sq`` file, or program text (a string with a
     newline, ``;`` or ``{`` in it).  ``sets`` overrides ``let`` constants as
     ``--set NAME=EXPR`` does (values are expression text); ``trace`` replaces
-    the workload's trace file (relative to the current folder)."""
+    the workload's trace file (relative to the current folder).  A program
+    whose workload names no trace file has none to replace: ``trace`` is then
+    an error rather than silently ignored (nothing would read its columns)."""
     from .frontend import load_program
 
     pairs = list(sets.items()) if isinstance(sets, Mapping) else list(sets)
     pairs = [(k, str(v)) for k, v in pairs]
-    if isinstance(program, str) and _looks_like_source(program):
-        return load_program(text=program, sets=pairs, trace=trace)
-    return load_program(path=os.fspath(program), sets=pairs, trace=trace)
+    is_text = isinstance(program, str) and _looks_like_source(program)
+
+    def load_with(trace: str | None) -> Program:
+        if is_text:
+            return load_program(text=str(program), sets=pairs, trace=trace)
+        return load_program(path=os.fspath(program), sets=pairs, trace=trace)
+
+    loaded = load_with(None)
+    if trace is None:
+        return loaded
+    if loaded.trace is None:
+        raise SerqError(
+            f"--trace {trace}: the program's workload names no trace file, so there is none to replace",
+            helps=['a program replays a trace when its workload says `trace "FILE.csv";` and reads '
+                   "`new`, `out`, `think`, `forced` or `more`"],
+        )
+    # Load again with the replacement, so that the front end resolves it as it always does.
+    return load_with(trace)
 
 
 def check(program: str | os.PathLike[str], *, sets: Sets = ()) -> str:

@@ -1,14 +1,18 @@
 """The ``serq`` command: a thin shell over :mod:`serq.api`.
 
 Exit codes (semantics §10): 0 success; 1 a program error (it does not load,
-does not link, fails at run time) or an output that cannot be written; 2 a
-usage error (unknown option, missing or invalid value).  Errors go to stderr;
-no Python traceback ever reaches the user.
+does not link, fails at run time) or an output that cannot be written (a
+file, a folder, or standard output: closed, or a full device); 2 a usage
+error (unknown option, missing or invalid value); 141 (128 + SIGPIPE, what a
+shell reports for ``cat`` in the same place) when the reader of standard
+output went away, e.g. ``serq run … | head -1``, which is quiet.  Errors go
+to stderr; no Python traceback ever reaches the user.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import re
 import sys
 from pathlib import Path
@@ -71,6 +75,56 @@ def _finite_positive(value: Optional[float], name: str, allow_zero: bool = False
         raise UsageError(f"invalid value for --{name}: {value:g} (must be {need})")
 
 
+#: The exit status when standard output's reader has gone (``… | head``): 128 + SIGPIPE.
+EXIT_BROKEN_PIPE = 141
+
+
+def _silence_stdout() -> None:
+    """Point file descriptor 1 at the null device, so that the interpreter's
+    flush at exit cannot fail again (and print "Exception ignored …")."""
+    try:
+        fd = sys.stdout.fileno()  # type: ignore[union-attr]
+        null = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(null, fd)
+        finally:
+            os.close(null)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def _cannot_write(what: str, reason: str) -> "typer.Exit":
+    try:
+        typer.echo(f"cannot write {what} to standard output: {reason}", err=True)
+    except (OSError, ValueError):
+        pass
+    return typer.Exit(1)
+
+
+def _need_stdout(what: str) -> None:
+    """Refuse to start work whose result has nowhere to go (``serq run … >&-``)."""
+    if sys.stdout is None:
+        raise _cannot_write(what, "it is closed")
+
+
+def _emit(text: str, what: str) -> None:
+    """Print ``text`` (a newline added if missing) and flush, so that a full
+    device or a closed pipe is noticed here rather than at interpreter exit."""
+    _need_stdout(what)
+    stream = sys.stdout
+    assert stream is not None
+    try:
+        stream.write(text if text.endswith("\n") else text + "\n")
+        stream.flush()
+    except BrokenPipeError:
+        _silence_stdout()
+        raise typer.Exit(EXIT_BROKEN_PIPE) from None
+    except (OSError, ValueError) as err:
+        _silence_stdout()
+        reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+        raise _cannot_write(what, reason) from None
+
+
 SetOpt = typer.Option(None, "--set", metavar="NAME=EXPR", help="Override a `let` constant (repeatable).")
 
 
@@ -82,11 +136,12 @@ def check(
     """Validate a program without running it."""
     from . import api
 
+    _need_stdout("the summary")
     try:
         program = api.load(Path(file), sets=parse_sets(set_))
     except SerqError as err:
         raise _fail(err, file) from None
-    typer.echo(program.summary())
+    _emit(program.summary(), "the summary")
 
 
 @app.command()
@@ -109,6 +164,7 @@ def run(
     from .files import write_dir_atomic
     from .sim.engines import load_engine_classes
 
+    _need_stdout("the report")
     try:
         _finite_positive(horizon, "horizon")
         _finite_positive(warmup, "warmup", allow_zero=True)
@@ -124,7 +180,7 @@ def run(
         except OSError as err:
             typer.echo(f"cannot write {dump}: {err.strerror or err}", err=True)
             raise typer.Exit(1) from None
-    typer.echo(report.to_json() if json_ else report.text())
+    _emit(report.to_json() if json_ else report.text(), "the report")
     for line in report.warnings():
         typer.echo(f"warning: {line}", err=True)
 
@@ -140,6 +196,8 @@ def draw(
     from . import api
     from .files import write_text_atomic
 
+    if out is None:
+        _need_stdout("the drawing")
     try:
         if format_ not in ("svg", "tikz"):
             raise UsageError(f"invalid value for --format: `{format_}` (expected svg or tikz)")
@@ -150,7 +208,7 @@ def draw(
     except SerqError as err:
         raise _fail(err, file) from None
     if out is None:
-        typer.echo(text, nl=not text.endswith("\n"))
+        _emit(text, "the drawing")
         return
     try:
         write_text_atomic(out, text)
@@ -173,6 +231,9 @@ def main() -> None:
         sys.exit(130)
     except typer.Exit as err:
         sys.exit(err.exit_code)
+    except BrokenPipeError:  # e.g. `serq --help | head -1`: quiet, as `cat` would be
+        _silence_stdout()
+        sys.exit(EXIT_BROKEN_PIPE)
     except SerqError as err:
         typer.echo(err.render(), err=True)
         sys.exit(1)
