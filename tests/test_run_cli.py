@@ -107,6 +107,8 @@ def test_json_report_names_the_seed_fields() -> None:
     (("run", "programs/multi-turn/vllm.sq", "--warmup", "5000"), 1, "warmup"),
     (("run", "programs/multi-turn/vllm.sq", "--frobnicate"), 2, "frobnicate"),
     (("run", "programs/multi-turn/vllm.sq", "--engine", "engine=nowhere.module:Engine"), 1, "cannot import"),
+    (("run", "programs/multi-turn/vllm.sq", "--horizon", "60", "--trace", "any.csv"), 1,
+     "--trace any.csv: the program's workload names no trace file"),
 ])
 def test_bad_input_gets_a_short_error_and_the_right_exit_code(args: tuple, code: int, message: str) -> None:
     out = serq(*args)
