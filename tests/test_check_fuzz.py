@@ -208,3 +208,38 @@ def test_deep_nesting_is_refused_with_a_message(tree, opener, depth, where):
     path = tree / "deep.sq"
     path.write_text(where.format(opener * depth + "1"), encoding="utf-8")
     assert_clean(*serq_check(path))
+
+
+def whole_file_parse(source):
+    """The reference: Parsimonious on the whole file, then the builder (the parser
+    before it went item by item)."""
+    from parsimonious.exceptions import ParseError
+
+    from serq.frontend.build import Builder
+    from serq.frontend.grammar import GRAMMAR
+    from serq.frontend.lexer import Tokens, tokenize
+    from serq.frontend.parse import parse_failure
+
+    tokens = Tokens(source, tokenize(source))
+    try:
+        tree = GRAMMAR.parse(source.text)
+    except ParseError as failure:
+        raise parse_failure(failure, tokens) from None
+    return Builder(source, tokens).visit(tree)
+
+
+@settings(max_examples=150, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(mutated())
+def test_parsing_item_by_item_gives_the_whole_file_parse(case):
+    from serq.errors import SerqError, Source
+    from serq.frontend.parse import parse_source
+
+    def outcome(parse, source):
+        try:
+            return repr(parse(source))
+        except SerqError as err:
+            return err.render()
+
+    source = Source(case[1], None)
+    assert outcome(parse_source, source) == outcome(whole_file_parse, source)

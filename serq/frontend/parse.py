@@ -8,6 +8,8 @@ texts for the cases language §7.2 names.
 
 from __future__ import annotations
 
+from collections import defaultdict
+
 from parsimonious.exceptions import ParseError
 
 from ..errors import SerqError, Source, Span
@@ -72,7 +74,7 @@ def parse_counted(source: Source, library: bool = False, max_tokens: int | None 
     tokens raise :class:`~serq.frontend.lexer.TooManyTokens` before parsing."""
     tokens = Tokens(source, tokenize(source, max_tokens))
     try:
-        tree = GRAMMAR.parse(source.text)
+        items = _items(source, tokens)
     except ParseError as failure:
         opener = tokens.unclosed(len(source.text)) if library and tokens.at(failure.pos) is None else None
         if opener is not None:
@@ -81,7 +83,46 @@ def parse_counted(source: Source, library: bool = False, max_tokens: int | None 
             raise error("this item does not end in the file it starts in: a library's definitions are whole",
                         span, helps=["close it in the library"]) from None
         raise parse_failure(failure, tokens) from None
-    return Builder(source, tokens).visit(tree), len(tokens.tokens)
+    return items, len(tokens.tokens)
+
+
+def _items(source: Source, tokens: Tokens) -> list[A.Item]:
+    """``program = _ item* eoi``, one item at a time: each item's parse tree is built
+    into syntax and dropped before the next is parsed, and the packrat cache keeps
+    only positions not yet passed, so memory follows the largest item, not the file.
+    The outcome is the whole-file parse's: one failure record and one cache (pruned
+    of positions no later item can ask for) run through all items; a parse error
+    anywhere comes before any error of the builder (the first of which is kept
+    until the file has parsed)."""
+    text, n = source.text, len(source.text)
+    builder = Builder(source, tokens)
+    item = GRAMMAR["item"]
+    failure = ParseError(text)
+    cache: defaultdict = defaultdict(dict)
+    spacing = GRAMMAR["_"].match_core(text, 0, cache, failure)  # `_` always matches
+    pos = spacing.end
+    out: list[A.Item] = []
+    pending: SerqError | None = None
+    while pos < n:
+        node = item.match_core(text, pos, cache, failure)
+        if node is None or node.end == pos:
+            break
+        if pending is None:
+            try:
+                out.append(builder.visit(node))
+            except SerqError as err:
+                pending = err
+        pos = node.end
+        cache = defaultdict(dict, {k: kept for k, d in cache.items() if (kept := {p: v for p, v in d.items()
+                                                                                   if p >= pos})})
+    if pos < n:  # `item*` stopped before the end: `eoi` fails here, then `program` at 0
+        for rule, at_pos in ((GRAMMAR["eoi"], pos), (GRAMMAR["program"], 0)):
+            if at_pos >= failure.pos:
+                failure.expr, failure.pos = rule, at_pos
+        raise failure
+    if pending is not None:
+        raise pending
+    return out
 
 
 def parse_expression(source: Source) -> A.Expr:
