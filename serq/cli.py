@@ -3,10 +3,10 @@
 Exit codes (semantics §10): 0 success; 1 a program error (it does not load,
 does not link, fails at run time) or an output that cannot be written (a
 file, a folder, or standard output: closed, or a full device); 2 a usage
-error (unknown option, missing or invalid value); 141 (128 + SIGPIPE, what a
-shell reports for ``cat`` in the same place) when the reader of standard
-output went away, e.g. ``serq run … | head -1``, which is quiet.  Errors go
-to stderr; no Python traceback ever reaches the user.
+error (unknown option, missing or invalid value).  When the reader of
+standard output goes away (``serq run … | head -1``) the exit is a quiet 1, as
+click's own output (``--help``) does.  Errors go to stderr; no Python
+traceback ever reaches the user.
 """
 
 from __future__ import annotations
@@ -75,8 +75,9 @@ def _finite_positive(value: Optional[float], name: str, allow_zero: bool = False
         raise UsageError(f"invalid value for --{name}: {value:g} (must be {need})")
 
 
-#: The exit status when standard output's reader has gone (``… | head``): 128 + SIGPIPE.
-EXIT_BROKEN_PIPE = 141
+#: The exit status when standard output's reader has gone (``… | head``), with no
+#: message: click's own choice for the help it prints.
+EXIT_BROKEN_PIPE = 1
 
 
 def _silence_stdout() -> None:
@@ -231,7 +232,7 @@ def main() -> None:
         sys.exit(130)
     except typer.Exit as err:
         sys.exit(err.exit_code)
-    except BrokenPipeError:  # e.g. `serq --help | head -1`: quiet, as `cat` would be
+    except BrokenPipeError:  # quiet, as click is for `serq --help | head -1`
         _silence_stdout()
         sys.exit(EXIT_BROKEN_PIPE)
     except SerqError as err:

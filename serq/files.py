@@ -1,8 +1,9 @@
 """File output.  A regular file is written atomically (a temporary file in the
 same folder, then a rename): a failed run leaves nothing half-written.  A
 symbolic link is followed and its target written that way (a dangling link's
-target is created).  A character device or a FIFO (``/dev/stdout``,
-``/dev/null``, a named pipe) is written through, as a shell's ``>`` would; a
+target is created).  ``/dev/stdout`` and ``/dev/fd/N`` write to that open file
+(its offset, its ``O_APPEND``), whatever it is.  A character device or a FIFO
+(``/dev/null``, a named pipe) is written through, as a shell's ``>`` would; a
 folder, a block device or a socket is refused.  New files and folders get the
 usual modes (``0666``/``0777`` less the process umask); a replaced regular file
 keeps its permission bits."""
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import secrets
 import shutil
 import stat
@@ -27,6 +29,14 @@ def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
     """Write ``data`` to ``path``: a regular file (or a missing one) through a
     temporary sibling and a rename, a symbolic link's target likewise, a
     character device or a FIFO straight through."""
+    alias = _own_fd(path)
+    if alias is not None:  # /dev/stdout, /dev/fd/N: the open file itself, offset and all
+        fd = os.dup(alias)
+        try:
+            _write_all(fd, data)
+        finally:
+            os.close(fd)
+        return
     dest = Path(os.path.realpath(path))  # follows symbolic links, dangling ones too
     st = _stat(dest)
     if st is not None and not stat.S_ISREG(st.st_mode):
@@ -82,6 +92,25 @@ def _stat(path: Path) -> os.stat_result | None:
         return os.stat(path)
     except FileNotFoundError:
         return None
+
+
+_PROC_FD = re.compile(r"/proc/(?:self|thread-self|(\d+)(?:/task/\d+)?)/fd/(\d+)\Z")
+
+
+def _own_fd(path: str | os.PathLike[str]) -> int | None:
+    """N when ``path`` leads (through symbolic links) to ``/proc/<this process>/fd/N``,
+    as ``/dev/stdout`` and ``/dev/fd/N`` do on Linux.  Such a "link" names an open
+    file of ours, not a path: ``realpath`` of it is e.g. ``pipe:[1234]``."""
+    current = os.path.abspath(path)
+    for _ in range(40):
+        current = os.path.join(os.path.realpath(os.path.dirname(current)), os.path.basename(current))
+        m = _PROC_FD.match(current)
+        if m is not None and (m.group(1) is None or int(m.group(1)) == os.getpid()):
+            return int(m.group(2))
+        if not os.path.islink(current):
+            return None
+        current = os.path.join(os.path.dirname(current), os.readlink(current))
+    return None
 
 
 def _refused_kind(mode: int) -> str | None:

@@ -2,7 +2,7 @@
 symbolic links, write through FIFOs and character devices instead of replacing
 them, give new files the umask's mode, and stay atomic for regular files; a
 standard output that is closed or full is exit 1 with "cannot write the
-report", a closed pipe a quiet exit 141; `--trace` on a program without a trace
+report", a closed pipe a quiet exit 1; `--trace` on a program without a trace
 is an error."""
 
 from __future__ import annotations
@@ -216,15 +216,37 @@ def test_stdout_on_a_full_device_is_an_error(program: Path, command: str, what: 
 
 
 @needs_posix
-def test_a_closed_pipe_is_a_quiet_exit_141(program: Path) -> None:
+@pytest.mark.parametrize("args", [("run", "--json"), ("check",), ("draw",), ("draw", "--out", "/dev/stdout")])
+def test_a_closed_pipe_is_a_quiet_exit_1(program: Path, args: tuple) -> None:
     r, w = os.pipe()
     os.close(r)  # no reader: the first write gets EPIPE
     try:
-        out = serq("run", str(program), "--json", stdout=w, stderr=subprocess.PIPE, capture_output=False)
+        out = serq(args[0], str(program), *args[1:], stdout=w, stderr=subprocess.PIPE, capture_output=False)
+        helped = serq("--help", stdout=w, stderr=subprocess.PIPE, capture_output=False)
     finally:
         os.close(w)
-    assert out.returncode == 141
-    assert out.stderr == ""
+    if args[-1] != "/dev/stdout":
+        assert (out.returncode, out.stderr) == (1, "")
+    else:  # a named output file that fails: the usual message
+        assert out.returncode == 1 and "Broken pipe" in out.stderr and "Traceback" not in out.stderr
+    assert (helped.returncode, helped.stderr) == (1, "")  # click's own convention, which we follow
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/fd/1") or not os.path.exists("/dev/stdout"),
+                    reason="needs /dev/stdout")
+def test_out_dev_stdout_writes_to_standard_output_where_it_points(tmp_path: Path, program: Path) -> None:
+    drawing = serq("draw", str(program)).stdout
+    piped = serq("draw", str(program), "--out", "/dev/stdout")
+    assert piped.returncode == 0, piped.stderr
+    assert piped.stdout == drawing
+    log = tmp_path / "log.txt"
+    log.write_text("header\n")
+    with open(log, "a") as fh:  # `>> log.txt`: appended, not written over the header
+        out = serq("draw", str(program), "--out", "/dev/fd/1", stdout=fh, stderr=subprocess.PIPE,
+                   capture_output=False)
+    assert out.returncode == 0, out.stderr
+    assert log.read_text() == "header\n" + drawing
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["log.txt", "p.sq"]
 
 
 # -- B12: --trace -----------------------------------------------------------------------------
