@@ -71,11 +71,11 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
      "of 1,000,000,000", ["lower `lam` (--set lam=…)", "SERQ_MAX_ARRIVALS"]),
     # a closed population of ten million: was >30 s and >1.9 GB
     ((str(CLOSED), "--set", "N=1e7"),
-     "`arrive closed(10000000)`: a population of 10,000,000 sessions is more than the limit of 100,000 "
+     "`arrive closed(10000000)`: a population of 10,000,000 sessions is more than the limit of 50,000 "
      "live sessions", ["lower `N` (--set N=…)", "SERQ_MAX_LIVE=10000000"]),
     # a million users for one second: was 47 s and 2.1 GB
     ((str(CLOSED), "--set", "N=1e6", "--horizon", "1", "--warmup", "0"),
-     "a population of 1,000,000 sessions is more than the limit of 100,000 live sessions",
+     "a population of 1,000,000 sessions is more than the limit of 50,000 live sessions",
      ["lower `N` (--set N=…)", "SERQ_MAX_LIVE"]),
 ])
 def test_the_reported_storms_end_with_a_message(args: tuple[str, ...], message: str, helps: list[str]) -> None:

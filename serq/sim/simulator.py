@@ -38,7 +38,7 @@ from .trace import read_trace
 
 #: Run limits (docs/simulator.md, "Run guards and limits").  The first two
 #: can be raised with an environment variable of the same name.
-SERQ_MAX_LIVE = 100_000  # sessions alive at once
+SERQ_MAX_LIVE = 50_000  # sessions alive at once
 SERQ_MAX_ARRIVALS = 1_000_000_000  # arrivals an open workload may make over a run
 #: Events handled at one instant (sessions' wake-ups included) before the run
 #: is declared not to settle: this many, plus ``EVENTS_PER_SESSION`` for every
