@@ -146,3 +146,90 @@ def test_mutated_programs_run_or_fail_cleanly(case) -> None:
 def test_the_scenario_programs_run(name: str) -> None:
     report = serq.run(serq.load(SCENARIOS[name]))
     assert report.arrivals > 0
+
+
+# -- huge counts (issue 8, B7): a storm ends with a message, never a hang ---------------------
+
+ARRIVE = re.compile(r"arrive\s+(poisson|closed|batch)\s*\(([^()]*)\)")
+HUGE = ["1e300", "1e30", "1e9", "1e7", "2e6", "1e6", "1e5", "50001", "1e4"]
+STORMS = {
+    "ends_at_once": "workload { arrive poisson(1); }\nsession { end; }\nrun { horizon 10; }",
+    "zero_work": "stage d : delay;\nworkload { arrive closed(4); }\nsession { run d (0); run d (0); }\nrun { horizon 10; }",
+}
+
+
+def _arrival_constants(name: str, text: str) -> list[str]:
+    """The `let`s an `arrive` reads, to override with `--set`."""
+    m = ARRIVE.search(text)
+    return re.findall(r"[A-Za-z_]\w*", m.group(2)) if m else []
+
+
+@st.composite
+def huge_counts(draw):
+    sources = {**SOURCES, **STORMS}
+    name = draw(st.sampled_from(sorted(sources)))
+    text = sources[name]
+    value = draw(st.sampled_from(HUGE))
+    sets: dict[str, str] = {}
+    how = draw(st.sampled_from(["set", "text", "closed", "batch", "renewal"]))
+    names = _arrival_constants(name, text)
+    m = ARRIVE.search(text)
+    if how == "set" and names:
+        sets[draw(st.sampled_from(names))] = value
+    elif m is not None and how == "text":
+        text = text[:m.start(2)] + value + text[m.end(2):]
+    elif m is not None and how in ("closed", "batch"):
+        text = text[:m.start()] + f"arrive {how}({value})" + text[m.end():]
+    elif m is not None:
+        gap = draw(st.sampled_from(["1e-320", "5e-324", "~exp(1e-300)", "~bernoulli(0.001) + 1e-300"]))
+        text = text[:m.start()] + f"arrive renewal({gap})" + text[m.end():]
+    arrivals = draw(st.sampled_from([None, None, 10**30, 10**9, 50]))
+    horizon = draw(st.sampled_from([None, 10.0, 1.0]))
+    return name, text, sets, arrivals, horizon
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # an alarm in a gc callback
+@settings(max_examples=40, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(huge_counts())
+def test_huge_counts_end_in_a_report_or_a_message(case) -> None:
+    """Huge rates, populations, batches and `--arrivals`, and interarrival
+    times that do not move the clock: each run ends, soon, with a report or
+    a SerqError.  Small limits keep the examples fast (the time a run may take
+    grows with them); tests/test_storms.py checks the default limits."""
+    import os
+    import resource
+
+    name, text, sets, arrivals, horizon = case
+    path = ROOT / name if name.endswith(".sq") else None
+    try:
+        if path is not None:
+            copy = TREE / "programs" / path.parent.name / path.name
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            copy.write_text(text)
+            program = serq.load(copy, sets=sets)
+        else:
+            program = serq.load(text, sets=sets)
+    except serq.SerqError:
+        return
+    horizon = horizon or program.run.horizon or 10
+    if arrivals is not None and program.arrival.kind not in ("poisson", "renewal"):
+        arrivals = None
+    old = signal.signal(signal.SIGALRM, _alarm)
+    os.environ["SERQ_MAX_LIVE"] = "1000"
+    os.environ["SERQ_MAX_ARRIVALS"] = "10000"
+    ARMED[0] = True
+    signal.setitimer(signal.ITIMER_REAL, 5.0, 0.1)
+    try:
+        serq.run(program, horizon=horizon, warmup=0, arrivals=arrivals)
+    except serq.SerqError:
+        pass
+    except TooSlow:
+        pytest.fail(f"{name} with {sets or 'its text mutated'}, arrivals {arrivals}, horizon {horizon}: "
+                    "still running after 5 s\n" + text)
+    finally:
+        ARMED[0] = False
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+        del os.environ["SERQ_MAX_LIVE"], os.environ["SERQ_MAX_ARRIVALS"]
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss < 1 << 20, "over 1 GB"  # KB on Linux

@@ -68,7 +68,7 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
     # M/M/1 at a rate of 1e300: was >30 s and >1.7 GB, no message
     ((str(MG1), "--set", "lam=1e300"),
      "`arrive poisson(1e+300)` over the horizon 100000 makes about 1e+305 arrivals, more than the limit "
-     "of 1,000,000,000", ["lower `lam` (--set lam=…)", "SERQ_MAX_ARRIVALS"]),
+     "of 100,000,000", ["lower `lam` (--set lam=…)", "SERQ_MAX_ARRIVALS"]),
     # a closed population of ten million: was >30 s and >1.9 GB
     ((str(CLOSED), "--set", "N=1e7"),
      "`arrive closed(10000000)`: a population of 10,000,000 sessions is more than the limit of 50,000 "
@@ -110,7 +110,7 @@ def test_a_poisson_rate_that_would_make_too_many_arrivals_is_refused() -> None:
 def test_arrivals_that_outpace_the_service_stop_at_the_live_limit(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SERQ_MAX_LIVE", "3000")
     with pytest.raises(SerqRuntimeError, match=r"more than 3,000 sessions are live at once") as err:
-        serq.run(serq.load(MG1, sets={"lam": "1e4"}))
+        serq.run(serq.load(MG1, sets={"lam": "1e4"}), horizon=100, warmup=0)
     assert any("`lam` (--set lam=…)" in h for h in err.value.helps)
     assert any("SERQ_MAX_LIVE" in h for h in err.value.helps)
 
@@ -134,6 +134,14 @@ def test_the_limits_can_be_raised_and_lowered_from_the_environment(monkeypatch: 
 
 
 # -- time that does not advance -----------------------------------------------------------
+
+def test_an_open_workload_stops_at_the_arrival_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SERQ_MAX_ARRIVALS", "500")
+    with pytest.raises(SerqRuntimeError, match=r"the workload has made 500 arrivals, the limit"):
+        serq.run(serq.load("workload { arrive renewal(~exp(0.001)); }\nsession { end; }\nrun { horizon 10; }"))
+    assert serq.run(serq.load("workload { arrive renewal(~exp(0.001)); }\nsession { end; }\nrun { horizon 10; }"),
+                    arrivals=500).arrivals == 500
+
 
 def test_denormal_renewal_gaps_stop_at_the_arrival_limit() -> None:
     # gaps of 1e-320 advance the clock, but by nothing: 1e21 arrivals to reach t = 10

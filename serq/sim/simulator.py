@@ -39,7 +39,7 @@ from .trace import read_trace
 #: Run limits (docs/simulator.md, "Run guards and limits").  The first two
 #: can be raised with an environment variable of the same name.
 SERQ_MAX_LIVE = 50_000  # sessions alive at once
-SERQ_MAX_ARRIVALS = 1_000_000_000  # arrivals an open workload may make over a run
+SERQ_MAX_ARRIVALS = 100_000_000  # arrivals an open workload may make over a run
 #: Events handled at one instant (sessions' wake-ups included) before the run
 #: is declared not to settle: this many, plus ``EVENTS_PER_SESSION`` for every
 #: session live when the instant began (a session can become ready at most
@@ -360,6 +360,12 @@ class Simulator(Holds):
                 f"the run does not settle at time {now:g}: more than {ARRIVALS_PER_INSTANT:,} arrivals at that "
                 f"instant; the interarrival times are too small to advance the clock at {now:g}",
                 helps=[f"lower {self._rate_name()}"])
+        if self.arrivals >= self.max_arrivals:
+            raise SerqRuntimeError(
+                f"at time {now:g}: the workload has made {self.arrivals:,} arrivals, the limit",
+                helps=[f"lower {self._rate_name()}, or shorten the horizon (--horizon), or stop after N "
+                       "arrivals with --arrivals N",
+                       _raise_with("SERQ_MAX_ARRIVALS", 10 * self.max_arrivals)])
         if arr.kind == "renewal" and self.arrivals % PACE_CHECK == 0 and self.arrivals:
             self._check_pace(now)
         more = self.arrival_limit is None or self.arrivals + 1 < self.arrival_limit
