@@ -147,7 +147,7 @@ def test_denormal_renewal_gaps_stop_at_the_arrival_limit() -> None:
     # gaps of 1e-320 advance the clock, but by nothing: 1e21 arrivals to reach t = 10
     with pytest.raises(SerqRuntimeError, match=r"`arrive renewal\(…\)` made 16,384 arrivals .* without end"):
         serq.run(serq.load("workload { arrive renewal(1e-320); }\nsession { end; }\nrun { horizon 10; }"))
-    with pytest.raises(SerqRuntimeError, match=r"would number about 1e\+30"):
+    with pytest.raises(SerqRuntimeError, match=r"the horizon 10 would see about 1e\+301 arrivals"):
         serq.run(serq.load("stage d : delay;\nworkload { arrive renewal(~exp(1e-300)); }\n"
                            "session { run d (1); }\nrun { horizon 10; }"))
 

@@ -15,6 +15,7 @@ other event is pending at this instant.
 from __future__ import annotations
 
 import math
+import os
 from functools import partial
 from typing import Any, Mapping
 
@@ -56,8 +57,6 @@ PACE_CHECK = 1 << 14
 
 def run_limit(name: str, default: int) -> int:
     """A limit from the environment variable ``name``, else ``default``."""
-    import os
-
     text = os.environ.get(name)
     if text is None or not text.strip():
         return default
@@ -389,10 +388,10 @@ class Simulator(Holds):
         if self.arrival_limit is not None:
             projected = min(projected, float(self.arrival_limit))
         if projected > self.max_arrivals:
-            about = f"about {projected:.3g}" if math.isfinite(projected) else "without end"
+            about = f"about {projected:.3g} arrivals" if math.isfinite(projected) else "arrivals without end"
             raise SerqRuntimeError(
-                f"`arrive renewal(…)` made {self.arrivals:,} arrivals by time {now:g}; at that pace arrivals "
-                f"up to the horizon {self.horizon:g} would number {about}, more than the limit of "
+                f"`arrive renewal(…)` made {self.arrivals:,} arrivals by time {now:g}; at that pace the horizon "
+                f"{self.horizon:g} would see {about}, more than the limit of "
                 f"{self.max_arrivals:,}",
                 helps=["make the gaps longer, or shorten the horizon (--horizon), or stop after N arrivals with "
                        "--arrivals N",
