@@ -15,6 +15,7 @@ from unittest import mock
 import pytest
 
 from frontend_util import fails, where
+import serq
 from serq import cli, reading
 from serq.errors import SerqError
 from serq.frontend import defs as defs_module
@@ -238,3 +239,15 @@ def test_parsing_keeps_one_items_tree_at_a_time() -> None:
         tracemalloc.stop()
     assert len(items) == 2000
     assert peak < 8 * reading.MiB, peak
+
+
+@pytest.mark.parametrize("kind", ["closed", "batch"])
+def test_a_population_over_a_million_is_refused_when_checked(kind: str) -> None:
+    # semantics §7.1: closed/batch counts are at most 10⁶; found at `serq check`,
+    # before the run's lower live-session limit is ever reached
+    src = f"let N = 5;\nstage s : fifo;\nworkload {{ arrive {kind}(N); }}\nsession {{ run s (1); end; }}\n"
+    assert serq.load(src, sets=[("N", "1e6")]) is not None
+    with pytest.raises(serq.SerqError) as err:
+        serq.load(src, sets=[("N", "1000001")])
+    assert "1,000,001; at most 1,000,000 sessions" in err.value.render()
+    assert err.value.render().splitlines()[0].endswith("(semantics §7.1)")

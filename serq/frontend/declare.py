@@ -14,6 +14,10 @@ from .diag import at, error, unknown
 from .resolve import Decl, Resolver, Where
 from .words import BUDGET, EVICT, PS, RETIRED, SELECT, SERVE, SESSION, STEP
 
+#: The largest `closed(n)` or `batch(n)` (semantics §7.1); the run has a lower,
+#: adjustable limit on live sessions (docs/simulator.md, "Run guards and limits").
+MAX_POPULATION = 1_000_000
+
 _QUEUE_DRAW = "a queue key may not draw; sample into an attribute first"
 _SERVE_DRAW = "a serve key may not draw: it is read for every resident at every iteration"
 _RENEWAL = "renewal arrival may use only constants and sampled distributions"
@@ -163,7 +167,11 @@ class Declarations(Resolver):
         if a.kind == "renewal":
             return ir.Arrival("renewal", gap=self.expr(a.arg, Where(SESSION, "workload", only=_RENEWAL)))
         what = "the closed population" if a.kind == "closed" else "the batch size"
-        return ir.Arrival(a.kind, n=self.whole(a.arg, what))  # type: ignore[arg-type]
+        n = self.whole(a.arg, what)
+        if n > MAX_POPULATION:
+            raise error(f"{what} is {n:,}; at most {MAX_POPULATION:,} sessions start at once (semantics §7.1)",
+                        a.arg.span)
+        return ir.Arrival(a.kind, n=n)  # type: ignore[arg-type]
 
     def hide_all(self, wl: A.WorkloadItem | None) -> None:
         """The workload's `hidden` names, before anything reads attributes."""
