@@ -103,7 +103,7 @@ class SerqError(Exception):
 
     def render(self) -> str:
         """The full diagnostic: headline, source line with carets, help and note lines."""
-        out = [self.headline()]
+        out = [_escaped(self.headline())]
         if self.span is not None:
             line, col = self.span.line_col
             text = self.span.source.line_text(line)
@@ -114,11 +114,27 @@ class SerqError(Exception):
             width = (end_col - col) if end_line == line else (len(text) - col + 1)
             width = max(1, width)
             out.append(f"{pad} |")
-            out.append(f"{gutter} | {text}")
+            out.append(f"{gutter} | {_printable(text)}")
             out.append(f"{pad} | {' ' * (col - 1)}{'^' * width}")
         out += [f"help: {h}" for h in self.helps]
         out += [f"note: {n}" for n in self.notes]
         return "\n".join(out)
+
+
+def _printable(text: str) -> str:
+    """A source line fit for a terminal: each control character (a NUL, an
+    escape…) shown as U+FFFD, one column, so the carets stay aligned."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() or c == "\t" else "\ufffd" for c in text)
+
+
+def _escaped(text: str) -> str:
+    """A message with each control character written as an escape (``\\x00``)."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() or c in "\t\n" else f"\\x{ord(c):02x}" if ord(c) < 256 else f"\\u{ord(c):04x}"
+                   for c in text)
 
 
 class SerqRuntimeError(SerqError):

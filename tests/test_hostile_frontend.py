@@ -251,3 +251,13 @@ def test_a_population_over_a_million_is_refused_when_checked(kind: str) -> None:
         serq.load(src, sets=[("N", "1000001")])
     assert "1,000,001; at most 1,000,000 sessions" in err.value.render()
     assert err.value.render().splitlines()[0].endswith("(semantics §7.1)")
+
+
+def test_control_characters_in_the_source_line_are_not_sent_to_the_terminal() -> None:
+    # the excerpt under a diagnostic shows a NUL or an escape as U+FFFD, keeping the carets in place
+    with pytest.raises(SerqError) as err:
+        serq.load('use "a\x00\x1b[2Jb";\n')
+    lines = err.value.render().splitlines()
+    assert '1 | use "a\ufffd\ufffd[2Jb";' in lines
+    assert "  |     ^^^^^^^^^" in lines
+    assert lines[0].startswith('<text>:1:5: `use "a\\x00\\x1b[2Jb"`')  # the message writes them as escapes
