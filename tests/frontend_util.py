@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
+import sys
+from unittest import mock
+
 import pytest
 
+from serq import cli
 from serq.errors import SerqError
 from serq.frontend import load_program
 from serq.ir import Program
@@ -31,3 +37,16 @@ def where(err: SerqError) -> tuple[int | None, int | None]:
 
 def attr(p: Program, name: str) -> int:
     return p.attributes.index(name)
+
+
+def cli_main(*argv: str) -> tuple[int, str]:
+    """Run the `serq` command in this process: its exit code and everything it printed."""
+    out, err = io.StringIO(), io.StringIO()
+    with mock.patch.object(sys, "argv", ["serq", *argv]), contextlib.redirect_stdout(out), \
+            contextlib.redirect_stderr(err):
+        try:
+            cli.main()
+            code = 0
+        except SystemExit as done:
+            code = done.code if isinstance(done.code, int) else 1
+    return code, out.getvalue() + err.getvalue()

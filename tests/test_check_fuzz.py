@@ -4,18 +4,13 @@ exit code 0, 1 or 2 with a message."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import re
-import sys
 from pathlib import Path
-from unittest import mock
 
 import pytest
+from frontend_util import cli_main
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from serq import cli
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = {str(p.relative_to(ROOT)): p.read_text() for p in sorted((ROOT / "programs").glob("*/*.sq"))}
@@ -42,15 +37,7 @@ def tree(tmp_path_factory):
 
 def serq_check(path: Path, *sets: str) -> tuple[int, str]:
     """Run `serq check` in this process; its exit code and everything it printed."""
-    out, err = io.StringIO(), io.StringIO()
-    argv = ["serq", "check", str(path)] + [a for s in sets for a in ("--set", s)]
-    with mock.patch.object(sys, "argv", argv), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            cli.main()
-            code = 0
-        except SystemExit as done:
-            code = done.code if isinstance(done.code, int) else 1
-    return code, out.getvalue() + err.getvalue()
+    return cli_main("check", str(path), *(a for s in sets for a in ("--set", s)))
 
 
 def write(tree: Path, name: str, text: str) -> Path:

@@ -5,23 +5,20 @@ one-line message, exit 1, in bounded time and memory; none is an internal error.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import os
-import sys
 from pathlib import Path
 from unittest import mock
 
 import pytest
+from frontend_util import cli_main, fails, where
 
-from frontend_util import fails, where
 import serq
-from serq import cli, reading
+from serq import reading
 from serq.errors import SerqError
 from serq.frontend import defs as defs_module
 from serq.frontend import load_program
-from serq.frontend.library import MAX_BYTES
 from serq.frontend.lexer import MAX_TOKENS
+from serq.frontend.library import MAX_BYTES
 from serq.sim import trace as trace_module
 
 TRACE_PROGRAM = """
@@ -39,17 +36,7 @@ posix_only = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
 has_dev_zero = pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="needs /dev/zero")
 
 
-def cli_run(*argv: str) -> tuple[int, str]:
-    """Run the `serq` command in this process: its exit code and everything it printed."""
-    out, err = io.StringIO(), io.StringIO()
-    with mock.patch.object(sys, "argv", ["serq", *argv]), contextlib.redirect_stdout(out), \
-            contextlib.redirect_stderr(err):
-        try:
-            cli.main()
-            code = 0
-        except SystemExit as done:
-            code = done.code if isinstance(done.code, int) else 1
-    return code, out.getvalue() + err.getvalue()
+cli_run = cli_main
 
 
 def one_clean_error(code: int, output: str, *needles: str) -> None:
