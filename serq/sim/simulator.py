@@ -466,6 +466,7 @@ class Simulator(Holds):
                 c["tpot"].append((s.last_tok - s.first_tok) / s.n_after)
         c["response"].append(now - s.sent)
 
+
 def _raise_with(name: str, value: float) -> str:
     shown = f"{value:.0f}" if value < 1e15 else f"{value:.3g}"
     return f"or raise the limit with the environment variable {name} (e.g. `{name}={shown} serq run …`)"
