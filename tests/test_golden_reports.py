@@ -1,0 +1,88 @@
+"""Every bundled program's JSON report, byte for byte, against the reports
+stored in ``tests/golden/reports.json``: horizons 300 and 2000 (warm-up a
+tenth), seeds 1–3, and the agent program at Lambda 0.6 and 0.9 (near and past
+the knee, where the step engine works hardest).
+
+The goldens were taken after the correctness fixes of issue 8 and before any
+speed work: an optimisation must leave every figure exactly as it was.  A
+change that moves numbers on purpose rewrites them, and says why in its
+commit::
+
+    python tests/test_golden_reports.py --write
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+GOLDEN = ROOT / "tests" / "golden" / "reports.json"
+
+PROGRAMS = [
+    "programs/multi-turn/closed.sq",
+    "programs/multi-turn/vllm.sq",
+    "programs/multi-turn/vllm_chat.sq",
+    "programs/single-turn/mg1.sq",
+    "programs/single-turn/ps.sq",
+    "programs/single-turn/vllm_single_turn.sq",
+    "programs/subagent/vllm_subagents.sq",
+]
+SEEDS = (1, 2, 3)
+HORIZONS = (300, 2000)
+LOADS = ("0.6", "0.9")  # Lambda of programs/multi-turn/vllm.sq (the program's own is 0.3)
+
+
+def cases() -> list[tuple[str, str, tuple[tuple[str, str], ...], int, int]]:
+    """(case id, program, sets, seed, horizon), in a fixed order."""
+    out = []
+    for horizon in HORIZONS:
+        for seed in SEEDS:
+            for program in PROGRAMS:
+                out.append((f"{program} h{horizon} s{seed}", program, (), seed, horizon))
+            for lam in LOADS:
+                out.append((f"programs/multi-turn/vllm.sq Lambda={lam} h{horizon} s{seed}",
+                            "programs/multi-turn/vllm.sq", (("Lambda", lam),), seed, horizon))
+    return out
+
+
+def report_json(program: str, sets: tuple[tuple[str, str], ...], seed: int, horizon: int) -> str:
+    import serq
+
+    loaded = serq.load(ROOT / program, sets=list(sets))
+    return serq.run(loaded, seed=seed, horizon=horizon, warmup=horizon / 10).to_json()
+
+
+@pytest.fixture(scope="module")
+def golden() -> dict[str, str]:
+    return json.loads(GOLDEN.read_text(encoding="utf-8"))
+
+
+def test_the_goldens_cover_every_case(golden: dict[str, str]) -> None:
+    assert sorted(golden) == sorted(case[0] for case in cases())
+
+
+@pytest.mark.parametrize("case", cases(), ids=lambda case: case[0])
+def test_a_report_is_byte_identical_to_its_golden(case: tuple, golden: dict[str, str]) -> None:
+    name, program, sets, seed, horizon = case
+    assert report_json(program, sets, seed, horizon) == golden[name]
+
+
+def write() -> None:
+    """Run every case and store its report (in case order)."""
+    out = {}
+    for name, program, sets, seed, horizon in cases():
+        out[name] = report_json(program, sets, seed, horizon)
+        print(name, file=sys.stderr)
+    tmp = GOLDEN.with_suffix(".tmp")
+    tmp.write_text(json.dumps(out, indent=0, ensure_ascii=False) + "\n", encoding="utf-8")
+    tmp.replace(GOLDEN)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["--write"]:
+        sys.exit("usage: python tests/test_golden_reports.py --write")
+    write()
