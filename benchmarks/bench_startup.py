@@ -1,0 +1,100 @@
+"""Start-up time of the ``serq`` command, measured as whole processes.
+
+    python benchmarks/bench_startup.py [--repeat 7] [--top 15]
+
+Prints the wall time (best of ``--repeat``, each a fresh process) of
+
+* ``serq --help``,
+* ``serq check programs/single-turn/mg1.sq``,
+* ``serq run programs/single-turn/mg1.sq --horizon 5 --warmup 0`` (a tiny horizon: almost
+  all of it is start-up),
+* ``python -c "import serq"``,
+
+and then the costliest imports of ``serq check`` (``python -X importtime``,
+by their own time and by cumulative time).  The ``serq`` used is the console
+script next to this Python (``python -m serq`` if there is none).  Timings on
+a shared machine are noisy: the best of several runs is the number to quote.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+MG1 = "programs/single-turn/mg1.sq"
+
+
+def serq_command() -> list[str]:
+    script = Path(sys.executable).parent / "serq"
+    if script.exists():
+        return [str(script)]
+    return [sys.executable, "-m", "serq"]
+
+
+def best_wall(argv: list[str], repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        t = time.perf_counter()
+        done = subprocess.run(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        wall = time.perf_counter() - t
+        if done.returncode != 0:
+            raise SystemExit(f"{' '.join(argv)} failed ({done.returncode}): {done.stderr.decode()[-400:]}")
+        best = min(best, wall)
+    return best
+
+
+_LINE = re.compile(r"import time:\s+(\d+)\s+\|\s+(\d+)\s+\|(\s*)(\S+)")
+
+
+def import_costs(argv: list[str]) -> list[tuple[int, int, int, str]]:
+    """(self µs, cumulative µs, depth, module) for each import of ``argv``."""
+    env = dict(os.environ, PYTHONPROFILEIMPORTTIME="1")
+    done = subprocess.run(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    rows = []
+    for line in done.stderr.splitlines():
+        m = _LINE.match(line)
+        if m:
+            rows.append((int(m.group(1)), int(m.group(2)), len(m.group(3)) // 2, m.group(4)))
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=7, help="processes per command; the best is printed")
+    ap.add_argument("--top", type=int, default=15, help="how many imports to list")
+    args = ap.parse_args()
+    serq = serq_command()
+    cases = [
+        ("serq --help", [*serq, "--help"]),
+        (f"serq check {MG1}", [*serq, "check", MG1]),
+        (f"serq run {MG1} --horizon 5 --warmup 0", [*serq, "run", MG1, "--horizon", "5", "--warmup", "0"]),
+        ('python -c "import serq"', [sys.executable, "-c", "import serq"]),
+        ('python -c "pass" (the interpreter alone)', [sys.executable, "-c", "pass"]),
+    ]
+    print(f"whole-process wall time, best of {args.repeat} ({' '.join(serq)}):")
+    for label, argv in cases:
+        print(f"  {best_wall(argv, args.repeat) * 1e3:7.1f} ms  {label}")
+
+    rows = import_costs([sys.executable, "-X", "importtime", "-m", "serq", "check", MG1])
+    total = sum(r[0] for r in rows)
+    print(f"\nimports of `serq check {MG1}`: {len(rows)} modules, {total / 1e3:.1f} ms in all (own times)")
+    print(f"  top {args.top} by own time:")
+    for own, cum, _, name in sorted(rows, reverse=True)[: args.top]:
+        print(f"    {own / 1e3:6.1f} ms  (cumulative {cum / 1e3:6.1f} ms)  {name}")
+    print(f"  top {args.top} top-level imports by cumulative time:")
+    tops = sorted((r for r in rows if r[2] == 0), key=lambda r: r[1], reverse=True)
+    for own, cum, _, name in tops[: args.top]:
+        print(f"    {cum / 1e3:6.1f} ms  {name}")
+    heavy = [name for name in ("pydantic", "tabulate", "serq.draw", "numpy", "rich")
+             if any(r[3] == name for r in rows)]
+    print(f"  heavy packages imported by `serq check`: {', '.join(heavy) or 'none'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,218 @@
+"""Start-up stays light (issue 9, item 4) — what is imported, not how fast.
+
+* ``import serq``, and the ``serq check`` and ``serq run`` commands, never
+  import pydantic (typer coerces through it), tabulate, or the drawing code;
+  ``serq check`` never imports the simulator or NumPy either.  Each is checked
+  in a fresh interpreter, by looking at ``sys.modules``.
+* The grammar reader builds exactly the expressions Parsimonious builds from
+  the same rule text.
+* The quick coercion of the command's options gives what typer's own (through
+  pydantic) gives, and hands everything else to it.
+
+``benchmarks/bench_startup.py`` measures the times.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+MG1 = "programs/single-turn/mg1.sq"
+
+NEVER = ("pydantic", "pydantic_core", "tabulate", "serq.draw", "rich")
+
+
+def modules_after(code: str) -> set[str]:
+    """The modules loaded once ``code`` has run, in a fresh interpreter."""
+    probe = (
+        "import sys, json\n"
+        f"{code}\n"
+        "sys.__stdout__.write('\\n@@' + json.dumps(sorted(sys.modules)))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert "@@" in done.stdout, done.stderr
+    return set(json.loads(done.stdout.rsplit("@@", 1)[1]))
+
+
+def command(*argv: str) -> str:
+    """Run ``serq ARGV`` in the probe's process (its exit is caught)."""
+    return (
+        "from serq import cli\n"
+        f"sys.argv = ['serq', *{list(argv)!r}]\n"
+        "try:\n    cli.main()\nexcept SystemExit as done:\n"
+        "    assert done.code in (0, None), done.code\n"
+    )
+
+
+def loaded(modules: set[str], names: tuple[str, ...]) -> list[str]:
+    return sorted(m for m in modules if any(m == n or m.startswith(n + ".") for n in names))
+
+
+def test_import_serq_is_light() -> None:
+    mods = modules_after("import serq")
+    assert not loaded(mods, NEVER + ("typer", "numpy", "simpy", "serq.sim", "serq.report"))
+
+
+def test_serq_check_imports_no_pydantic_tabulate_draw_or_simulator() -> None:
+    mods = modules_after(command("check", MG1))
+    assert "serq.frontend" in mods  # it did check the program
+    assert not loaded(mods, NEVER + ("numpy", "simpy", "serq.sim"))
+
+
+def test_serq_run_imports_no_pydantic_tabulate_or_draw() -> None:
+    mods = modules_after(command("run", MG1, "--horizon", "5", "--warmup", "0", "--seed", "2", "--set", "lam=0.5"))
+    assert "serq.sim.simulator" in mods  # it did run the program
+    assert not loaded(mods, NEVER)
+
+
+def test_a_refused_option_value_still_gets_typer_s_message() -> None:
+    from frontend_util import cli_main
+
+    code, out = cli_main("run", MG1, "--seed", "-1")
+    assert code == 2
+    assert "Invalid value for '--seed': Input should be greater than or equal to 0" in out
+    code, out = cli_main("run", MG1, "--horizon", "ten")
+    assert code == 2
+    assert "Invalid value for '--horizon'" in out
+
+
+# ---------------------------------------------------------------------------
+# the grammar reader
+
+
+def _same(mine: object, ref: object, pairs: dict[int, int]) -> None:
+    """Structural identity: the same classes, names, literals, patterns,
+    bounds, and the same sharing (one object for one object)."""
+    if id(mine) in pairs:
+        assert pairs[id(mine)] == id(ref), f"sharing differs at {getattr(mine, 'name', mine)!r}"
+        return
+    pairs[id(mine)] = id(ref)
+    assert type(mine) is type(ref), (mine, ref)
+    for attr in ("name", "identity_tuple", "literal", "min", "max", "negativity"):
+        if hasattr(ref, attr):
+            assert getattr(mine, attr) == getattr(ref, attr), (attr, mine, ref)
+    if hasattr(ref, "re"):
+        assert (mine.re.pattern, mine.re.flags) == (ref.re.pattern, ref.re.flags)  # type: ignore[attr-defined]
+    if hasattr(ref, "members"):
+        assert len(mine.members) == len(ref.members)  # type: ignore[attr-defined]
+        for a, b in zip(mine.members, ref.members):  # type: ignore[attr-defined]
+            _same(a, b, pairs)
+
+
+def _check_reader(text: str) -> None:
+    from parsimonious.grammar import Grammar
+
+    from serq.frontend.grammar import compile_rules
+
+    ref = Grammar(text)
+    mine = compile_rules(text, fallback=False)
+    assert list(mine) == list(ref)
+    assert str(mine) == str(ref)
+    pairs: dict[int, int] = {}
+    _same(mine.default_rule, ref.default_rule, pairs)
+    for name in ref:
+        _same(mine[name], ref[name], pairs)
+
+
+def test_the_grammar_reader_builds_what_parsimonious_builds() -> None:
+    from serq.frontend.grammar import GRAMMAR_SOURCE
+
+    _check_reader(GRAMMAR_SOURCE)
+
+
+def test_the_grammar_reader_on_the_rest_of_the_rule_syntax() -> None:
+    _check_reader(r'''
+        # a comment
+        top   = alias (a / b c)+ d{2} e{1,} f{,3} g{2,5} &h !(a b)* "x\ty" 'q' r'\d'
+        alias = b
+        a     = ~"[a-z]+"i b
+        b     = ~r"\s*"ms
+        c = "c" / 'c2' / ~'c'ixa
+        d = ""
+        e = "\\"
+        f = ~"f" g / h
+        g = "g"
+        h = !!g &&g
+    ''')
+
+
+def test_the_grammar_reader_hands_what_it_does_not_know_to_parsimonious() -> None:
+    from parsimonious.exceptions import UndefinedLabel
+
+    from serq.frontend.grammar import compile_rules
+
+    assert compile_rules('a = b"x"')["a"].literal == b"x"  # a bytes literal: Parsimonious read it
+    with pytest.raises(UndefinedLabel):
+        compile_rules("a = nowhere")
+
+
+# ---------------------------------------------------------------------------
+# the quick coercion of option values
+
+
+def _typer_value(annotation: object, low: object, value: object) -> tuple[str, object]:
+    """What typer's adapter makes of ``value``: ("ok", result) or ("error", message)."""
+    from pydantic import ValidationError
+    from typer._adapters import try_build_adapter
+    from typer.models import OptionInfo
+
+    adapter = try_build_adapter(annotation, OptionInfo(min=low))
+    assert adapter is not None
+    try:
+        return "ok", adapter.validate_python(value)
+    except ValidationError as err:
+        return "error", str(err)
+
+
+def _strings(seed: int, n: int) -> list[str]:
+    rng = random.Random(seed)
+    alphabet = "0123456789.eE+-_ xinf\t٣"
+    out = ["0", "1", "007", "-0", "+3", "1.", ".5", "1e5", "1E-5", "1e999", "-1e999", "1e-400", "inf",
+           "nan", "-1", "1_0", " 2", "2 ", "", "0x1f", "1.5e", "٣", "99999999999999999999", "1e+308",
+           "123456789012345678", "1234567890123456789", "0.1", "2.5e-3", "0000", "-0.0", "+.5e+2"]
+    for _ in range(n):
+        out.append("".join(rng.choice(alphabet) for _ in range(rng.randint(1, 8))))
+    return out
+
+
+@pytest.mark.parametrize("annotation,low", [(float, None), (int, 0), (int, 1)])
+def test_quick_numbers_are_what_typer_makes_of_them(annotation: type, low: int | None) -> None:
+    pytest.importorskip("pydantic")
+    pytest.importorskip("typer._adapters")
+    from serq.cli import _SLOW, _quick_value
+
+    kind = annotation.__name__
+    quick_count = 0
+    for text in _strings(7, 600):
+        quick = _quick_value(kind, text, low, None)
+        if quick is _SLOW:
+            continue
+        quick_count += 1
+        status, value = _typer_value(annotation, low, text)
+        assert status == "ok", (text, value)
+        assert type(quick) is type(value), text
+        assert quick == value and math.copysign(1, quick) == math.copysign(1, value), (text, quick, value)
+    assert quick_count > 50
+
+
+def test_quick_strings_and_lists_are_what_typer_makes_of_them() -> None:
+    pytest.importorskip("pydantic")
+    pytest.importorskip("typer._adapters")
+    from typing import List
+
+    from serq.cli import _SLOW, _quick_value
+
+    for text in ["mg1.sq", "", " a b ", "\udcff", "é", "x=1", "a\x00b"]:
+        assert _quick_value("str", text, None, None) == _typer_value(str, None, text)[1]
+    many = ("a=1", "b=2")
+    assert _quick_value("list", many, None, None) == _typer_value(List[str], None, many)[1]
+    assert _quick_value("bool", True, None, None) is True
+    assert _quick_value("bool", "yes", None, None) is _SLOW
+    assert _quick_value("int", 3, 0, None) is _SLOW  # not text: typer's own coercion
