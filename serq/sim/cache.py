@@ -13,11 +13,23 @@ a time when the pool has ``block``, the whole entry otherwise (§3.3).  Under
 LRU the key is (release time, release sequence); since both only grow,
 insertion order *is* LRU order for live entries, and the oldest entry is the
 first of the dict.  Dead entries keep the key of the entry they came from, so
-they are compared separately.
+they are kept in a heap of their own keys.
+
+:meth:`PrefixCache.make_room` gives the same result as taking one block at a
+time and searching the victim again after each (:meth:`evict_one`), but
+faster: a victim's key does not change while blocks are taken from it (unless
+an ``evict by`` key reads ``size``), so it is drained until the shortfall is
+covered, in one step when every amount is an integer (then ``k`` subtractions
+of a block equal one subtraction of ``k`` blocks exactly) and block by block
+otherwise; the next victim comes from the dict's head and the dead heap (LRU)
+or from a heap of the keys evaluated once per call (``evict by``).  Keys that
+draw, or read ``cachedin``, are evaluated for every entry before every block,
+as the rule is written.
 """
 
 from __future__ import annotations
 
+from heapq import heapify, heappop, heappush, heapreplace
 from typing import TYPE_CHECKING, Any, Callable
 
 from .order import total_key
@@ -26,6 +38,10 @@ if TYPE_CHECKING:
     from .session import Session
 
 EPS = 1e-9
+_BIG = 2.0**50  # integers up to this size: sums of three stay exact in a float
+
+# how `evict by` keys may be evaluated (see `classify`)
+LRU, STABLE, SIZED, SCAN = "lru", "stable", "sized", "scan"
 
 
 class Entry:
@@ -60,15 +76,45 @@ class EvictView:
         self.srng = stream
 
 
+def classify(exprs: Any) -> str:
+    """How the ``evict by`` keys ``exprs`` (IR expressions) may be evaluated
+    during one :meth:`PrefixCache.make_room`, where nothing but the cache
+    changes: ``STABLE`` — each entry's key is fixed; ``SIZED`` — only the
+    victim's key changes, as it reads ``size``; ``SCAN`` — a key draws (every
+    evaluation moves the eviction stream) or reads ``cachedin`` (another
+    entry's size): every key is evaluated before every block."""
+    from .. import ir
+    from ..expr import walk
+
+    kind = STABLE
+    for e in exprs:
+        for x in walk(e):
+            if isinstance(x, ir.Draw) or (isinstance(x, ir.Probe) and x.fn == "cachedin"):
+                return SCAN
+            if isinstance(x, ir.Ctx) and x.name == "size":
+                kind = SIZED
+    return kind
+
+
+def _exact(x: float) -> bool:
+    """``x`` is an integer small enough that sums of three such stay exact."""
+    return -_BIG <= x <= _BIG and x == int(x)
+
+
 class PrefixCache:
     """The entries of one pool and the order in which they go."""
 
-    def __init__(self, block: float | None, keys: Callable[[EvictView], tuple] | None, stream: Any) -> None:
+    def __init__(self, block: float | None, keys: Callable[[EvictView], tuple] | None, stream: Any,
+                 kind: str | None = None) -> None:
         self.block = block
+        self._int_block = block is not None and 0.0 < block <= _BIG and _exact(block)
         self.keys = keys  # None: LRU
         self.stream = stream
+        # LRU, or how `evict by` keys are evaluated; None: not known yet (the pool classifies its keys)
+        self.kind = LRU if keys is None else kind
         self.entries: dict[int, Entry] = {}  # serial → entry, in release order
-        self.dead: dict[int, Entry] = {}
+        self.dead: dict[int, Entry] = {}  # in insertion order
+        self._dead_heap: list[tuple[float, int, int]] = []  # LRU: (last, seq, id) of dead entries, lazily deleted
         self._next_dead = 0
         self.total = 0.0  # `cached`: the sum of the sizes, dead entries included
         self.evicted_entries = 0
@@ -95,24 +141,38 @@ class PrefixCache:
 
     def put_dead(self, like: Entry, size: float) -> None:
         """Units past a ``reuse`` bound: cached, evictable, readable by nobody."""
-        self.dead[self._next_dead] = Entry(size, like.last, like.seq, like.snap, None)
+        k = self._next_dead
+        self.dead[k] = Entry(size, like.last, like.seq, like.snap, None)
+        if self.keys is None:
+            heappush(self._dead_heap, (like.last, like.seq, k))
         self._next_dead += 1
         self.total += size
 
     # -- eviction -----------------------------------------------------------
 
+    def _lru_victim(self) -> tuple[dict[int, Entry], int] | None:
+        """The live entry first in the dict, unless a dead entry's key is
+        smaller (a live one wins a tie, as the scan it replaces did)."""
+        heap = self._dead_heap
+        dead = self.dead
+        while heap and heap[0][2] not in dead:
+            heappop(heap)
+        entries = self.entries
+        if entries:
+            serial = next(iter(entries))
+            if heap:
+                e = entries[serial]
+                top = heap[0]
+                if (top[0], top[1]) < (e.last, e.seq):
+                    return dead, top[2]
+            return entries, serial
+        if heap:
+            return dead, heap[0][2]
+        return None
+
     def _victim(self, now: float) -> tuple[dict[int, Entry], int] | None:
         if self.keys is None:
-            best: tuple[dict[int, Entry], int] | None = None
-            best_key: tuple[float, int] | None = None
-            if self.entries:
-                serial = next(iter(self.entries))
-                e = self.entries[serial]
-                best, best_key = (self.entries, serial), (e.last, e.seq)
-            for k, e in self.dead.items():
-                if best_key is None or (e.last, e.seq) < best_key:
-                    best, best_key = (self.dead, k), (e.last, e.seq)
-            return best
+            return self._lru_victim()
         best = None
         best_key2: tuple | None = None
         for store in (self.entries, self.dead):
@@ -122,18 +182,105 @@ class PrefixCache:
                     best, best_key2 = (store, k), key
         return best
 
+    def _take_piece(self, store: dict[int, Entry], key: int, e: Entry) -> bool:
+        """Evict one piece (a block, or the whole entry) of ``e``; whether it is gone."""
+        piece = min(self.block, e.size) if self.block is not None else e.size
+        e.size -= piece
+        gone = e.size <= EPS
+        if gone:
+            del store[key]
+            self.evicted_entries += 1
+        self.total -= piece
+        self.evicted_units += piece
+        return gone
+
     def evict_one(self, now: float) -> bool:
         """Evict one piece (a block, or a whole entry); False if nothing is cached."""
         found = self._victim(now)
         if found is None:
             return False
-        store, key = found
-        e = store[key]
-        piece = min(self.block, e.size) if self.block is not None else e.size
-        e.size -= piece
-        if e.size <= EPS:
+        self._take_piece(found[0], found[1], found[0][found[1]])
+        return True
+
+    def _drain(self, store: dict[int, Entry], key: int, e: Entry, used: float, need: float, cap: float) -> bool:
+        """Take pieces of ``e`` while ``used + cached + need > cap + ε``, as
+        :meth:`evict_one` would with ``e`` the victim each time; whether ``e``
+        is gone.  With integer amounts, ``k`` blocks go in one subtraction."""
+        b = self.block
+        if b is None:
+            return self._take_piece(store, key, e)
+        s = e.size
+        total = self.total
+        eu = self.evicted_units
+        if (self._int_block and -_BIG <= used <= _BIG and -_BIG <= total <= _BIG and -_BIG <= need <= _BIG
+                and -_BIG <= cap <= _BIG and -_BIG <= s <= _BIG and -_BIG <= eu <= _BIG
+                and used == int(used) and total == int(total) and need == int(need) and cap == int(cap)
+                and s == int(s) and eu == int(eu)):
+            # every sum below is exact; used + cached + need > cap + ε  ⇔  > cap for integers
+            short = int(used + total + need - cap)  # > 0: the caller saw the condition hold
+            bi = int(b)
+            k = -(-short // bi)  # blocks that cover the shortfall
+            if k * bi < s:  # they leave part of the entry
+                taken = k * b
+                e.size = s - taken
+                self.total = total - taken
+                self.evicted_units = eu + taken
+                return False
+            e.size = 0.0  # s − (the pieces, in turn) is exactly 0
             del store[key]
             self.evicted_entries += 1
-        self.total -= piece
-        self.evicted_units += piece
-        return True
+            self.total = total - s
+            self.evicted_units = eu + s
+            return True
+        limit = cap + EPS
+        while True:
+            if self._take_piece(store, key, e):
+                return True
+            if not used + self.total + need > limit:
+                return False
+
+    def make_room(self, used: float, need: float, cap: float, now: float) -> None:
+        """Evict until ``used + cached + need ≤ cap + ε`` or nothing is cached (§3.3)."""
+        limit = cap + EPS
+        if not used + self.total + need > limit:
+            return
+        kind = self.kind
+        if kind == LRU:
+            while True:
+                found = self._lru_victim()
+                if found is None:
+                    return
+                store, key = found
+                self._drain(store, key, store[key], used, need, cap)
+                if not used + self.total + need > limit:
+                    return
+        if kind == SCAN or kind is None:
+            while used + self.total + need > limit:
+                if not self.evict_one(now):
+                    return
+            return
+        # `evict by` keys fixed for this call (but for the victim's size under SIZED): a heap
+        # of them, in the scan's order (i) for ties, which the release sequence rules out anyway
+        keys = self.keys
+        assert keys is not None
+        stream = self.stream
+        heap: list[tuple[Any, int, dict[int, Entry], int]] = []
+        i = 0
+        for store in (self.entries, self.dead):
+            for k, e in store.items():
+                heap.append((total_key((*keys(EvictView(e, now, stream)), e.seq)), i, store, k))
+                i += 1
+        heapify(heap)
+        sized = kind == SIZED
+        while heap:
+            _key, i, store, k = heap[0]
+            e = store[k]
+            if sized:
+                if self._take_piece(store, k, e):
+                    heappop(heap)
+                else:
+                    heapreplace(heap, (total_key((*keys(EvictView(e, now, stream)), e.seq)), i, store, k))
+            elif self._drain(store, k, e, used, need, cap):
+                heappop(heap)
+            if not used + self.total + need > limit:
+                return

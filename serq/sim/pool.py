@@ -26,7 +26,7 @@ from simpy.exceptions import Interrupt
 from simpy.resources.base import BaseResource
 
 from ..errors import SerqRuntimeError
-from .cache import EPS, PrefixCache
+from .cache import EPS, SCAN, PrefixCache, classify
 from .order import total_key
 from .ready import make_ready
 from .stats import TimeAverage
@@ -183,18 +183,32 @@ class Pool(BaseResource):
         """Sample the time-averaged signals (after any change)."""
         if now is None:
             now = self.sim.env._now
-        self.used_avg.set(now, self.used)
-        self.cached_avg.set(now, self.cache.total)
-        self.queue_avg.set(now, len(self.put_queue))
-        self.holders_avg.set(now, len(self.holders))
+        # TimeAverage.set inlined (the same operations): this runs after every change
+        a = self.used_avg
+        a.integral += a.value * (now - a.last)
+        a.last = now
+        a.value = self.used
+        a = self.cached_avg
+        a.integral += a.value * (now - a.last)
+        a.last = now
+        a.value = self.cache.total
+        a = self.queue_avg
+        a.integral += a.value * (now - a.last)
+        a.last = now
+        a.value = len(self.put_queue)
+        a = self.holders_avg
+        a.integral += a.value * (now - a.last)
+        a.last = now
+        a.value = len(self.holders)
 
     def make_room(self, need: float) -> None:
         """Evict cached units until ``need`` more fit beside what is used (§3.3)."""
         cache = self.cache
-        now = self.sim.env._now
-        while self.used + cache.total + need > self.cap + EPS:
-            if not cache.evict_one(now):
-                break
+        if self.used + cache.total + need > self.cap + EPS:
+            if cache.kind is None:
+                evict = getattr(self.decl, "evict", None)
+                cache.kind = classify(evict) if isinstance(evict, (list, tuple)) else SCAN
+            cache.make_room(self.used, need, self.cap, self.sim.env._now)
 
     # -- the queue -------------------------------------------------------------
 
