@@ -164,7 +164,6 @@ def run(
 ) -> None:
     """Simulate a program and print its report."""
     from . import api
-    from .files import write_dir_atomic
     from .sim.engines import load_engine_classes
 
     _need_stdout("the report")
@@ -178,6 +177,8 @@ def run(
     except SerqError as err:
         raise _fail(err, file) from None
     if dump is not None:
+        from .files import write_dir_atomic
+
         try:
             write_dir_atomic(dump, report.dump)
         except OSError as err:
