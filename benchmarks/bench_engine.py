@@ -1,16 +1,28 @@
-"""Wall time of the step engine on ``programs/multi-turn/vllm.sq``.
+"""Wall time of the step engine on the bundled vLLM programs.
 
-    python benchmarks/bench_engine.py [--horizons 300 2000] [--plain]
+    python benchmarks/bench_engine.py [--horizon 2000] [--repeat 3] [--plain] [--only LABEL…]
 
-For each horizon: wall time, engine iterations, iterations per wall second,
-report events per second and simulated seconds per wall second.  ``--plain``
-also runs the engine iteration by iteration (no coalescing of decode runs),
-which must give the same report, and says whether it did.
+For each case (the four vLLM programs, subagents with ``q=0``, ``vllm.sq`` at
+Lambda 0.6 and 0.9; seed 1, horizon 2000, warm-up a tenth of it):
+
+* ``process``: the whole ``serq run … --horizon H --warmup W --seed 1`` as a
+  subprocess (start-up included), best of ``--repeat``;
+* ``in-proc``: ``serq.run`` of the loaded program in this process, best of ``--repeat``;
+* ``iters``: engine iterations; ``events``: the report's SimPy events;
+* ``coalesced``: the share of iterations that ran inside coalesced decode runs
+  (runs of two or more iterations advanced by one event).
+
+Then the start-up time: ``serq check`` on a small program as a whole process.
+``--plain`` also runs each case iteration by iteration (no coalescing), which
+must give the same report, and says whether it did.  Timings on a shared
+machine are noisy: compare before/after runs made in alternation.
 """
 
 from __future__ import annotations
 
 import argparse
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -19,36 +31,92 @@ from serq.sim.stages import StepEngine
 
 ROOT = Path(__file__).resolve().parent.parent
 
+CASES: list[tuple[str, str, tuple[str, ...]]] = [
+    ("vllm", "programs/multi-turn/vllm.sq", ()),
+    ("vllm L=0.6", "programs/multi-turn/vllm.sq", ("Lambda=0.6",)),
+    ("vllm L=0.9", "programs/multi-turn/vllm.sq", ("Lambda=0.9",)),
+    ("chat", "programs/multi-turn/vllm_chat.sq", ()),
+    ("single turn", "programs/single-turn/vllm_single_turn.sq", ()),
+    ("subagents", "programs/subagent/vllm_subagents.sq", ()),
+    ("subagents q=0", "programs/subagent/vllm_subagents.sq", ("q=0",)),
+]
 
-class PlainEngine(StepEngine):
+STARTUP_PROGRAM = "programs/single-turn/mg1.sq"
+
+
+class Counting(StepEngine):
+    """The default engine (no hook overridden, so it coalesces), counting the
+    iterations that ran inside coalesced runs."""
+
+    coalesced_iters = 0
+
+    def _iter_end(self, timer):  # type: ignore[no-untyped-def]
+        if timer.epoch == self.epoch and self.run_length > 1:
+            Counting.coalesced_iters += self.run_length
+        super()._iter_end(timer)
+
+
+class Plain(StepEngine):
     """The default scheduler, one event per iteration."""
 
     coalesce = False
 
 
-def timed(program: serq.Program, horizon: float, engines: dict) -> tuple[float, "serq.Report"]:
-    t = time.perf_counter()
-    report = serq.run(program, seed=1, horizon=horizon, warmup=horizon / 10, engines=engines)
-    return time.perf_counter() - t, report
+def whole_process(args: list[str], repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "serq", *args], check=True, stdout=subprocess.DEVNULL,
+                       cwd=ROOT)
+        best = min(best, time.perf_counter() - t)
+    return best
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--horizons", type=float, nargs="+", default=[300.0, 2000.0])
+    ap.add_argument("--horizon", type=float, default=2000.0)
+    ap.add_argument("--repeat", type=int, default=3, help="best of this many runs (default 3)")
     ap.add_argument("--plain", action="store_true", help="also run without coalescing and compare")
+    ap.add_argument("--only", nargs="+", default=None, help="run only the cases with these labels")
+    ap.add_argument("--no-process", action="store_true", help="skip the whole-process timings")
     args = ap.parse_args()
-    program = serq.load(ROOT / "programs/multi-turn/vllm.sq")
-    for horizon in args.horizons:
-        wall, report = timed(program, horizon, {})
+    horizon = args.horizon
+    warmup = horizon / 10
+    print(f"horizon {horizon:g}, warm-up {warmup:g}, seed 1; best of {args.repeat}; python {sys.version.split()[0]}")
+    print(f"{'case':<14} {'process':>8} {'in-proc':>8} {'iters':>8} {'events':>8} {'coalesced':>9}")
+    for label, path, sets in CASES:
+        if args.only and label not in args.only:
+            continue
+        program = serq.load(ROOT / path, sets=[tuple(s.split("=", 1)) for s in sets])  # type: ignore[misc]
+        best = float("inf")
+        report = None
+        for _ in range(args.repeat):
+            Counting.coalesced_iters = 0
+            t = time.perf_counter()
+            report = serq.run(program, seed=1, horizon=horizon, warmup=warmup, engines={"engine": Counting})
+            best = min(best, time.perf_counter() - t)
+        assert report is not None
         iters = report.stage("engine").iterations
-        print(f"vllm.sq horizon {horizon:g}: wall {wall:.2f} s, iterations {iters}, "
-              f"{iters / wall / 1e3:.0f} k iterations/s, {report.events / wall / 1e3:.0f} k events/s, "
-              f"{horizon / wall:.0f} simulated s per wall s")
+        share = Counting.coalesced_iters / iters if iters else 0.0
+        proc = "-"
+        if not args.no_process:
+            cli = ["run", path, "--horizon", f"{horizon:g}", "--warmup", f"{warmup:g}", "--seed", "1"]
+            for s in sets:
+                cli += ["--set", s]
+            proc = f"{whole_process(cli, args.repeat):.2f}"
+        print(f"{label:<14} {proc:>8} {best:>8.2f} {iters:>8} {report.events:>8} {share:>9.1%}", flush=True)
         if args.plain:
-            wall2, plain = timed(program, horizon, {"engine": PlainEngine})
+            t = time.perf_counter()
+            plain = serq.run(program, seed=1, horizon=horizon, warmup=warmup, engines={"engine": Plain})
+            wall = time.perf_counter() - t
             same = plain.to_json() == report.to_json()
-            print(f"  iteration by iteration: wall {wall2:.2f} s ({wall2 / wall:.1f}x); "
-                  f"report {'identical' if same else 'DIFFERENT'}")
+            print(f"  iteration by iteration: {wall:.2f} s; report {'identical' if same else 'DIFFERENT'}",
+                  flush=True)
+    if not args.no_process:
+        start = whole_process(["check", STARTUP_PROGRAM], max(args.repeat, 5))
+        print(f"start-up: serq check {STARTUP_PROGRAM}: {start:.3f} s (whole process, best of "
+              f"{max(args.repeat, 5)})")
+    sys.stdout.flush()
 
 
 if __name__ == "__main__":

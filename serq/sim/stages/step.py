@@ -83,10 +83,20 @@ class StepEngine(Stage):
     """A ``step`` stage: vLLM's scheduler loop (``scheduler.py``)."""
 
     kind = "step"
-    #: Advance runs of identical decode iterations in one event (same report).
-    #: Only with the default hooks; a subclass that overrides one runs
-    #: iteration by iteration.
+    #: Advance runs of identical decode iterations in one event (same report);
+    #: False runs every iteration as its own event.
     coalesce = True
+    #: A subclass that overrides ``order_residents``, ``plan_tokens`` or
+    #: ``iteration_cost`` sets this to keep coalesced runs.  It promises that
+    #: those hooks are deterministic, draw nothing, keep no state, and read only
+    #: their documented inputs; that ``order_residents`` orders residents that
+    #: all decode by what a run does not change (their admission numbers, modes
+    #: and session attributes, not ``remaining`` nor memory); and that
+    #: ``plan_tokens`` gives a decoding job with more than one token left one
+    #: token (docs/simulator.md, "Coalesced decode runs").  ``choose_victim``
+    #: never needs it (a run stops before a growth that does not fit), nor
+    #: ``admit_next`` (with it overridden a run stops at a waiting request).
+    coalesce_safe = False
 
     def __init__(self, sim: Any, decl: Any, label: str, index: int | None, *,
                  budget: Callable[[Any], float], chunk: Callable[[Any], float],
@@ -124,6 +134,8 @@ class StepEngine(Stage):
         self.run_cost = 0.0
         self._run_start = 0.0
         self._plan: list = []
+        self._head: Any = None  # a coalesced run's waiting head whose header is evaluated again
+        self._view: StepView | None = None
         # B8: since when every attempt found work but no budget (None: it scheduled since)
         self.starved_at: float | None = None
         self.starved_budget = 0.0
@@ -261,11 +273,25 @@ class StepEngine(Stage):
         self._chunk_const = step.chunk.value if isinstance(step.chunk, ir.Num) else None
         reads = {x.name for x in expr.walk(step.cost) if isinstance(x, ir.Ctx)}
         self._kv_needed = self.memory is not None and bool(reads & {"kv_decode", "kv_prefill"})
-        hooks = ("order_residents", "plan_tokens", "admit_next", "choose_victim", "iteration_cost", "start_iteration")
-        default_hooks = all(getattr(type(self), h) is getattr(StepEngine, h) for h in hooks)
+        cls = type(self)
+        overridden = {h for h in ("order_residents", "plan_tokens", "iteration_cost", "start_iteration",
+                                  "_launch", "_iter_end", "admit_next")
+                      if getattr(cls, h) is not getattr(StepEngine, h)}
+        self._default_admit = "admit_next" not in overridden
+        overridden.discard("admit_next")
+        overridden.discard("_iter_end")  # a wrapper that calls the engine's own
+        safe_hooks = not overridden or (self.coalesce_safe and not overridden & {"start_iteration", "_launch"})
         steady = all(_steady(e) for e in (step.budget, step.chunk, step.cost))
-        self._coalescable = (self.coalesce and default_hooks and steady
-                             and self.serve in ("admission", "exclusive_prefill", "decode_first"))
+        ordered = self.serve in ("admission", "exclusive_prefill", "decode_first") or (
+            isinstance(step.serve, tuple) and coalesce.constant_keys(step.serve))
+        self._coalescable = self.coalesce and safe_hooks and steady and ordered
+        sim = self.sim
+        self._state_pools = frozenset(
+            coalesce.state_pools(step.budget, sim, self.memory) | coalesce.state_pools(step.chunk, sim, self.memory)
+            | coalesce.state_pools(step.cost, sim, None))
+        self._headers: dict[int, list] = {}
+        self._hold_ir: dict[int, Any] = {}
+        self._view = StepView() if cls.iteration_cost is StepEngine.iteration_cost else None
         self._prepared = True
 
     def start_iteration(self) -> bool:
@@ -371,7 +397,9 @@ class StepEngine(Stage):
     def _cost(self, tokens: float, prefilled: float, decoders: float, kv_d: float, kv_p: float,
               attention: float) -> float:
         """``iteration_cost`` of an iteration scheduled so (moment Step)."""
-        view = StepView()
+        view = self._view
+        if view is None:  # a subclass's iteration_cost may keep its view
+            view = StepView()
         view.srng = self.srng
         view.tokens, view.prefilled, view.decoders = tokens, prefilled, decoders
         view.kv_decode, view.kv_prefill = kv_d, kv_p
