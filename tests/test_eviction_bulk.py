@@ -109,6 +109,8 @@ def build(rng: random.Random, keys: Any, kind: str, block: float | None) -> tupl
             size = rng.randint(1, 8) * block
             if rng.random() < 0.2:
                 size = math.floor((size + rng.random() * block) / block + EPS) * block
+            elif rng.random() < 0.1:  # not a multiple of the block: the slow path from then on
+                size = rng.random() * 100
         else:
             size = float(rng.randint(1, 100)) if rng.random() < 0.7 else rng.random() * 50
         sizes.append(size)

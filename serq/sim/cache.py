@@ -29,6 +29,7 @@ as the rule is written.
 
 from __future__ import annotations
 
+import math
 from heapq import heapify, heappop, heappush, heapreplace
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -108,6 +109,11 @@ class PrefixCache:
                  kind: str | None = None) -> None:
         self.block = block
         self._int_block = block is not None and 0.0 < block <= _BIG and _exact(block)
+        # every size put so far, and `total` after it, an integer up to _BIG (sticky): then every
+        # size, piece, `total` and `evict(u)` (while ≤ _BIG) is an integer, exactly
+        self._ints = True
+        self._cap = math.nan  # the last cap seen, and whether it is an integer up to _BIG
+        self._cap_exact = False
         self.keys = keys  # None: LRU
         self.stream = stream
         # LRU, or how `evict by` keys are evaluated; None: not known yet (the pool classifies its keys)
@@ -131,6 +137,8 @@ class PrefixCache:
             self.total -= old.size
         self.entries[serial] = Entry(size, now, seq, snap, owner)
         self.total += size
+        if self._ints and not (_exact(size) and _exact(self.total)):
+            self._ints = False
 
     def take(self, serial: int) -> Entry | None:
         """Remove and return the entry of ``serial`` (consumption or ``drop``)."""
@@ -147,6 +155,8 @@ class PrefixCache:
             heappush(self._dead_heap, (like.last, like.seq, k))
         self._next_dead += 1
         self.total += size
+        if self._ints and not (_exact(size) and _exact(self.total)):
+            self._ints = False
 
     # -- eviction -----------------------------------------------------------
 
@@ -212,10 +222,11 @@ class PrefixCache:
         s = e.size
         total = self.total
         eu = self.evicted_units
-        if (self._int_block and -_BIG <= used <= _BIG and -_BIG <= total <= _BIG and -_BIG <= need <= _BIG
-                and -_BIG <= cap <= _BIG and -_BIG <= s <= _BIG and -_BIG <= eu <= _BIG
-                and used == int(used) and total == int(total) and need == int(need) and cap == int(cap)
-                and s == int(s) and eu == int(eu)):
+        if cap != self._cap:
+            self._cap = cap
+            self._cap_exact = _exact(cap)
+        if (self._ints and self._int_block and self._cap_exact and eu <= _BIG
+                and -_BIG <= used <= _BIG and used == int(used) and -_BIG <= need <= _BIG and need == int(need)):
             # every sum below is exact; used + cached + need > cap + ε  ⇔  > cap for integers
             short = int(used + total + need - cap)  # > 0: the caller saw the condition hold
             bi = int(b)
@@ -246,12 +257,17 @@ class PrefixCache:
             return
         kind = self.kind
         if kind == LRU:
+            entries = self.entries
             while True:
-                found = self._lru_victim()
-                if found is None:
-                    return
-                store, key = found
-                self._drain(store, key, store[key], used, need, cap)
+                if entries and not self._dead_heap:  # the oldest live entry
+                    key = next(iter(entries))
+                    self._drain(entries, key, entries[key], used, need, cap)
+                else:
+                    found = self._lru_victim()
+                    if found is None:
+                        return
+                    store, key = found
+                    self._drain(store, key, store[key], used, need, cap)
                 if not used + self.total + need > limit:
                     return
         if kind == SCAN or kind is None:
