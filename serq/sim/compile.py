@@ -126,8 +126,14 @@ class Compiler:
         return "\n".join(self.lines) + "\n"
 
     def _woke(self, depth: int) -> None:
-        """After a wait: count the wake-up (§1.3 guard) and restart the statement count."""
-        self._emit(depth, "s.woke()")
+        """After a wait: count the wake-up (§1.3 guard) and restart the statement
+        count.  The first wake-up at an instant is counted inline; later ones
+        call ``Session.woke``, which checks the limit."""
+        self._emit(depth, "if s.woke_at != _env._now:")
+        self._emit(depth + 1, "s.woke_at = _env._now")
+        self._emit(depth + 1, "s.woke_n = 1")
+        self._emit(depth, "else:")
+        self._emit(depth + 1, "s.woke()")
         self._emit(depth, "_n = 0")
 
     def _emit(self, depth: int, text: str) -> None:

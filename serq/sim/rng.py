@@ -45,16 +45,20 @@ def root_key(seed: int) -> int:
 
 
 def key(root: int, *parts: int) -> int:
-    """Mix key parts into the root, one SplitMix64 step each."""
+    """Mix key parts into the root, one SplitMix64 step each (``_mix`` inline)."""
     x = root
     for v in parts:
-        x = _mix((x + _GAMMA + v) & _M)
+        z = (x + _GAMMA + v) & _M
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M
+        x = z ^ (z >> 31)
     return x
 
 
 class Stream:
-    """The SplitMix64 sequence from one key, built on the first draw (most
-    sessions' own streams are never drawn from)."""
+    """The SplitMix64 sequence from one key.  ``Stream(root, *parts)`` mixes
+    the key on the first draw (most sessions' own streams are never drawn
+    from); :func:`keyed` makes one from a key already mixed."""
 
     __slots__ = ("_s", "_parts")
 
@@ -79,6 +83,20 @@ class Stream:
         return min(int(self.random() * n), n - 1)
 
 
+class _Keyed(Stream):
+    """A stream whose key is already mixed (``_s`` holds it from the start)."""
+
+    __slots__ = ()
+
+    def __init__(self, k: int) -> None:
+        self._s = k
+
+
+def keyed(k: int) -> Stream:
+    """The stream of an already mixed key ``k`` (``key(root, *parts)``)."""
+    return _Keyed(k)
+
+
 def session_stream(root: int, serial: int) -> Stream:
     return Stream(root, serial, 0, SESSION)
 
@@ -89,3 +107,55 @@ def workload_stream(root: int, serial: int, turn: int) -> Stream:
 
 def global_stream(root: int, kind: int) -> Stream:
     return Stream(root, kind)
+
+
+#: Sessions whose keys :class:`SessionKeys` mixes at once.
+KEY_BLOCK = 512
+
+_U = np.uint64
+
+
+def _mix_array(z: np.ndarray) -> np.ndarray:
+    """``_mix`` on every element: uint64 arithmetic wraps modulo 2^64, as ``& _M`` does."""
+    z = (z ^ (z >> _U(30))) * _U(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> _U(27))) * _U(0x94D049BB133111EB)
+    return z ^ (z >> _U(31))
+
+
+class SessionKeys:
+    """The keys of sessions' streams, mixed with NumPy for a block of serials
+    at a time (serials are handed out in order): per serial, the key of
+    ``(serial,)`` (the prefix a turn's workload key continues from), of
+    ``(serial, 0, SESSION)`` and of ``(serial, 0, WORKLOAD)``.  Exactly the
+    integers :func:`key` gives, at a tenth of the cost of mixing them one by
+    one in Python (three mixes of 64-bit products per session)."""
+
+    __slots__ = ("root", "base", "prefix", "own", "work")
+
+    def __init__(self, root: int) -> None:
+        self.root = root
+        self.base = -1
+        self.prefix: list[int] = []
+        self.own: list[int] = []
+        self.work: list[int] = []
+
+    def get(self, serial: int) -> tuple[int, int, int]:
+        """(key of (serial,), key of (serial, 0, SESSION), key of (serial, 0, WORKLOAD))."""
+        i = serial - self.base
+        if not (0 <= i < KEY_BLOCK) or self.base < 0:
+            self._fill(serial)
+            i = serial - self.base
+        return self.prefix[i], self.own[i], self.work[i]
+
+    def _fill(self, serial: int) -> None:
+        base = serial - serial % KEY_BLOCK
+        gamma = _U(_GAMMA)
+        with np.errstate(over="ignore"):
+            x1 = _mix_array(_U(self.root) + gamma + np.arange(base, base + KEY_BLOCK, dtype=np.uint64))
+            x2 = _mix_array(x1 + gamma)  # turn 0
+            own = _mix_array(x2 + gamma + _U(SESSION))
+            work = _mix_array(x2 + gamma + _U(WORKLOAD))
+        self.base = base
+        self.prefix = x1.tolist()
+        self.own = own.tolist()
+        self.work = work.tolist()

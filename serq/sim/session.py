@@ -5,13 +5,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable
 
-from simpy.events import Event
+from heapq import heappush
+
+from simpy.events import URGENT, Event, Initialize, Process
 from simpy.exceptions import Interrupt
 
 from .. import ir
-from ..errors import SerqRuntimeError
+from ..errors import SerqError, SerqRuntimeError
 from . import rng
 from .pool import GRANTED, HoldRequest, HoldSpec
+
+_keyed = rng.keyed
+_new = object.__new__
 
 #: Wake-ups of one session at one instant before the run is declared not to settle (§1.3).
 READY_LIMIT = 1000
@@ -32,13 +37,97 @@ class Preemption:
         self.old = old
 
 
+class SessionProcess(Process):
+    """A session's SimPy process, with a leaner resume than SimPy's own.
+
+    It runs the compiled body directly (no wrapping generator) and, when the
+    body returns, ends the session (``Simulator.end_session``) from inside the
+    process as before.  A process whose generator returns is itself an event
+    SimPy schedules at once; nothing ever waits on a session's process, so when
+    the run has no step stage that event is not scheduled at all: it has no
+    callbacks and would only make the simulator settle once more at the same
+    instant, which changes nothing without step stages (whose iterations start
+    only once no event is left at the instant).  The events-per-instant guard
+    still counts it.  A step stage keeps it, so iterations start at exactly the
+    same point as before."""
+
+    def __init__(self, env: Any, generator: Any, s: "Session", sim: "Simulator") -> None:
+        # Process.__init__ without its generator check
+        self.env = env
+        self.callbacks = []
+        self._generator = generator
+        self.session = s
+        self.sim = sim
+        # Initialize(env, self), inline: the process starts as a ready session
+        init = self._target = _new(Initialize)
+        init.env = env
+        init.callbacks = [self._resume]
+        init._value = None
+        init._ok = True
+        heappush(env._queue, (env._now, URGENT, next(env._eid), init))
+
+    def _resume(self, event: Event) -> None:
+        env = self.env
+        env._active_proc = self
+        gen = self._generator
+        while True:
+            try:
+                if event._ok:
+                    event = gen.send(event._value)
+                else:
+                    event._defused = True  # type: ignore[attr-defined]
+                    exc = type(event._value)(*event._value.args)
+                    exc.__cause__ = event._value
+                    event = gen.throw(exc)
+            except StopIteration:
+                event = None  # type: ignore[assignment]
+                self._end(True)
+                break
+            except SerqError as err:
+                event = None  # type: ignore[assignment]
+                self.sim.fail(err)
+                self._end(False)
+                break
+            except BaseException as e:
+                self._ok = False
+                e.__traceback__ = e.__traceback__.tb_next  # type: ignore[union-attr]
+                self._value = e
+                env.schedule(self)
+                self._target = None  # type: ignore[assignment]
+                env._active_proc = None
+                return
+            cbs = event.callbacks
+            if cbs is not None:
+                cbs.append(self._resume)
+                break
+            if not hasattr(event, "callbacks"):
+                raise RuntimeError(f"a session yielded {event!r}, not an event")
+        self._target = event
+        env._active_proc = None
+
+    def _end(self, returned: bool) -> None:
+        """The body returned (or failed with a run-time error, already recorded)."""
+        sim = self.sim
+        if returned:
+            try:
+                sim.end_session(self.session)
+            except SerqError as err:
+                sim.fail(err)
+        self._ok = True
+        self._value = None
+        if sim.engines or self.callbacks:
+            self.env.schedule(self)
+        else:
+            sim._room -= 1  # the end event this run skips still counts against the instant
+
+
 class Session:
     """One session.  ``a`` is its attribute list (slots of ``Program.attributes``)."""
 
     __slots__ = (
         "sim", "serial", "a", "srng", "wrng", "proc", "holds", "job", "queued_at", "ending", "ended",
         "adm_seq", "preempt_pos", "stuck", "requeued", "turns", "trace", "trace_pos",
-        "sent", "first_tok", "last_tok", "n_after", "stall", "resumed", "woke_at", "woke_n",
+        "sent", "first_tok", "last_tok", "n_after", "stall", "resumed", "woke_at", "woke_n", "rkey",
     )
 
     def __init__(self, sim: "Simulator", serial: int) -> None:
@@ -46,8 +135,10 @@ class Session:
         self.serial = serial
         self.a = [0.0] * sim.n_attrs
         self.a[ir.SERIAL] = float(serial)
-        self.srng = rng.session_stream(sim.root, serial)
-        self.wrng = rng.workload_stream(sim.root, serial, 0)
+        # the keys of (serial,), (serial, 0, SESSION) and (serial, 0, WORKLOAD), mixed in blocks
+        self.rkey, own, work = sim.session_keys.get(serial)
+        self.srng = _keyed(own)
+        self.wrng = _keyed(work)
         self.proc: Any = None
         self.holds: list[HoldRequest] = []  # granted or waiting attempts, outermost first
         self.job: tuple[Any, Any] | None = None  # (stage, job) it runs on
@@ -82,7 +173,7 @@ class Session:
         if sim.stats_on:
             sim.turns += 1
         self.turns += 1
-        self.wrng = rng.workload_stream(sim.root, self.serial, self.turns)
+        self.wrng = rng.Stream(self.rkey, self.turns, rng.WORKLOAD)  # = key (root, serial, turn, WORKLOAD)
         if self.trace is not None:
             rows = self.trace
             if self.trace_pos < len(rows):

@@ -17,6 +17,8 @@ from __future__ import annotations
 import math
 import os
 from functools import partial
+from heapq import heappop
+from math import log as _log
 from typing import Any, Mapping
 
 import simpy
@@ -30,11 +32,12 @@ from .cache import PrefixCache
 from .compile import Compiler, pool_source, stage_source
 from .holds import Holds
 from .pool import Pool
-from .session import Session
+from .session import Session, SessionProcess
 from .stages.base import Stage
 from .stages.queueing import DelayStage, FifoStage, PsStage
 from .stages.step import StepEngine
 from .stats import TimeAverage
+from .ready import timer
 from .trace import read_trace
 
 #: Run limits (docs/simulator.md, "Run guards and limits").  The first two
@@ -107,6 +110,7 @@ class Simulator(Holds):
         self._instant = -1.0  # the instant the events-per-instant guard counts, and the events it has left
         self._room = self._cap = 0
         self.root = rng.root_key(seed)
+        self.session_keys = rng.SessionKeys(self.root)
         self.machine_stream = rng.global_stream(self.root, rng.MACHINE)
         self.arrival_stream = rng.global_stream(self.root, rng.ARRIVAL)
         self.eviction_stream = rng.global_stream(self.root, rng.EVICTION)
@@ -190,22 +194,36 @@ class Simulator(Holds):
             Timeout(env, self.warmup).callbacks.append(self._end_warmup)  # type: ignore[union-attr]
         self._start_arrivals()
         q = env._queue
-        step = simpy.Environment.step
         horizon = self.horizon
         settle = self.settle
         limit = self.arrival_limit
+        # With no pool and no step stage, settling is running the ready sessions
+        # and rescheduling the dirty ps stages: skipped when there are none.
+        heavy = bool(self.all_pools or self.engines)
         settle()
-        while q and q[0][0] <= horizon:
+        while q:
             t = q[0][0]
+            if t > horizon:
+                env._now = horizon
+                break
             if t != self._instant:
                 self._new_instant(t)
             self._room -= 1
             if self._room < 0:
                 raise self._unsettled(t)
-            step(env)
+            # SimPy's Environment.step, inline (no StopSimulation in a run)
+            env._now, _, _, event = heappop(q)
+            callbacks, event.callbacks = event.callbacks, None
+            for callback in callbacks:
+                callback(event)
+            if not event._ok and not hasattr(event, "_defused"):
+                exc = type(event._value)(*event._value.args)
+                exc.__cause__ = event._value
+                raise exc
             if self.error is not None:
                 raise self.error
-            settle()
+            if heavy or (q and q[0][1] == URGENT) or self.dirty_ps:
+                settle()
             if limit is not None and self.arrivals >= limit and self.live == 0:
                 break
         else:
@@ -224,19 +242,24 @@ class Simulator(Holds):
         q = env._queue
         if not q or q[0][1] != URGENT:
             return
-        step = simpy.Environment.step
         now = env._now
         if now != self._instant:
             self._new_instant(now)
-        room = self._room
         while q and q[0][1] == URGENT:
-            step(env)
-            room -= 1
-            if room < 0:
+            # SimPy's Environment.step, inline; a session's end may count against _room
+            _t, _, _, event = heappop(q)
+            callbacks, event.callbacks = event.callbacks, None
+            for callback in callbacks:
+                callback(event)
+            if not event._ok and not hasattr(event, "_defused"):
+                exc = type(event._value)(*event._value.args)
+                exc.__cause__ = event._value
+                raise exc
+            self._room -= 1
+            if self._room < 0:
                 raise self._unsettled(now)
             if self.error is not None:
                 raise self.error
-        self._room = room
 
     def _new_instant(self, t: float) -> None:
         """The events-per-instant guard: the events (sessions' wake-ups included)
@@ -294,6 +317,8 @@ class Simulator(Holds):
 
     def _start_arrivals(self) -> None:
         arr = self.program.arrival
+        self._poisson_rate = arr.rate if arr.kind == "poisson" else None  # None: renewal
+        self._arrive_cb = self._arrive
         if self.arrival_limit is not None and arr.kind not in ("poisson", "renewal"):
             raise SerqError("run: arrivals applies only to poisson or renewal workloads")
         self._check_counts()
@@ -349,31 +374,32 @@ class Simulator(Holds):
 
     def _arrive(self, _ev: Any) -> None:
         self.events += 1
-        arr = self.program.arrival
         now = self.env._now
         if now != self._arrive_at:
-            self._arrive_at, self._arrived = now, 0
-        self._arrived += 1
-        if self._arrived > ARRIVALS_PER_INSTANT:
-            raise SerqRuntimeError(
-                f"the run does not settle at time {now:g}: more than {ARRIVALS_PER_INSTANT:,} arrivals at that "
-                f"instant; the interarrival times are too small to advance the clock at {now:g}",
-                helps=[f"lower {self._rate_name()}"])
+            self._arrive_at, self._arrived = now, 1
+        else:
+            self._arrived += 1
+            if self._arrived > ARRIVALS_PER_INSTANT:
+                raise SerqRuntimeError(
+                    f"the run does not settle at time {now:g}: more than {ARRIVALS_PER_INSTANT:,} arrivals at "
+                    f"that instant; the interarrival times are too small to advance the clock at {now:g}",
+                    helps=[f"lower {self._rate_name()}"])
         if self.arrivals >= self.max_arrivals:
             raise SerqRuntimeError(
                 f"at time {now:g}: the workload has made {self.arrivals:,} arrivals, the limit",
                 helps=[f"lower {self._rate_name()}, or shorten the horizon (--horizon), or stop after N "
                        "arrivals with --arrivals N",
                        _raise_with("SERQ_MAX_ARRIVALS", 10 * self.max_arrivals)])
-        if arr.kind == "renewal" and self.arrivals % PACE_CHECK == 0 and self.arrivals:
+        rate = self._poisson_rate
+        if rate is None and self.arrivals % PACE_CHECK == 0 and self.arrivals:
             self._check_pace(now)
-        more = self.arrival_limit is None or self.arrivals + 1 < self.arrival_limit
-        if more:
-            if arr.kind == "poisson":
-                gap = -math.log(1.0 - self.arrival_stream.random()) / arr.rate
+        limit = self.arrival_limit
+        if limit is None or self.arrivals + 1 < limit:
+            if rate is not None:
+                gap = -_log(1.0 - self.arrival_stream.random()) / rate
             else:
                 gap = self._renewal_gap()
-            self._at(gap, self._arrive)
+            timer(self.env, gap, [self._arrive_cb])
         self.spawn()
 
     def _rate_name(self) -> str:
@@ -425,15 +451,8 @@ class Simulator(Holds):
         self.live_avg.set(self.env._now, self.live)
         self.arrivals += 1
         self.code.init(s)
-        s.proc = self.env.process(self._main(s))
+        s.proc = SessionProcess(self.env, self.code.body(s), s, self)
         return s
-
-    def _main(self, s: Session) -> Any:
-        try:
-            yield from self.code.body(s)
-            self.end_session(s)
-        except SerqError as err:
-            self.fail(err)
 
     def end_session(self, s: Session) -> None:
         s.ended = True

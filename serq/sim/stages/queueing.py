@@ -13,12 +13,33 @@ import bisect
 from collections import deque
 from typing import TYPE_CHECKING, Any, Callable
 
-from simpy.events import Event, Timeout
+from simpy.events import PENDING, Event, Timeout
 
-from .base import Job, Stage, check_work
+from ..ready import make_ready, timer
+from .base import Stage, check_work
 
 if TYPE_CHECKING:
     from ..session import Session
+
+
+_INF = float("inf")
+
+
+class QJob:
+    """A job of a delay, fifo or ps stage: the fields of ``base.Job`` these
+    stages use (``work`` left, or a ps finish tag), nothing per step stage."""
+
+    __slots__ = ("session", "work", "enqueued", "started", "ev", "done", "seq", "timer")
+
+    def __init__(self, session: "Session", work: float, ev: Event | None, now: float) -> None:
+        self.session = session
+        self.work = work
+        self.enqueued = now
+        self.started = now
+        self.ev = ev
+        self.done = False
+        self.seq = 0
+        self.timer: Any = None
 
 
 class DelayStage(Stage):
@@ -28,25 +49,23 @@ class DelayStage(Stage):
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
-        self.jobs: set[Job] = set()
+        self.jobs: set[QJob] = set()
 
     def submit(self, s: "Session", work: float, mode: str | None, growing: Any, label: str) -> Event:
         check_work(label, work)
         if work == 0.0:
             return self.immediate()
-        job = Job(s, work, None, self.env._now)
-        timer = Timeout(self.env, work)
-        timer.callbacks.append(self._finish)  # type: ignore[union-attr]
-        timer.job = job  # type: ignore[attr-defined]
-        job.timer = timer
+        job = QJob(s, work, None, self.env._now)
+        t = job.timer = timer(self.env, work, [self._finish])
+        t.job = job  # type: ignore[attr-defined]
         self.jobs.add(job)
         self.count(+1)
         s.job = (self, job)
-        return timer
+        return t
 
-    def _finish(self, timer: Any) -> None:
+    def _finish(self, t: Any) -> None:
         self.sim.events += 1
-        job = timer.job
+        job = t.job
         if job.done:
             return  # its session was preempted away: a stale event
         job.done = True
@@ -55,7 +74,7 @@ class DelayStage(Stage):
         self.finished(job)
         job.session.job = None
 
-    def remove(self, job: Job) -> None:
+    def remove(self, job: QJob) -> None:  # type: ignore[override]
         if not job.done:
             job.done = True
             self.jobs.discard(job)
@@ -67,73 +86,112 @@ class DelayStage(Stage):
 
 
 class FifoStage(Stage):
-    """``c`` servers; jobs start in arrival order as servers free up."""
+    """``c`` servers; jobs start in arrival order as servers free up.
+
+    The job count and its two time averages are updated inline (the same float
+    operations as ``Stage.count``), and a job's timer is made without
+    ``Timeout``'s constructor: this is the M/G/1 path."""
 
     kind = "fifo"
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
         self.servers: int = self.decl.servers
-        self.waiting: deque[Job] = deque()
-        self.active: list[Job] = []
+        self.waiting: deque[QJob] = deque()
+        self.active: list[QJob] = []
+        self._fin = self._finish
 
     def submit(self, s: "Session", work: float, mode: str | None, growing: Any, label: str) -> Event:
-        check_work(label, work)
+        if not 0.0 <= work < _INF:
+            check_work(label, work)
         if work == 0.0:
             return self.immediate()
         now = self.env._now
-        self.count(+1)
+        # self.count(+1), inline
+        n = self.n = self.n + 1
+        avg = self.number_avg
+        avg.integral += avg.value * (now - avg.last)
+        avg.last = now
+        avg.value = n
+        avg = self.busy_avg
+        avg.integral += avg.value * (now - avg.last)
+        avg.last = now
+        avg.value = 1.0
         if len(self.active) < self.servers and not self.waiting:
             # a free server: the session waits on the job's end itself
-            job = Job(s, work, None, now)
+            job = QJob(s, work, None, now)
             s.job = (self, job)
             return self._start(job)
-        job = Job(s, work, Event(self.env), now)
+        job = QJob(s, work, Event(self.env), now)
         self.waiting.append(job)
         s.job = (self, job)
         return job.ev  # type: ignore[return-value]
 
-    def _start(self, job: Job) -> Timeout:
-        job.started = self.env._now
+    def _start(self, job: QJob) -> Timeout:
+        env = self.env
+        job.started = env._now
         self.active.append(job)
-        timer = Timeout(self.env, job.work)
-        timer.callbacks.append(self._finish)  # type: ignore[union-attr]
-        timer.job = job  # type: ignore[attr-defined]
-        job.timer = timer
         ev = job.ev
         if ev is not None and ev.callbacks:
             # a job that waited: its session now waits on the timer itself (one
             # event fewer than waking it at the end), after the stage's bookkeeping
-            timer.callbacks.extend(ev.callbacks)  # type: ignore[union-attr]
+            callbacks: list[Any] = [self._fin]
+            callbacks.extend(ev.callbacks)
             ev.callbacks.clear()
             job.ev = None
-        return timer
+        else:
+            callbacks = [self._fin]
+        t = job.timer = timer(env, job.work, callbacks)
+        t.job = job  # type: ignore[attr-defined]
+        return t
 
     def _fill(self) -> None:
         while len(self.active) < self.servers and self.waiting:
             self._start(self.waiting.popleft())
 
-    def _finish(self, timer: Any) -> None:
-        self.sim.events += 1
-        job = timer.job
+    def _finish(self, t: Any) -> None:
+        sim = self.sim
+        sim.events += 1
+        job = t.job
         if job.done:
             return
         job.done = True
-        self.active.remove(job)
-        self.count(-1)
-        self.finished(job)
+        active = self.active
+        active.remove(job)
+        now = self.env._now
+        # self.count(-1), inline
+        n = self.n = self.n - 1
+        avg = self.number_avg
+        avg.integral += avg.value * (now - avg.last)
+        avg.last = now
+        avg.value = n
+        avg = self.busy_avg
+        avg.integral += avg.value * (now - avg.last)
+        avg.last = now
+        avg.value = 1.0 if n else 0.0
+        # self.finished(job), inline
+        if sim.stats_on:
+            self.completed += 1
+            self.wait_sum += job.started - job.enqueued
+            self.service_sum += now - job.started
         job.session.job = None
-        self.wake(job)  # a job that started at once has no event: its session waits on the timer
-        self._fill()
+        ev = job.ev  # a job that started at once has no event: its session waits on the timer
+        if ev is not None and ev.callbacks is not None and ev._value is PENDING:
+            make_ready(self.env, ev)
+        waiting = self.waiting
+        if waiting:
+            servers = self.servers
+            while len(active) < servers and waiting:
+                self._start(waiting.popleft())
 
-    def remove(self, job: Job) -> None:
+    def remove(self, job: QJob) -> None:  # type: ignore[override]
         if job.done:
             return
         job.done = True
         self.count(-1)
-        timer = job.timer
-        if timer is not None and timer.callbacks:
-            timer.callbacks[:] = [self._finish]  # its session no longer waits on it
+        t = job.timer
+        if t is not None and t.callbacks:
+            t.callbacks[:] = [self._finish]  # its session no longer waits on it
         if job in self.active:
             self.active.remove(job)
             self._fill()
@@ -173,7 +231,7 @@ class PsStage(Stage):
         self.v = 0.0
         self.v_last = 0.0
         self.rate = 0.0
-        self.tags: list[tuple[float, int, Job]] = []  # sorted by (tag, start order)
+        self.tags: list[tuple[float, int, QJob]] = []  # sorted by (tag, start order)
         self.epoch = 0
         self.dirty = False
         self._seq = 0
@@ -188,7 +246,7 @@ class PsStage(Stage):
         if work == 0.0:
             return self.immediate()
         self._advance()
-        job = Job(s, self.v + work, Event(self.env), self.env._now)
+        job = QJob(s, self.v + work, Event(self.env), self.env._now)
         self._seq += 1
         job.seq = self._seq
         bisect.insort(self.tags, (job.work, job.seq, job))
@@ -212,15 +270,14 @@ class PsStage(Stage):
         self.dirty = False
         if n and self.rate > 0.0:
             tag, _seq, job = self.tags[0]
-            timer = Timeout(self.env, max(0.0, (tag - self.v) / self.rate))
-            timer.callbacks.append(self._finish)  # type: ignore[union-attr]
-            timer.job = job  # type: ignore[attr-defined]
-            timer.epoch = self.epoch  # type: ignore[attr-defined]
+            t = timer(self.env, max(0.0, (tag - self.v) / self.rate), [self._finish])
+            t.job = job  # type: ignore[attr-defined]
+            t.epoch = self.epoch  # type: ignore[attr-defined]
 
-    def _finish(self, timer: Any) -> None:
+    def _finish(self, t: Any) -> None:
         self.sim.events += 1
-        job = timer.job
-        if timer.epoch != self.epoch or job.done:
+        job = t.job
+        if t.epoch != self.epoch or job.done:
             return
         self._advance()
         self.tags.remove((job.work, job.seq, job))
@@ -232,7 +289,7 @@ class PsStage(Stage):
         self.wake(job)
         self._changed()
 
-    def remove(self, job: Job) -> None:
+    def remove(self, job: QJob) -> None:  # type: ignore[override]
         if job.done:
             return
         job.done = True
