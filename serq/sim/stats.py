@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import math
 from functools import reduce
-from itertools import repeat
+from collections import Counter
+from itertools import chain, repeat
 from operator import add
 from typing import Sequence
 
@@ -177,13 +178,51 @@ class LogHistogram:
     def add_repeat(self, x: float, n: int) -> None:
         """Record ``x`` ``n`` times: the same state as ``n`` calls of :meth:`add`
         (the total is added to ``n`` times in turn, folded in C)."""
-        if n <= 0:
+        if n > 0:
+            self.add_many([x], n)
+
+    def add_many(self, xs: list[float], n: int = 1) -> None:
+        """Record each value of ``xs`` ``n`` times, in order: the same state as
+        the calls of :meth:`add` (the total takes the same additions in the
+        same order, folded in C; bucket counts, smallest and largest do not
+        depend on the order)."""
+        if not xs or n <= 0:
             return
-        total = self.total
-        self.add(x)  # its bucket, smallest and largest, and the bucket remembered
-        self.total = reduce(add, repeat(x, n), total)
-        self.count += n - 1
-        self._last_b[0] += n - 1
+        self.total = reduce(add, chain.from_iterable(map(repeat, xs, repeat(n, len(xs)))), self.total)
+        self.count += n * len(xs)
+        buckets = self._buckets
+        lo, hi = min(xs), max(xs)
+        if lo > 0.0 and hi != INF and self.total == self.total:  # (a NaN makes min and max unreliable)
+            k = math.floor(math.log(lo) / _LOG_W)
+            if math.floor(math.log(hi) / _LOG_W) == k:  # one bucket holds them all (the usual case)
+                b = buckets.get(k)  # type: ignore[assignment]
+                if b is None:
+                    b = buckets[k] = [0, lo, hi]
+                b[0] += n * len(xs)
+                if lo < b[1]:
+                    b[1] = lo
+                if hi > b[2]:
+                    b[2] = hi
+                self._last_x = xs[-1]
+                self._last_b = b
+                return
+        b: list[float] = []
+        x = NAN
+        for x, c in Counter(xs).items():
+            if x > 0.0:
+                k = math.floor(math.log(x) / _LOG_W) if x != INF else _INF_KEY
+            else:
+                k = _ZERO_KEY
+            b = buckets.get(k)  # type: ignore[assignment]
+            if b is None:
+                b = buckets[k] = [0, x, x]
+            b[0] += c * n
+            if x < b[1]:
+                b[1] = x
+            elif x > b[2]:
+                b[2] = x
+        self._last_x = x
+        self._last_b = b
 
     @property
     def mean(self) -> float:

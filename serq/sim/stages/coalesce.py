@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from bisect import bisect_left, bisect_right
 from functools import reduce
 from itertools import accumulate, repeat
-from operator import add, sub
+from operator import add, mul, sub
 from typing import TYPE_CHECKING, Any
 
 from ... import expr, ir
@@ -156,8 +157,10 @@ def _waiting(self: "StepEngine") -> tuple[frozenset[int], frozenset[int], Any] |
       one-by-one attempt would (an error there is the same error)."""
     sim = self.sim
     stop: frozenset[int] = frozenset()
+    self._xheads = False
     for pool in sim.all_pools:
         if pool.put_queue and pool.admit_via is None:
+            self._xheads = True
             req = _head(self, pool)
             if req is None:
                 return None
@@ -198,6 +201,7 @@ def _waiting(self: "StepEngine") -> tuple[frozenset[int], frozenset[int], Any] |
         self.admitting_left = None
     if blocking is None:
         return None
+    self._blocking = blocking
     rest: set[int] = set()
     for k, r in enumerate(rs):
         if k != blocking:
@@ -215,8 +219,9 @@ def run_length(self: "StepEngine", now: float, cost: float) -> tuple[int, float]
     planned here and replayed in place: it evicts cache and changes
     ``kv_decode``, hence the cost).  The ends are added one cost at a time
     from ``now``, as the iterations one by one would reach them.  Leaves the
-    plan in ``self._plan``: per iteration after the first, its growths, its
-    cost and whether the waiting head's header is evaluated again."""
+    plan in ``self._plan``: the costs of iterations 2 … m, and for those that
+    grow, ``(index in costs, growths, whether the waiting head's header is
+    evaluated again)``."""
     t = now + cost
     sim = self.sim
     limit = self.env.peek()
@@ -234,17 +239,21 @@ def run_length(self: "StepEngine", now: float, cost: float) -> tuple[int, float]
         c = math.ceil(job.work - EPS) - 1  # whole tokens that do not finish it
         if c < cap:
             cap = c
-    if cap <= 1:
-        return 1, t
+    if cap < 1:
+        return 1, t  # the first iteration finishes a job
     stop: frozenset[int] = self._state_pools
     recheck: frozenset[int] = frozenset()
     self._head = None
+    self._final = None
+    self._xheads = False
+    queued = False
     if any(p.put_queue for p in sim.all_pools):
         terms = _waiting(self)
         if terms is None:
             return 1, t
         more, recheck, self._head = terms
         stop = stop | more
+        queued = True
     memory = self.memory
     kv_tracked = self._kv_needed
     reqs: list[Any] = []
@@ -273,63 +282,286 @@ def run_length(self: "StepEngine", now: float, cost: float) -> tuple[int, float]
         kv.append(job.session.held_in(memory) if memory is not None and kv_tracked else 0.0)
     used = {id(p): p.used for p in pools if p}
     idx = [i for i in range(len(assign)) if reqs[i] is not None]
-    plan: list[tuple[list[tuple[int, float]], float, bool]] = []
+    if cap <= 1:
+        m, cur, plan = 1, cost, ([], [])
+    elif all(_exact_steps(pos[i], cap) for i in idx):
+        m, t, plan, cur = _plan_by_growths(self, idx, pools, pos, alloc, kv, used, recheck, t, cost, cap, limit,
+                                           horizon)
+    else:
+        m, t, plan, cur = _plan_each(self, idx, pools, pos, alloc, kv, used, recheck, t, cost, cap, limit, horizon)
+    costs, events = plan
+    if m == cap and self._default_plan:  # the iteration that finishes a job can end the run
+        t2 = _finishing(self, assign, m, idx, pools, pos, alloc, kv, used, recheck, t, cur, limit, horizon,
+                        plan, queued)
+        if t2 is not None:
+            t = t2
+            m += 1
+    while m > 1 and now + (t - now) != t:  # the timeout's time must be exactly the m-th end
+        costs.pop()  # (only ever when the clock is close to 0)
+        if events and events[-1][0] == len(costs):
+            events.pop()
+        m -= 1
+        t = reduce(add, costs, now + cost)
+    self._plan = plan
+    return m, t
+
+
+def _plan_each(self: "StepEngine", idx: list[int], pools: list[Any], pos: list[float], alloc: list[float],
+               kv: list[float], used: dict[int, float], recheck: frozenset[int], t: float, cost: float,
+               cap: int, limit: float, horizon: float) -> tuple[int, float, list]:
+    """Plan iterations 2, 3, … one at a time (positions that a token more
+    could round): the jobs that need a block grow, in serving order."""
+    memory = self.memory
+    kv_tracked = self._kv_needed
+    costs: list[float] = []
+    events: list[tuple[int, list[tuple[int, float]], bool]] = []
     cur = cost
     m = 1
     while m < cap:
         growths: list[tuple[int, float]] = []
         again = False
+        ok = True
         for i in idx:
-            if pos[i] + 1.0 - alloc[i] > EPS:
-                break
-        else:
-            i = -1
-        if i >= 0:  # some job grows this iteration: plan each in serving order
-            ok = True
-            for i in idx:
-                units = pos[i] + 1.0 - alloc[i]
-                if units > EPS:
-                    pool = pools[i]
-                    if not pool:
-                        ok = False
-                        break
-                    need = pool.round_up(alloc[i] + units) - alloc[i]
-                    if need > 0.0:
-                        pid = id(pool)
-                        if used[pid] + need > pool.cap + EPS:
-                            ok = False  # it would preempt or stall: the run stops before
-                            break
-                        used[pid] += need
-                        alloc[i] = alloc[i] + need
-                        growths.append((i, need))
-                        if pid in recheck:
-                            again = True
-                        if kv_tracked and pool is memory:
-                            kv[i] = alloc[i]
-                pos[i] += 1.0
-            if not ok:
-                break
-            if growths and kv_tracked:
-                cur = decode_cost(self, kv)
-                if not (cur > 0.0 and math.isfinite(cur)):
+            units = pos[i] + 1.0 - alloc[i]
+            if units > EPS:
+                pool = pools[i]
+                if not pool:
+                    ok = False
                     break
-        else:
-            for i in idx:
-                pos[i] += 1.0
+                need = pool.round_up(alloc[i] + units) - alloc[i]
+                if need > 0.0:
+                    pid = id(pool)
+                    if used[pid] + need > pool.cap + EPS:
+                        ok = False  # it would preempt or stall: the run stops before
+                        break
+                    used[pid] += need
+                    alloc[i] = alloc[i] + need
+                    growths.append((i, need))
+                    if pid in recheck:
+                        again = True
+                    if kv_tracked and pool is memory:
+                        kv[i] = alloc[i]
+            pos[i] += 1.0
+        if not ok:
+            break
+        if growths and kv_tracked:
+            cur = decode_cost(self, kv)
+            if not (cur > 0.0 and math.isfinite(cur)):
+                break
         t2 = t + cur
         if not t2 < limit or t2 > horizon:
             break
-        plan.append((growths, cur, again))
+        if growths or again:
+            events.append((len(costs), growths, self.left if again else None))
+        costs.append(cur)
         t = t2
         m += 1
-    while m > 1 and now + (t - now) != t:  # the timeout's time must be exactly the m-th end
-        plan.pop()  # (only ever when the clock is close to 0)
-        m -= 1
-        t = now + cost
-        for _g, c, _a in plan:
-            t = t + c
-    self._plan = plan
-    return m, t
+    return m, t, (costs, events), cur
+
+
+def _minus(w: float, tokens: float, k: int) -> float:
+    """``w`` less ``tokens`` ``k`` times in turn (one subtraction when every
+    step is exact: whole tokens off a float of at most 53 bits that stays ≥ 0)."""
+    if tokens == 1.0 and w >= k:
+        num, den = w.as_integer_ratio()
+        if num < 1 << 53:
+            return w - k
+    return reduce(sub, repeat(tokens, k), w)
+
+
+def _plus_ones(p: float, k: int) -> float:
+    """``p + 1.0`` ``k`` times in turn (one addition when every step is exact)."""
+    if _exact_steps(p, k):
+        return p + k
+    return reduce(add, repeat(1.0, k), p)
+
+
+def _exact_steps(p: float, cap: int) -> bool:
+    """Whether ``p + 1.0`` repeated up to ``cap + 2`` times is exact (every
+    ``p + d`` a float), so the position at any iteration is one addition."""
+    if not (p >= 0.0 and p < 2.0 ** 51):
+        return False
+    num, den = p.as_integer_ratio()
+    return num + (cap + 2) * den < 1 << 53
+
+
+def _first_growth(p: float, a: float, frm: int, last: int) -> int:
+    """The first iteration ``it`` in ``frm … last`` (iteration 2 is the first
+    planned; the position before its token is ``p + (it - 2)``) whose token
+    needs memory past ``a``, as ``_plan_each`` tests it; ``last + 1`` if none.
+    The test is monotone in ``it``: a guess, then steps to the exact edge."""
+    guess = a - p - 1.0 + 2.0
+    it = frm if not guess > frm else (last + 1 if guess > last + 1 else int(guess))
+    while it > frm and (p + (it - 3)) + 1.0 - a > EPS:
+        it -= 1
+    while it <= last and not (p + (it - 2)) + 1.0 - a > EPS:
+        it += 1
+    return it
+
+
+def _plan_by_growths(self: "StepEngine", idx: list[int], pools: list[Any], pos: list[float],
+                     alloc: list[float], kv: list[float], used: dict[int, float], recheck: frozenset[int],
+                     t: float, cost: float, cap: int, limit: float, horizon: float) -> tuple[int, float, list]:
+    """``_plan_each`` when positions step exactly: from one growth to the next,
+    the iterations between (same cost) are added in one fold and cut at the
+    first end that is not before the next event or is past the horizon."""
+    memory = self.memory
+    kv_tracked = self._kv_needed
+    costs: list[float] = []
+    events: list[tuple[int, list[tuple[int, float]], bool]] = []
+    nxt = [_first_growth(pos[i], alloc[i], 2, cap) for i in idx]
+    p0 = [pos[i] for i in idx]
+    cur = cost
+    m = 1
+    while m < cap:
+        g = min(nxt) if nxt else cap + 1
+        free = (g if g <= cap else cap + 1) - (m + 1)  # iterations without a growth
+        if free > 0:
+            ts = list(accumulate(repeat(cur, free), add, initial=t))
+            c = min(bisect_left(ts, limit, 1), bisect_right(ts, horizon, 1)) - 1
+            if c > 0:
+                costs.extend(repeat(cur, c))
+                t = ts[c]
+                m += c
+            if c < free:
+                break
+        if m >= cap:
+            break
+        # iteration g = m + 1: the jobs whose token needs memory grow, in serving order
+        growths: list[tuple[int, float]] = []
+        again = False
+        ok = True
+        for n, i in enumerate(idx):
+            if nxt[n] != g:
+                continue
+            units = (p0[n] + (g - 2)) + 1.0 - alloc[i]
+            pool = pools[i]
+            if not pool:
+                ok = False
+                break
+            need = pool.round_up(alloc[i] + units) - alloc[i]
+            if need > 0.0:
+                pid = id(pool)
+                if used[pid] + need > pool.cap + EPS:
+                    ok = False  # it would preempt or stall: the run stops before
+                    break
+                used[pid] += need
+                alloc[i] = alloc[i] + need
+                growths.append((i, need))
+                if pid in recheck:
+                    again = True
+                if kv_tracked and pool is memory:
+                    kv[i] = alloc[i]
+            nxt[n] = _first_growth(p0[n], alloc[i], g + 1, cap)
+        if not ok:
+            break
+        if growths and kv_tracked:
+            cur = decode_cost(self, kv)
+            if not (cur > 0.0 and math.isfinite(cur)):
+                break
+        t2 = t + cur
+        if not t2 < limit or t2 > horizon:
+            break
+        if growths or again:
+            events.append((len(costs), growths, self.left if again else None))
+        costs.append(cur)
+        t = t2
+        m += 1
+    for n, i in enumerate(idx):  # the positions before the next iteration, as `_plan_each` leaves them
+        pos[i] = p0[n] + (m - 1)
+    return m, t, (costs, events), cur
+
+
+def _finishing(self: "StepEngine", assign: list, m: int, idx: list[int], pools: list[Any], pos: list[float],
+               alloc: list[float], kv: list[float], used: dict[int, float], recheck: frozenset[int], t: float,
+               cur: float, limit: float, horizon: float, plan: tuple, queued: bool) -> float | None:
+    """Plan iteration m + 1, in which a job takes its last token (a fraction
+    of one, perhaps), as start_iteration would: each job's wish given the
+    budget, its growth, the cost of those tokens, the admission attempt with
+    the budget they leave.  Its end, or None when it cannot join the run.
+    It is the run's last: ``_iter_end`` commits it with these tokens and
+    finishes the jobs."""
+    toks = []
+    for job, _t in assign:
+        r = reduce(sub, repeat(1.0, m), job.work)  # the work left after m commits
+        toks.append(1.0 if r > 1.0 else r)
+    special = any(x != 1.0 for x in toks)
+    left = self._budget_now
+    last = len(toks) - 1
+    for j, tok in enumerate(toks):  # §4.3 c/d: tokens = min(wish, left); stop when none are left
+        if not tok < left and tok != left:
+            return None
+        left = left - tok
+        if left <= 0.0 and j < last:
+            return None
+    head = self._head
+    attempt = left > 0.0 and self._admittable()
+    if special:
+        if attempt and head is None:
+            return None  # the run tried no admission (no budget left) and this iteration would
+        if self._xheads:
+            return None  # a header elsewhere may read budget_left, which these wishes change
+        if attempt and not _still_blocked(self, head, left):
+            return None
+    growths: list[tuple[int, float]] = []
+    again = attempt and head is not None and special
+    memory = self.memory
+    kv_tracked = self._kv_needed
+    for i in idx:
+        units = pos[i] + toks[i] - alloc[i]
+        if units > EPS:
+            pool = pools[i]
+            if not pool:
+                return None
+            need = pool.round_up(alloc[i] + units) - alloc[i]
+            if need > 0.0:
+                pid = id(pool)
+                if used[pid] + need > pool.cap + EPS:
+                    return None
+                used[pid] += need
+                alloc[i] = alloc[i] + need
+                growths.append((i, need))
+                if pid in recheck:
+                    again = True
+                if kv_tracked and pool is memory:
+                    kv[i] = alloc[i]
+    if special or (growths and kv_tracked):
+        n = float(len(toks))
+        cost = self._cost(reduce(add, toks, 0.0), 0.0, n, reduce(add, kv, 0.0), 0.0, 0.0)
+        if not (cost > 0.0 and math.isfinite(cost)):
+            return None
+    else:
+        cost = cur
+    t2 = t + cost
+    if not t2 < limit or t2 > horizon:
+        return None
+    costs, events = plan
+    if growths or again:
+        events.append((len(costs), growths, left if again else None))
+    costs.append(cost)
+    if special:
+        self._final = toks
+    return t2
+
+
+def _still_blocked(self: "StepEngine", req: Any, left: float) -> bool:
+    """Whether the head's blocking pool (pure amount, :func:`_waiting`) still
+    does not fit when the attempt reads ``budget_left = left``."""
+    spec, s = req.spec, req.session
+    k = self._blocking
+    self.admitting_left = left
+    try:
+        u = spec.units[k](s)
+        need = u
+        r_fn = spec.reserve[k]
+        if r_fn is not None:
+            need = max(u, r_fn(s))
+    finally:
+        self.admitting_left = None
+    if not (u >= 0.0 and need >= 0.0):
+        return False
+    p = req.pools[k]
+    return p.used + p.round_up(need) > p.cap + EPS
 
 
 def decode_cost(self: "StepEngine", kv: list[float]) -> float:
@@ -347,18 +579,17 @@ def replay(self: "StepEngine", assign: list[tuple["Job", float]], m: int) -> Non
     ``_account``).  The same float operations in the same order give the same
     floats; what repeats is folded in C (``accumulate``, ``reduce``)."""
     sim = self.sim
-    plan = self._plan
+    costs, events = self._plan
     k = m - 1  # commits replayed here; the m-th is `_iter_end`'s
     nf = float(len(assign))
     stats = sim.stats_on
-    costs = [c for _g, c, _a in plan]
     # ends[j]: the end of iteration j + 1 (ends[0] is the first's)
     ends = list(accumulate(costs, add, initial=self._run_start + self.run_cost))
     first = ends[0]
     # -- commits: a token per job per iteration ------------------------------------------------
     itl = self.itl
     for job, tokens in assign:
-        job.work = reduce(sub, repeat(tokens, k), job.work)
+        job.work = _minus(job.work, tokens, k)
         s = job.session
         if s.first_tok is None:
             s.first_tok = first
@@ -368,18 +599,21 @@ def replay(self: "StepEngine", assign: list[tuple["Job", float]], m: int) -> Non
                 itl.add(first - s.last_tok)
             s.n_after += k
         s.last_tok = ends[k - 1]
+    final = self._final
+    for i, (job, _tokens) in enumerate(assign):
         req = job.hold
         if req is not None:
-            req.pos[job.k] = reduce(add, repeat(1.0, k), req.pos[job.k])
-    if stats:
-        n = len(assign)
-        prev = first
-        for end in ends[1:k]:
-            itl.add_repeat(end - prev, n)
-            prev = end
+            if final is None:
+                req.pos[job.k] = _plus_ones(req.pos[job.k], k)
+            else:  # the last iteration's tokens may be a fraction
+                req.pos[job.k] = _plus_ones(req.pos[job.k], k - 1) + final[i]
+    # the iterations' lengths: from the second commit on, every job's gap
+    lengths = list(map(sub, ends[1:], ends[:k]))
+    if stats and k > 1:
+        itl.add_many(lengths[:k - 1], len(assign))
     # -- growths of iterations 2 … m at their starts ---------------------------------------------
     head = self._head
-    for j, (growths, _c, again) in enumerate(plan):
+    for j, growths, again in events:
         if growths:
             end = ends[j]
             for i, need in growths:
@@ -391,32 +625,33 @@ def replay(self: "StepEngine", assign: list[tuple["Job", float]], m: int) -> Non
                 pool.used += need
                 req.alloc[kk] = req.alloc[kk] + need  # type: ignore[union-attr]
                 pool.record(end)
-            if again:  # the admission attempt of that iteration reads what changed
-                self.admitting_left = self.left
-                try:
-                    head.spec.amounts(head.session)
-                finally:
-                    self.admitting_left = None
+        if again is not None:  # the admission attempt of that iteration reads what changed
+            self.admitting_left = again  # (its budget_left)
+            try:
+                head.spec.amounts(head.session)
+            finally:
+                self.admitting_left = None
     # -- statistics of iterations 2 … m (as `_account`) ------------------------------------------
-    warmup, horizon = sim.warmup, sim.horizon
-    t_dec, t_decs = self.t_decode_only, self.t_decoders
-    for j in range(k):
-        lo = ends[j]
-        if not lo > warmup:
-            lo = warmup
-        hi = ends[j + 1]
-        if hi > horizon:
-            hi = horizon
-        span = hi - lo
-        if span > 0.0:
-            t_dec += span
-            t_decs += nf * span
-    self.t_decode_only, self.t_decoders = t_dec, t_decs
+    # span = min(end, horizon) − max(start, warm-up), added when positive; a run
+    # ends by the horizon, and one that starts after the warm-up spans its lengths
+    if ends[0] >= sim.warmup:
+        spans = lengths
+    else:
+        spans = list(map(sub, map(min, ends[1:], repeat(sim.horizon)), map(max, ends[:k], repeat(sim.warmup))))
+    if spans and not min(spans) > 0.0:
+        spans = [x for x in spans if x > 0.0]
+    if spans:
+        self.t_decode_only = reduce(add, spans, self.t_decode_only)
+        self.t_decoders = reduce(add, map(mul, repeat(nf), spans), self.t_decoders)
     if stats:
         self.dec_iters += k
-        self.dec_sum = reduce(add, repeat(nf, k), self.dec_sum)
+        d = self.dec_sum  # whole numbers: one addition is exact below 2**53
+        self.dec_sum = d + k * nf if d.is_integer() and d + k * nf < 2.0 ** 52 else reduce(add, repeat(nf, k), d)
         self.dec_cost = reduce(add, costs, self.dec_cost)
     self.iterations += k
     sim.events += k
-    self._plan = []
+    if final is not None:  # `_iter_end` commits the last iteration with its own tokens
+        assign[:] = [(job, x) for (job, _t), x in zip(assign, final)]
+        self._final = None
+    self._plan = ([], [])
     self._head = None

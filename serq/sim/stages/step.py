@@ -133,8 +133,12 @@ class StepEngine(Stage):
         self.run_length = 1  # iterations the in-flight timeout stands for (coalesced runs)
         self.run_cost = 0.0
         self._run_start = 0.0
-        self._plan: list = []
+        self._plan: tuple = ([], [])  # a coalesced run: costs of iterations 2 … m, growth events
         self._head: Any = None  # a coalesced run's waiting head whose header is evaluated again
+        self._blocking = 0  # the pool of that head that does not fit
+        self._xheads = False  # requests wait in a pool without `admit via`
+        self._final: list[float] | None = None  # the tokens of a run's last iteration, if not all 1
+        self._budget_now = 0.0  # the budget of the iteration in flight
         self._view: StepView | None = None
         # B8: since when every attempt found work but no budget (None: it scheduled since)
         self.starved_at: float | None = None
@@ -278,6 +282,7 @@ class StepEngine(Stage):
                                   "_launch", "_iter_end", "admit_next")
                       if getattr(cls, h) is not getattr(StepEngine, h)}
         self._default_admit = "admit_next" not in overridden
+        self._default_plan = "plan_tokens" not in overridden
         overridden.discard("admit_next")
         overridden.discard("_iter_end")  # a wrapper that calls the engine's own
         safe_hooks = not overridden or (self.coalesce_safe and not overridden & {"start_iteration", "_launch"})
@@ -308,6 +313,7 @@ class StepEngine(Stage):
         if budget != budget:
             raise SerqRuntimeError(f"stage `{self.label}`: the budget is NaN, not a number of tokens")
         self.left = budget
+        self._budget_now = budget
         assign: list[tuple[Job, float]] = []
         self.assign = assign
         self.cursor = 0
