@@ -148,10 +148,8 @@ class Holds:
             return True
         while True:
             if pool.used + need <= pool.cap + EPS:
-                pool.make_room(need)
-                pool.used += need
+                pool.allocate(need)  # evicts first: eviction keys see the old allocation
                 req.alloc[k] = alloc + need
-                pool.record()
                 return True
             victim = None
             if pool.lifo:
@@ -255,10 +253,8 @@ class Holds:
             if pool.used + need > pool.cap + EPS:
                 break
             pool.growers.pop(0)
-            pool.make_room(need)
-            pool.used += need
+            pool.allocate(need)
             req.alloc[k] = alloc + need
-            pool.record()
             s.stall = None
             if ev is not None:
                 make_ready(self.env, ev)

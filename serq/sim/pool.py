@@ -210,6 +210,14 @@ class Pool(BaseResource):
                 cache.kind = classify(evict) if isinstance(evict, (list, tuple)) else SCAN
             cache.make_room(self.used, need, self.cap, self.sim.env._now)
 
+    def allocate(self, need: float, now: float | None = None) -> None:
+        """A growth's pool side in one call, the same operations as
+        ``make_room(need)``, ``used += need``, ``record(now)``."""
+        if self.used + self.cache.total + need > self.cap + EPS:
+            self.make_room(need)
+        self.used += need
+        self.record(now)
+
     # -- the queue -------------------------------------------------------------
 
     def join(self, req: HoldRequest) -> None:
