@@ -185,7 +185,7 @@ def test_evict_one_is_still_one_piece_of_the_smallest_key() -> None:
     ("evict by (size, ~uniform(0, 1));", SCAN), ("evict by (last > 1 ? ~exp(1) : 0);", SCAN),
     ("evict by (cachedin(kv));", SCAN)])
 def test_classify_reads_the_keys(evict: str, kind: str) -> None:
-    prog = serq.load(PROGRAM.format(bs=16, evict=evict, n=300, o=20, reuse=2))
+    prog = serq.load(PROGRAM.format(bs=16, block="block bs; ", evict=evict, n=300, o=20, reuse=2))
     (kv,) = [p for p in prog.pools if p.name == "kv"]
     assert classify(kv.evict) == kind
 
@@ -196,7 +196,7 @@ PROGRAM = """
 let bs = {bs};
 let blocks = 2000 / bs;
 let Lambda = 0.8;
-pool kv {{ cap blocks * bs; block bs; {evict} preempt lifo; }}
+pool kv {{ cap blocks * bs; {block}{evict} preempt lifo; }}
 pool reqs {{ cap 8; admit via engine; }}
 stage engine : step {{
   budget 512;
@@ -239,7 +239,8 @@ workload {{
 run {{ horizon 150; warmup 15; seed 1; }}
 """
 
-RUNS = [  # (block, evict clause, reuse divisor)
+RUNS = [  # (block, evict clause, reuse divisor); block 0: none (whole entries go)
+    (0, "evict lru;", 2), (0, "evict by (-size);", 2), (0, "evict by (last > 20 ? 0 / 0 : size, ~uniform(0, 1));", 2),
     (16, "evict lru;", 1), (16, "evict lru;", 2), (2.5, "evict lru;", 2), (0.3, "evict lru;", 2),
     (16, "evict by (size);", 2), (2.5, "evict by (-size);", 1), (0.3, "evict by (size);", 2),
     (16, "evict by (last);", 2), (16, "evict by (floor(age / 5), waiting);", 2),
@@ -254,8 +255,9 @@ def _ref_pool_make_room(self: Any, need: float) -> None:
 
 @pytest.mark.parametrize("bs, evict, reuse", RUNS, ids=lambda x: str(x))
 def test_a_run_reports_the_same_as_block_by_block(bs: float, evict: str, reuse: int, monkeypatch: Any) -> None:
-    text = PROGRAM.format(bs=bs, evict=evict, n={16: 900, 2.5: 600, 0.3: 200}[bs], o=20, reuse=reuse)
-    horizon = 150 if bs == 16 or evict == "evict lru;" else 60  # the reference is slow on small blocks
+    text = PROGRAM.format(bs=bs or 16, block="block bs; " if bs else "", evict=evict,
+                          n={0: 900, 16: 900, 2.5: 600, 0.3: 200}[bs], o=20, reuse=reuse)
+    horizon = 150 if bs in (0, 16) or evict == "evict lru;" else 60  # the reference is slow on small blocks
     fast = serq.run(serq.load(text), horizon=horizon, warmup=horizon / 10)
     monkeypatch.setattr(pool_mod.Pool, "make_room", _ref_pool_make_room)
     slow = serq.run(serq.load(text), horizon=horizon, warmup=horizon / 10)
