@@ -6,8 +6,10 @@ For each case (the four vLLM programs, subagents with ``q=0``, ``vllm.sq`` at
 Lambda 0.6 and 0.9; seed 1, horizon 2000, warm-up a tenth of it):
 
 * ``process``: the whole ``serq run … --horizon H --warmup W --seed 1`` as a
-  subprocess (start-up included), best of ``--repeat``;
-* ``in-proc``: ``serq.run`` of the loaded program in this process, best of ``--repeat``;
+  subprocess (start-up included), wall seconds, best of ``--repeat``; ``p-cpu``:
+  its CPU seconds (user + system, best of the same runs);
+* ``in-proc``: ``serq.run`` of the loaded program in this process, wall seconds,
+  best of ``--repeat``; ``i-cpu``: its CPU seconds;
 * ``iters``: engine iterations; ``events``: the report's SimPy events;
 * ``coalesced``: the share of iterations that ran inside coalesced decode runs
   (runs of two or more iterations advanced by one event).
@@ -21,6 +23,7 @@ machine are noisy: compare before/after runs made in alternation.
 from __future__ import annotations
 
 import argparse
+import resource
 import subprocess
 import sys
 import time
@@ -62,14 +65,22 @@ class Plain(StepEngine):
     coalesce = False
 
 
-def whole_process(args: list[str], repeat: int) -> float:
-    best = float("inf")
+def _children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def whole_process(args: list[str], repeat: int) -> tuple[float, float]:
+    """Best wall and best CPU seconds of ``python -m serq ARGS``."""
+    best, best_cpu = float("inf"), float("inf")
     for _ in range(repeat):
+        c = _children_cpu()
         t = time.perf_counter()
         subprocess.run([sys.executable, "-m", "serq", *args], check=True, stdout=subprocess.DEVNULL,
                        cwd=ROOT)
         best = min(best, time.perf_counter() - t)
-    return best
+        best_cpu = min(best_cpu, _children_cpu() - c)
+    return best, best_cpu
 
 
 def main() -> None:
@@ -83,28 +94,32 @@ def main() -> None:
     horizon = args.horizon
     warmup = horizon / 10
     print(f"horizon {horizon:g}, warm-up {warmup:g}, seed 1; best of {args.repeat}; python {sys.version.split()[0]}")
-    print(f"{'case':<14} {'process':>8} {'in-proc':>8} {'iters':>8} {'events':>8} {'coalesced':>9}")
+    print(f"{'case':<14} {'process':>8} {'p-cpu':>6} {'in-proc':>8} {'i-cpu':>6} {'iters':>8} {'events':>8} "
+          f"{'coalesced':>9}")
     for label, path, sets in CASES:
         if args.only and label not in args.only:
             continue
         program = serq.load(ROOT / path, sets=[tuple(s.split("=", 1)) for s in sets])  # type: ignore[misc]
-        best = float("inf")
+        best = best_cpu = float("inf")
         report = None
         for _ in range(args.repeat):
             Counting.coalesced_iters = 0
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             report = serq.run(program, seed=1, horizon=horizon, warmup=warmup, engines={"engine": Counting})
             best = min(best, time.perf_counter() - t)
+            best_cpu = min(best_cpu, time.process_time() - c)
         assert report is not None
         iters = report.stage("engine").iterations
         share = Counting.coalesced_iters / iters if iters else 0.0
-        proc = "-"
+        proc = pcpu = "-"
         if not args.no_process:
             cli = ["run", path, "--horizon", f"{horizon:g}", "--warmup", f"{warmup:g}", "--seed", "1"]
             for s in sets:
                 cli += ["--set", s]
-            proc = f"{whole_process(cli, args.repeat):.2f}"
-        print(f"{label:<14} {proc:>8} {best:>8.2f} {iters:>8} {report.events:>8} {share:>9.1%}", flush=True)
+            w, c = whole_process(cli, args.repeat)
+            proc, pcpu = f"{w:.2f}", f"{c:.2f}"
+        print(f"{label:<14} {proc:>8} {pcpu:>6} {best:>8.2f} {best_cpu:>6.2f} {iters:>8} {report.events:>8} "
+              f"{share:>9.1%}", flush=True)
         if args.plain:
             t = time.perf_counter()
             plain = serq.run(program, seed=1, horizon=horizon, warmup=warmup, engines={"engine": Plain})
@@ -113,9 +128,9 @@ def main() -> None:
             print(f"  iteration by iteration: {wall:.2f} s; report {'identical' if same else 'DIFFERENT'}",
                   flush=True)
     if not args.no_process:
-        start = whole_process(["check", STARTUP_PROGRAM], max(args.repeat, 5))
-        print(f"start-up: serq check {STARTUP_PROGRAM}: {start:.3f} s (whole process, best of "
-              f"{max(args.repeat, 5)})")
+        start, cpu = whole_process(["check", STARTUP_PROGRAM], max(args.repeat, 5))
+        print(f"start-up: serq check {STARTUP_PROGRAM}: {start:.3f} s wall, {cpu:.3f} s CPU (whole process, "
+              f"best of {max(args.repeat, 5)})")
     sys.stdout.flush()
 
 

@@ -256,32 +256,31 @@ def run_length(self: "StepEngine", now: float, cost: float) -> tuple[int, float]
         queued = True
     memory = self.memory
     kv_tracked = self._kv_needed
-    reqs: list[Any] = []
     pools: list[Any] = []  # the pool a job grows; False where a growth must end the run
     pos: list[float] = []
     alloc: list[float] = []
-    kv: list[float] = []
-    for job, _t in assign:
+    idx: list[int] = []  # the jobs that grow a hold
+    tracked = memory is not None and kv_tracked
+    kv = [job.session.held_in(memory) for job, _t in assign] if tracked else [0.0] * len(assign)
+    for i, (job, _t) in enumerate(assign):
         req = job.hold
-        reqs.append(req)
         if req is None:
             pools.append(None)
             pos.append(0.0)
             alloc.append(0.0)
         else:
+            idx.append(i)
             k = job.k
             pool = req.pools[k]
+            a = req.alloc[k]
             # a growth in the run must not need keys that read the clock, and
             # the memory a cost reads must be this hold's allocation alone
             growable = pool.cache.keys is None and id(pool) not in stop and (
-                memory is None or not kv_tracked or pool is not memory
-                or job.session.held_in(memory) == req.alloc[k])
+                not tracked or pool is not memory or kv[i] == a)
             pools.append(pool if growable else False)
             pos.append(req.pos[k])
-            alloc.append(req.alloc[k])
-        kv.append(job.session.held_in(memory) if memory is not None and kv_tracked else 0.0)
+            alloc.append(a)
     used = {id(p): p.used for p in pools if p}
-    idx = [i for i in range(len(assign)) if reqs[i] is not None]
     if cap <= 1:
         m, cur, plan = 1, cost, ([], [])
     elif all(_exact_steps(pos[i], cap) for i in idx):
@@ -417,13 +416,18 @@ def _plan_by_growths(self: "StepEngine", idx: list[int], pools: list[Any], pos: 
         g = min(nxt) if nxt else cap + 1
         free = (g if g <= cap else cap + 1) - (m + 1)  # iterations without a growth
         if free > 0:
-            ts = list(accumulate(repeat(cur, free), add, initial=t))
-            c = min(bisect_left(ts, limit, 1), bisect_right(ts, horizon, 1)) - 1
-            if c > 0:
-                costs.extend(repeat(cur, c))
-                t = ts[c]
-                m += c
-            if c < free:
+            t_end = reduce(add, repeat(cur, free), t)  # the ends rise: the last decides
+            if t_end < limit and not t_end > horizon:
+                costs.extend(repeat(cur, free))
+                t = t_end
+                m += free
+            else:
+                ts = list(accumulate(repeat(cur, free), add, initial=t))
+                c = min(bisect_left(ts, limit, 1), bisect_right(ts, horizon, 1)) - 1
+                if c > 0:
+                    costs.extend(repeat(cur, c))
+                    t = ts[c]
+                    m += c
                 break
         if m >= cap:
             break
@@ -483,7 +487,7 @@ def _finishing(self: "StepEngine", assign: list, m: int, idx: list[int], pools: 
     finishes the jobs."""
     toks = []
     for job, _t in assign:
-        r = reduce(sub, repeat(1.0, m), job.work)  # the work left after m commits
+        r = _minus(job.work, 1.0, m)  # the work left after m commits
         toks.append(1.0 if r > 1.0 else r)
     special = any(x != 1.0 for x in toks)
     left = self._budget_now
