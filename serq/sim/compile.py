@@ -145,8 +145,28 @@ class Compiler:
     def _block(self, block: ir.Block, depth: int) -> None:
         if not block:
             self._emit(depth, "pass")
-        for stmt in block:
-            self._stmt(stmt, depth)
+        i = 0
+        while i < len(block):
+            j = i
+            while j < len(block) and isinstance(block[j], ir.Observe):
+                j += 1
+            if j - i >= 2:
+                self._observes(block[i:j], depth)  # type: ignore[arg-type]
+                i = j
+            else:
+                self._stmt(block[i], depth)
+                i += 1
+
+    def _observes(self, obs: list[ir.Observe], d: int) -> None:
+        """Consecutive ``observe``s: their values in order, then one test of
+        warm-up (it cannot end between them: nothing waits) and the samples."""
+        for k, st in enumerate(obs):
+            self._emit(d, f"_v{k} = {self._x(st.expr)}")
+        self._emit(d, "if _sim.stats_on:")
+        self._emit(d + 1, "_w, _u = _env._now, int(a[1])")
+        for k, st in enumerate(obs):
+            samples = self._bind(self.sim.samples[st.obs], "O")
+            self._emit(d + 1, f"{samples}.append((_w, s.serial, _u, _v{k}))")
 
     def _stmt(self, st: ir.Stmt, d: int) -> None:
         emit = self._emit

@@ -83,7 +83,7 @@ class Stream:
         return min(int(self.random() * n), n - 1)
 
 
-class _Keyed(Stream):
+class KeyedStream(Stream):
     """A stream whose key is already mixed (``_s`` holds it from the start)."""
 
     __slots__ = ()
@@ -94,7 +94,7 @@ class _Keyed(Stream):
 
 def keyed(k: int) -> Stream:
     """The stream of an already mixed key ``k`` (``key(root, *parts)``)."""
-    return _Keyed(k)
+    return KeyedStream(k)
 
 
 def session_stream(root: int, serial: int) -> Stream:

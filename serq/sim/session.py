@@ -15,7 +15,8 @@ from ..errors import SerqError, SerqRuntimeError
 from . import rng
 from .pool import GRANTED, HoldRequest, HoldSpec
 
-_keyed = rng.keyed
+_Keyed = rng.KeyedStream
+_SERIAL = ir.SERIAL
 _new = object.__new__
 
 #: Wake-ups of one session at one instant before the run is declared not to settle (§1.3).
@@ -37,6 +38,16 @@ class Preemption:
         self.old = old
 
 
+class _Go:
+    """What a process started at once resumes with (an event that succeeded with None)."""
+
+    _ok = True
+    _value = None
+
+
+GO: Any = _Go()
+
+
 class SessionProcess(Process):
     """A session's SimPy process, with a leaner resume than SimPy's own.
 
@@ -51,13 +62,17 @@ class SessionProcess(Process):
     still counts it.  A step stage keeps it, so iterations start at exactly the
     same point as before."""
 
-    def __init__(self, env: Any, generator: Any, s: "Session", sim: "Simulator") -> None:
-        # Process.__init__ without its generator check
+    def __init__(self, env: Any, generator: Any, s: "Session", sim: "Simulator", ready: bool = True) -> None:
+        # Process.__init__ without its generator check; ``ready=False``: the
+        # caller starts it at once with ``_resume(GO)``
         self.env = env
         self.callbacks = []
         self._generator = generator
         self.session = s
         self.sim = sim
+        if not ready:
+            self._target = GO  # type: ignore[assignment]
+            return
         # Initialize(env, self), inline: the process starts as a ready session
         init = self._target = _new(Initialize)
         init.env = env
@@ -133,12 +148,12 @@ class Session:
     def __init__(self, sim: "Simulator", serial: int) -> None:
         self.sim = sim
         self.serial = serial
-        self.a = [0.0] * sim.n_attrs
-        self.a[ir.SERIAL] = float(serial)
+        a = self.a = [0.0] * sim.n_attrs
+        a[_SERIAL] = float(serial)
         # the keys of (serial,), (serial, 0, SESSION) and (serial, 0, WORKLOAD), mixed in blocks
         self.rkey, own, work = sim.session_keys.get(serial)
-        self.srng = _keyed(own)
-        self.wrng = _keyed(work)
+        self.srng: rng.Stream = _Keyed(own)
+        self.wrng: rng.Stream = _Keyed(work)
         self.proc: Any = None
         self.holds: list[HoldRequest] = []  # granted or waiting attempts, outermost first
         self.job: tuple[Any, Any] | None = None  # (stage, job) it runs on

@@ -32,12 +32,12 @@ from .cache import PrefixCache
 from .compile import Compiler, pool_source, stage_source
 from .holds import Holds
 from .pool import Pool
-from .session import Session, SessionProcess
+from .session import GO, Session, SessionProcess
 from .stages.base import Stage
 from .stages.queueing import DelayStage, FifoStage, PsStage
 from .stages.step import StepEngine
 from .stats import TimeAverage
-from .ready import timer
+from .ready import make_ready, timer
 from .trace import read_trace
 
 #: Run limits (docs/simulator.md, "Run guards and limits").  The first two
@@ -109,6 +109,7 @@ class Simulator(Holds):
         self._arrived = 0
         self._instant = -1.0  # the instant the events-per-instant guard counts, and the events it has left
         self._room = self._cap = 0
+        self._closed = program.arrival.kind == "closed"  # an ended session is replaced at once
         self.root = rng.root_key(seed)
         self.session_keys = rng.SessionKeys(self.root)
         self.machine_stream = rng.global_stream(self.root, rng.MACHINE)
@@ -196,6 +197,7 @@ class Simulator(Holds):
         q = env._queue
         horizon = self.horizon
         settle = self.settle
+        run_ready = self.run_ready
         limit = self.arrival_limit
         # With no pool and no step stage, settling is running the ready sessions
         # and rescheduling the dirty ps stages: skipped when there are none.
@@ -206,8 +208,9 @@ class Simulator(Holds):
             if t > horizon:
                 env._now = horizon
                 break
-            if t != self._instant:
-                self._new_instant(t)
+            if t != self._instant:  # self._new_instant(t), inline
+                self._instant = t
+                self._room = self._cap = EVENTS_PER_INSTANT + EVENTS_PER_SESSION * self.live
             self._room -= 1
             if self._room < 0:
                 raise self._unsettled(t)
@@ -222,8 +225,13 @@ class Simulator(Holds):
                 raise exc
             if self.error is not None:
                 raise self.error
-            if heavy or (q and q[0][1] == URGENT) or self.dirty_ps:
+            if heavy:
                 settle()
+            else:
+                if q and q[0][1] == URGENT:
+                    run_ready()
+                if self.dirty_ps:
+                    settle()
             if limit is not None and self.arrivals >= limit and self.live == 0:
                 break
         else:
@@ -260,6 +268,25 @@ class Simulator(Holds):
                 raise self._unsettled(now)
             if self.error is not None:
                 raise self.error
+
+    def ready_now(self, ev: Any) -> None:
+        """A session waiting on ``ev`` becomes ready, from the last thing a
+        timer's event does: when no other session is ready it would be the next
+        to run (``run_ready`` right after this event), so it runs here, without
+        an urgent event; the events-per-instant guard counts it all the same."""
+        env = self.env
+        q = env._queue
+        if q and q[0][1] == URGENT:
+            make_ready(env, ev)
+            return
+        ev._ok = True
+        ev._value = None
+        callbacks, ev.callbacks = ev.callbacks, None
+        for callback in callbacks:
+            callback(ev)
+        self._room -= 1
+        if self._room < 0:
+            raise self._unsettled(env._now)
 
     def _new_instant(self, t: float) -> None:
         """The events-per-instant guard: the events (sessions' wake-ups included)
@@ -400,7 +427,7 @@ class Simulator(Holds):
             else:
                 gap = self._renewal_gap()
             timer(self.env, gap, [self._arrive_cb])
-        self.spawn()
+        self.spawn(True)
 
     def _rate_name(self) -> str:
         arr = self.program.arrival
@@ -437,8 +464,13 @@ class Simulator(Holds):
 
     # -- sessions ---------------------------------------------------------------------------
 
-    def spawn(self) -> Session:
-        """A new session: serial, trace session, ``init``, then it is ready (§1.4)."""
+    def spawn(self, run_now: bool = False) -> Session:
+        """A new session: serial, trace session, ``init``, then it is ready (§1.4).
+
+        ``run_now`` (an open arrival, the last thing its event does): when no
+        other session is ready, the new one is the next to run anyway, so it
+        runs here rather than through an urgent start event; the
+        events-per-instant guard counts it all the same."""
         if self.live >= self.max_live:
             raise self._too_many_live()
         s = Session(self, self.next_serial)
@@ -447,20 +479,37 @@ class Simulator(Holds):
             n = len(self.corpus.sessions)
             i = s.serial % n if self.program.trace.ordered else self.trace_stream.integers(n)  # type: ignore[union-attr]
             s.trace = self.corpus.sessions[i]
-        self.live += 1
-        self.live_avg.set(self.env._now, self.live)
+        env = self.env
+        live = self.live = self.live + 1
+        avg = self.live_avg  # avg.set(now, live), inline
+        now = env._now
+        avg.integral += avg.value * (now - avg.last)
+        avg.last = now
+        avg.value = live
         self.arrivals += 1
         self.code.init(s)
-        s.proc = SessionProcess(self.env, self.code.body(s), s, self)
+        q = env._queue
+        if run_now and not (q and q[0][1] == URGENT):
+            proc = s.proc = SessionProcess(env, self.code.body(s), s, self, False)
+            proc._resume(GO)
+            self._room -= 1
+            if self._room < 0:
+                raise self._unsettled(env._now)
+        else:
+            s.proc = SessionProcess(env, self.code.body(s), s, self)
         return s
 
     def end_session(self, s: Session) -> None:
         s.ended = True
-        self.live -= 1
-        self.live_avg.set(self.env._now, self.live)
+        live = self.live = self.live - 1
+        avg = self.live_avg  # avg.set(now, live), inline
+        now = self.env._now
+        avg.integral += avg.value * (now - avg.last)
+        avg.last = now
+        avg.value = live
         if self.stats_on:
             self.ended += 1
-        if self.program.arrival.kind == "closed":
+        if self._closed:
             self._replaced_now()
             self.spawn()
 

@@ -13,7 +13,9 @@ import bisect
 from collections import deque
 from typing import TYPE_CHECKING, Any, Callable
 
-from simpy.events import PENDING, Event, Timeout
+from heapq import heappush
+
+from simpy.events import NORMAL, PENDING, Event, Timeout
 
 from ..ready import make_ready, timer
 from .base import Stage, check_work
@@ -23,6 +25,7 @@ if TYPE_CHECKING:
 
 
 _INF = float("inf")
+_new = object.__new__
 
 
 class QJob:
@@ -141,8 +144,15 @@ class FifoStage(Stage):
             job.ev = None
         else:
             callbacks = [self._fin]
-        t = job.timer = timer(env, job.work, callbacks)
+        # t = timer(env, job.work, callbacks), inline
+        t = job.timer = _new(Timeout)
+        t.env = env
+        t.callbacks = callbacks
+        t._value = None
+        t._delay = work = job.work
+        t._ok = True
         t.job = job  # type: ignore[attr-defined]
+        heappush(env._queue, (env._now + work, NORMAL, next(env._eid), t))
         return t
 
     def _fill(self) -> None:
@@ -235,6 +245,7 @@ class PsStage(Stage):
         self.epoch = 0
         self.dirty = False
         self._seq = 0
+        self._view = _PsView(0.0)  # what phi reads, reused
 
     def _advance(self) -> None:
         now = self.env._now
@@ -242,17 +253,24 @@ class PsStage(Stage):
         self.v_last = now
 
     def submit(self, s: "Session", work: float, mode: str | None, growing: Any, label: str) -> Event:
-        check_work(label, work)
+        if not 0.0 <= work < _INF:
+            check_work(label, work)
         if work == 0.0:
             return self.immediate()
-        self._advance()
-        job = QJob(s, self.v + work, Event(self.env), self.env._now)
-        self._seq += 1
-        job.seq = self._seq
-        bisect.insort(self.tags, (job.work, job.seq, job))
+        env = self.env
+        now = env._now
+        # self._advance(), inline
+        v = self.v = self.v + self.rate * (now - self.v_last)
+        self.v_last = now
+        job = QJob(s, v + work, Event(env), now)
+        seq = self._seq = self._seq + 1
+        job.seq = seq
+        bisect.insort(self.tags, (job.work, seq, job))
         self.count(+1)
         s.job = (self, job)
-        self._changed()
+        if not self.dirty:  # self._changed()
+            self.dirty = True
+            self.sim.dirty_ps.append(self)
         return job.ev  # type: ignore[return-value]
 
     def _changed(self) -> None:
@@ -263,19 +281,25 @@ class PsStage(Stage):
     def reschedule(self) -> None:
         """New rate for the current population; the next finish event."""
         n = len(self.tags)
-        phi = self.phi(_PsView(float(n))) if n else 0.0
+        if n:
+            view = self._view
+            view.present = float(n)
+            phi = self.phi(view)
+        else:
+            phi = 0.0
         self._advance()
-        self.rate = phi / n if n else 0.0
+        self.rate = rate = phi / n if n else 0.0
         self.epoch += 1
         self.dirty = False
-        if n and self.rate > 0.0:
+        if n and rate > 0.0:
             tag, _seq, job = self.tags[0]
-            t = timer(self.env, max(0.0, (tag - self.v) / self.rate), [self._finish])
+            t = timer(self.env, max(0.0, (tag - self.v) / rate), [self._finish])
             t.job = job  # type: ignore[attr-defined]
             t.epoch = self.epoch  # type: ignore[attr-defined]
 
     def _finish(self, t: Any) -> None:
-        self.sim.events += 1
+        sim = self.sim
+        sim.events += 1
         job = t.job
         if t.epoch != self.epoch or job.done:
             return
@@ -286,8 +310,12 @@ class PsStage(Stage):
         self.count(-1)
         self.finished(job)
         job.session.job = None
-        self.wake(job)
-        self._changed()
+        if not self.dirty:  # self._changed()
+            self.dirty = True
+            sim.dirty_ps.append(self)
+        ev = job.ev  # self.wake(job), and the session runs now if nobody else is ready
+        if ev is not None and ev.callbacks is not None and ev._value is PENDING:
+            sim.ready_now(ev)
 
     def remove(self, job: QJob) -> None:  # type: ignore[override]
         if job.done:
