@@ -70,6 +70,7 @@ class SessionProcess(Process):
         self._generator = generator
         self.session = s
         self.sim = sim
+        self._resume = self._resume  # type: ignore[method-assign]  # one bound method for every wait
         if not ready:
             self._target = GO  # type: ignore[assignment]
             return

@@ -199,6 +199,7 @@ class Simulator(Holds):
         settle = self.settle
         run_ready = self.run_ready
         limit = self.arrival_limit
+        per_instant, per_session = EVENTS_PER_INSTANT, EVENTS_PER_SESSION
         # With no pool and no step stage, settling is running the ready sessions
         # and rescheduling the dirty ps stages: skipped when there are none.
         heavy = bool(self.all_pools or self.engines)
@@ -210,7 +211,7 @@ class Simulator(Holds):
                 break
             if t != self._instant:  # self._new_instant(t), inline
                 self._instant = t
-                self._room = self._cap = EVENTS_PER_INSTANT + EVENTS_PER_SESSION * self.live
+                self._room = self._cap = per_instant + per_session * self.live
             self._room -= 1
             if self._room < 0:
                 raise self._unsettled(t)
