@@ -12,6 +12,7 @@ simulation runs.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any, Callable
 
 from simpy.exceptions import Interrupt
@@ -107,7 +108,7 @@ class Compiler:
         text = "\n".join([
             self._function("_init", program.init, gen=False, stream="s.wrng"),
             self._function("_turn", program.turn or (), gen=False, stream="s.wrng"),
-            self._function("_body", program.session, gen=True, stream="s.srng"),
+            self._function("_body", program.session, gen=True, stream="_sr"),
         ])
         try:
             code = compile(text, "<serq session>", "exec")
@@ -123,6 +124,9 @@ class Compiler:
         self._block(block, 1)
         if gen:
             self.lines += ["    return", "    yield"]  # a generator even if it never waits
+        if stream == "_sr" and any(re.search(r"\b_sr\b", line) for line in self.lines):
+            # the session's own stream, once (it never changes); not built when nothing draws
+            self.lines.insert(2, "    _sr = s.srng")
         return "\n".join(self.lines) + "\n"
 
     def _woke(self, depth: int) -> None:

@@ -141,7 +141,7 @@ class Session:
     """One session.  ``a`` is its attribute list (slots of ``Program.attributes``)."""
 
     __slots__ = (
-        "sim", "serial", "a", "srng", "wrng", "proc", "holds", "job", "queued_at", "ending", "ended",
+        "sim", "serial", "a", "_srng", "wrng", "proc", "holds", "job", "queued_at", "ending", "ended",
         "adm_seq", "preempt_pos", "stuck", "requeued", "turns", "trace", "trace_pos",
         "sent", "first_tok", "last_tok", "n_after", "stall", "resumed", "woke_at", "woke_n", "rkey",
     )
@@ -153,7 +153,7 @@ class Session:
         a[_SERIAL] = float(serial)
         # the keys of (serial,), (serial, 0, SESSION) and (serial, 0, WORKLOAD), mixed in blocks
         self.rkey, own, work = sim.session_keys.get(serial)
-        self.srng: rng.Stream = _Keyed(own)
+        self._srng: Any = own  # the key until the stream is first asked for (most never are)
         self.wrng: rng.Stream = _Keyed(work)
         self.proc: Any = None
         self.holds: list[HoldRequest] = []  # granted or waiting attempts, outermost first
@@ -177,6 +177,14 @@ class Session:
         self.stall: Any = None  # a stalled growth: (pool, request, k, units, event or None)
         self.woke_at = -1.0  # the instant of its latest wake-ups, and how many there were
         self.woke_n = 0
+
+    @property
+    def srng(self) -> rng.Stream:
+        """The stream of the session's own statements, key (serial, 0, SESSION)."""
+        r = self._srng
+        if r.__class__ is int:
+            r = self._srng = _Keyed(r)
+        return r  # type: ignore[no-any-return]
 
     # -- workload ----------------------------------------------------------------
 
