@@ -297,6 +297,7 @@ def run_length(self: "StepEngine", now: float, cost: float) -> tuple[int, float]
             m += 1
     while m > 1 and now + (t - now) != t:  # the timeout's time must be exactly the m-th end
         costs.pop()  # (only ever when the clock is close to 0)
+        self._final = None  # the last iteration, if it was the finishing one, is gone
         if events and events[-1][0] == len(costs):
             events.pop()
         m -= 1
