@@ -55,12 +55,12 @@ class SessionProcess(Process):
     body returns, ends the session (``Simulator.end_session``) from inside the
     process as before.  A process whose generator returns is itself an event
     SimPy schedules at once; nothing ever waits on a session's process, so when
-    the run has no step stage that event is not scheduled at all: it has no
-    callbacks and would only make the simulator settle once more at the same
-    instant, which changes nothing without step stages (whose iterations start
-    only once no event is left at the instant).  The events-per-instant guard
-    still counts it.  A step stage keeps it, so iterations start at exactly the
-    same point as before."""
+    the run has no pool and no step stage that event is not scheduled at all:
+    it has no callbacks and would only make the simulator settle once more at
+    the same instant, which then changes nothing.  The events-per-instant guard
+    still counts it.  A step stage keeps it (its iterations start only once no
+    event is left at the instant), and so does a pool (a pool pass may evaluate
+    ``queue by`` keys, which can draw)."""
 
     def __init__(self, env: Any, generator: Any, s: "Session", sim: "Simulator", ready: bool = True) -> None:
         # Process.__init__ without its generator check; ``ready=False``: the
@@ -131,7 +131,7 @@ class SessionProcess(Process):
                 sim.fail(err)
         self._ok = True
         self._value = None
-        if sim.engines or self.callbacks:
+        if sim.engines or sim.all_pools or self.callbacks:
             self.env.schedule(self)
         else:
             sim._room -= 1  # the end event this run skips still counts against the instant
