@@ -3,9 +3,8 @@ statements its compiled body calls into (semantics §1.4, §2)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
-
 from heapq import heappush
+from typing import TYPE_CHECKING, Any, Callable
 
 from simpy.events import URGENT, Event, Initialize, Process
 from simpy.exceptions import Interrupt

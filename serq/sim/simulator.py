@@ -32,12 +32,12 @@ from .cache import PrefixCache
 from .compile import Compiler, pool_source, stage_source
 from .holds import Holds
 from .pool import Pool
+from .ready import make_ready, timer
 from .session import GO, Session, SessionProcess
 from .stages.base import Stage
 from .stages.queueing import DelayStage, FifoStage, PsStage
 from .stages.step import StepEngine
 from .stats import TimeAverage
-from .ready import make_ready, timer
 from .trace import read_trace
 
 #: Run limits (docs/simulator.md, "Run guards and limits").  The first two

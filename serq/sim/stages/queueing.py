@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import bisect
 from collections import deque
-from typing import TYPE_CHECKING, Any, Callable
-
 from heapq import heappush
+from typing import TYPE_CHECKING, Any, Callable
 
 from simpy.events import NORMAL, PENDING, Event, Timeout
 
