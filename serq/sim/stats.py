@@ -195,25 +195,25 @@ class LogHistogram:
         if lo > 0.0 and hi != INF and self.total == self.total:  # (a NaN makes min and max unreliable)
             k = math.floor(math.log(lo) / _LOG_W)
             if math.floor(math.log(hi) / _LOG_W) == k:  # one bucket holds them all (the usual case)
-                b = buckets.get(k)  # type: ignore[assignment]
-                if b is None:
-                    b = buckets[k] = [0, lo, hi]
-                b[0] += n * len(xs)
-                if lo < b[1]:
-                    b[1] = lo
-                if hi > b[2]:
-                    b[2] = hi
+                one = buckets.get(k)
+                if one is None:
+                    one = buckets[k] = [0, lo, hi]
+                one[0] += n * len(xs)
+                if lo < one[1]:
+                    one[1] = lo
+                if hi > one[2]:
+                    one[2] = hi
                 self._last_x = xs[-1]
-                self._last_b = b
+                self._last_b = one
                 return
-        b: list[float] = []
+        last: list[float] = []
         x = NAN
         for x, c in Counter(xs).items():
             if x > 0.0:
                 k = math.floor(math.log(x) / _LOG_W) if x != INF else _INF_KEY
             else:
                 k = _ZERO_KEY
-            b = buckets.get(k)  # type: ignore[assignment]
+            b = buckets.get(k)
             if b is None:
                 b = buckets[k] = [0, x, x]
             b[0] += c * n
@@ -221,8 +221,9 @@ class LogHistogram:
                 b[1] = x
             elif x > b[2]:
                 b[2] = x
+            last = b
         self._last_x = x
-        self._last_b = b
+        self._last_b = last
 
     @property
     def mean(self) -> float:

@@ -41,6 +41,15 @@ _RUN_CONSTANT_CTX = frozenset({"decoding", "admission", "residents", "decoders"}
 
 # -- what an expression reads --------------------------------------------------------------
 
+#: A growth event of a planned run: the iteration's index, the growths
+#: (job index, units) it makes, and the budget left to re-read the waiting
+#: head's header with (None when nothing it reads moved).
+RunEvent = tuple[int, list[tuple[int, float]], "float | None"]
+#: A planned run: its length, the end of its last iteration, (iteration
+#: costs, growth events), and the cost of the last iteration.
+PlanResult = tuple[int, float, tuple[list[float], list[RunEvent]], float]
+
+
 def reads(e: ir.Expr, sim: Any, engine: "StepEngine") -> frozenset[int] | None:
     """What a header (or `queue by` key) expression reads that a decode run of
     ``engine`` can change: the ids of the pools whose ``used``/``free``/
@@ -177,8 +186,9 @@ def _waiting(self: "StepEngine") -> tuple[frozenset[int], frozenset[int], Any] |
     req = _head(self, pool)
     if req is None:
         return None
-    rs = header(self, req.spec)
-    if any(r is None for r in rs):
+    header_reads = header(self, req.spec)
+    rs = [r for r in header_reads if r is not None]
+    if len(rs) != len(header_reads):
         return None
     spec, s = req.spec, req.session
     blocking = None
@@ -261,7 +271,8 @@ def run_length(self: "StepEngine", now: float, cost: float) -> tuple[int, float]
     alloc: list[float] = []
     idx: list[int] = []  # the jobs that grow a hold
     tracked = memory is not None and kv_tracked
-    kv = [job.session.held_in(memory) for job, _t in assign] if tracked else [0.0] * len(assign)
+    kv = ([job.session.held_in(memory) for job, _t in assign] if memory is not None and tracked
+          else [0.0] * len(assign))
     for i, (job, _t) in enumerate(assign):
         req = job.hold
         if req is None:
@@ -281,6 +292,7 @@ def run_length(self: "StepEngine", now: float, cost: float) -> tuple[int, float]
             pos.append(req.pos[k])
             alloc.append(a)
     used = {id(p): p.used for p in pools if p}
+    plan: tuple[list[float], list[RunEvent]]
     if cap <= 1:
         m, cur, plan = 1, cost, ([], [])
     elif all(_exact_steps(pos[i], cap) for i in idx):
@@ -308,13 +320,13 @@ def run_length(self: "StepEngine", now: float, cost: float) -> tuple[int, float]
 
 def _plan_each(self: "StepEngine", idx: list[int], pools: list[Any], pos: list[float], alloc: list[float],
                kv: list[float], used: dict[int, float], recheck: frozenset[int], t: float, cost: float,
-               cap: int, limit: float, horizon: float) -> tuple[int, float, list]:
+               cap: int, limit: float, horizon: float) -> PlanResult:
     """Plan iterations 2, 3, … one at a time (positions that a token more
     could round): the jobs that need a block grow, in serving order."""
     memory = self.memory
     kv_tracked = self._kv_needed
     costs: list[float] = []
-    events: list[tuple[int, list[tuple[int, float]], bool]] = []
+    events: list[RunEvent] = []
     cur = cost
     m = 1
     while m < cap:
@@ -401,14 +413,14 @@ def _first_growth(p: float, a: float, frm: int, last: int) -> int:
 
 def _plan_by_growths(self: "StepEngine", idx: list[int], pools: list[Any], pos: list[float],
                      alloc: list[float], kv: list[float], used: dict[int, float], recheck: frozenset[int],
-                     t: float, cost: float, cap: int, limit: float, horizon: float) -> tuple[int, float, list]:
+                     t: float, cost: float, cap: int, limit: float, horizon: float) -> PlanResult:
     """``_plan_each`` when positions step exactly: from one growth to the next,
     the iterations between (same cost) are added in one fold and cut at the
     first end that is not before the next event or is past the horizon."""
     memory = self.memory
     kv_tracked = self._kv_needed
     costs: list[float] = []
-    events: list[tuple[int, list[tuple[int, float]], bool]] = []
+    events: list[RunEvent] = []
     nxt = [_first_growth(pos[i], alloc[i], 2, cap) for i in idx]
     p0 = [pos[i] for i in idx]
     cur = cost
