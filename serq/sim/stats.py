@@ -188,7 +188,10 @@ class LogHistogram:
         depend on the order)."""
         if not xs or n <= 0:
             return
-        self.total = reduce(add, chain.from_iterable(map(repeat, xs, repeat(n, len(xs)))), self.total)
+        if n == 1:
+            self.total = reduce(add, xs, self.total)
+        else:
+            self.total = reduce(add, chain.from_iterable(map(repeat, xs, repeat(n, len(xs)))), self.total)
         self.count += n * len(xs)
         buckets = self._buckets
         lo, hi = min(xs), max(xs)

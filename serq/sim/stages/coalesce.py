@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from bisect import bisect_left, bisect_right
+from heapq import heapify, heappop, heappush
 from functools import reduce
 from itertools import accumulate, repeat
 from operator import add, mul, sub
@@ -327,6 +328,7 @@ def _plan_each(self: "StepEngine", idx: list[int], pools: list[Any], pos: list[f
     kv_tracked = self._kv_needed
     costs: list[float] = []
     events: list[RunEvent] = []
+    kv_cost: Any = _kv_coster(self) if kv_tracked else None
     cur = cost
     m = 1
     while m < cap:
@@ -357,7 +359,7 @@ def _plan_each(self: "StepEngine", idx: list[int], pools: list[Any], pos: list[f
         if not ok:
             break
         if growths and kv_tracked:
-            cur = decode_cost(self, kv)
+            cur = kv_cost(kv)
             if not (cur > 0.0 and math.isfinite(cur)):
                 break
         t2 = t + cur
@@ -421,12 +423,15 @@ def _plan_by_growths(self: "StepEngine", idx: list[int], pools: list[Any], pos: 
     kv_tracked = self._kv_needed
     costs: list[float] = []
     events: list[RunEvent] = []
-    nxt = [_first_growth(pos[i], alloc[i], 2, cap) for i in idx]
+    # the next growth of each job, (iteration, its index in idx): popped in serving order
+    nxt = [(_first_growth(pos[i], alloc[i], 2, cap), n) for n, i in enumerate(idx)]
+    heapify(nxt)
     p0 = [pos[i] for i in idx]
+    kv_cost: Any = _kv_coster(self) if kv_tracked else None
     cur = cost
     m = 1
     while m < cap:
-        g = min(nxt) if nxt else cap + 1
+        g = nxt[0][0] if nxt else cap + 1
         free = (g if g <= cap else cap + 1) - (m + 1)  # iterations without a growth
         if free > 0:
             t_end = reduce(add, repeat(cur, free), t)  # the ends rise: the last decides
@@ -448,9 +453,9 @@ def _plan_by_growths(self: "StepEngine", idx: list[int], pools: list[Any], pos: 
         growths: list[tuple[int, float]] = []
         again = False
         ok = True
-        for n, i in enumerate(idx):
-            if nxt[n] != g:
-                continue
+        while nxt and nxt[0][0] == g:
+            n = heappop(nxt)[1]
+            i = idx[n]
             units = (p0[n] + (g - 2)) + 1.0 - alloc[i]
             pool = pools[i]
             if not pool:
@@ -469,11 +474,13 @@ def _plan_by_growths(self: "StepEngine", idx: list[int], pools: list[Any], pos: 
                     again = True
                 if kv_tracked and pool is memory:
                     kv[i] = alloc[i]
-            nxt[n] = _first_growth(p0[n], alloc[i], g + 1, cap)
+            nx = _first_growth(p0[n], alloc[i], g + 1, cap)
+            if nx <= cap:
+                heappush(nxt, (nx, n))
         if not ok:
             break
         if growths and kv_tracked:
-            cur = decode_cost(self, kv)
+            cur = kv_cost(kv)
             if not (cur > 0.0 and math.isfinite(cur)):
                 break
         t2 = t + cur
@@ -581,6 +588,28 @@ def _still_blocked(self: "StepEngine", req: Any, left: float) -> bool:
     return p.used + p.round_up(need) > p.cap + EPS
 
 
+def _kv_coster(self: "StepEngine") -> Any:
+    """``decode_cost`` for the iterations of one planned run: the engine's own
+    view filled once with what stays the same (the batch, its tokens, no
+    prefill), only ``kv_decode`` set per call, the same values as ``_cost``
+    gives it.  Nothing else uses the view while a run is planned."""
+    view = self._view
+    if view is None:
+        return lambda kv: decode_cost(self, kv)
+    n = float(len(self.assign))
+    view.srng = self.srng
+    view.tokens, view.prefilled, view.decoders = n, 0.0, n
+    view.kv_prefill = 0.0
+    view.residents = float(len(self.residents))
+    view.attention = 0.0
+    fn = self.cost_fn
+
+    def cost(kv: list[float]) -> float:
+        view.kv_decode = reduce(add, kv, 0.0)
+        return fn(view)  # type: ignore[no-any-return]
+    return cost
+
+
 def decode_cost(self: "StepEngine", kv: list[float]) -> float:
     """The cost of a decode iteration of the same batch with other allocations
     (as ``_launch`` computes it: its sums in its order)."""
@@ -637,11 +666,8 @@ def replay(self: "StepEngine", assign: list[tuple["Job", float]], m: int) -> Non
                 job = assign[i][0]
                 req = job.hold
                 kk = job.k
-                pool = req.pools[kk]  # type: ignore[union-attr]
-                pool.make_room(need)
-                pool.used += need
+                req.pools[kk].allocate(need, end)  # type: ignore[union-attr]
                 req.alloc[kk] = req.alloc[kk] + need  # type: ignore[union-attr]
-                pool.record(end)
         if again is not None:  # the admission attempt of that iteration reads what changed
             self.admitting_left = again  # (its budget_left)
             try:
@@ -659,7 +685,8 @@ def replay(self: "StepEngine", assign: list[tuple["Job", float]], m: int) -> Non
         spans = [x for x in spans if x > 0.0]
     if spans:
         self.t_decode_only = reduce(add, spans, self.t_decode_only)
-        self.t_decoders = reduce(add, map(mul, repeat(nf), spans), self.t_decoders)
+        # (x * 1.0 is x for every float: one decoder adds the spans themselves)
+        self.t_decoders = reduce(add, spans if nf == 1.0 else map(mul, repeat(nf), spans), self.t_decoders)
     if stats:
         self.dec_iters += k
         d = self.dec_sum  # whole numbers: one addition is exact below 2**53
