@@ -23,7 +23,7 @@ import math
 from bisect import bisect_left, bisect_right
 from heapq import heapify, heappop, heappush
 from functools import reduce
-from itertools import accumulate, repeat
+from itertools import accumulate, islice, repeat
 from operator import add, mul, sub
 from typing import TYPE_CHECKING, Any
 
@@ -654,7 +654,7 @@ def replay(self: "StepEngine", assign: list[tuple["Job", float]], m: int) -> Non
             else:  # the last iteration's tokens may be a fraction
                 req.pos[job.k] = _plus_ones(req.pos[job.k], k - 1) + final[i]
     # the iterations' lengths: from the second commit on, every job's gap
-    lengths = list(map(sub, ends[1:], ends[:k]))
+    lengths = list(map(sub, islice(ends, 1, None), ends))  # k of them
     if stats and k > 1:
         itl.add_many(lengths[:k - 1], len(assign))
     # -- growths of iterations 2 … m at their starts ---------------------------------------------
