@@ -456,12 +456,15 @@ def _plan_by_growths(self: "StepEngine", idx: list[int], pools: list[Any], pos: 
         while nxt and nxt[0][0] == g:
             n = heappop(nxt)[1]
             i = idx[n]
-            units = (p0[n] + (g - 2)) + 1.0 - alloc[i]
+            a = alloc[i]
+            units = (p0[n] + (g - 2)) + 1.0 - a
             pool = pools[i]
             if not pool:
                 ok = False
                 break
-            need = pool.round_up(alloc[i] + units) - alloc[i]
+            x = a + units  # pool.round_up(x) inline
+            b = pool.block
+            need = (math.ceil(x / b - EPS) * b if b is not None and x != math.inf else x) - a
             if need > 0.0:
                 pid = id(pool)
                 if used[pid] + need > pool.cap + EPS:
@@ -474,7 +477,14 @@ def _plan_by_growths(self: "StepEngine", idx: list[int], pools: list[Any], pos: 
                     again = True
                 if kv_tracked and pool is memory:
                     kv[i] = alloc[i]
-            nx = _first_growth(p0[n], alloc[i], g + 1, cap)
+            # _first_growth(p0[n], alloc[i], g + 1, cap) inline
+            p, a, frm = p0[n], alloc[i], g + 1
+            guess = a - p - 1.0 + 2.0
+            nx = frm if not guess > frm else (cap + 1 if guess > cap + 1 else int(guess))
+            while nx > frm and (p + (nx - 3)) + 1.0 - a > EPS:
+                nx -= 1
+            while nx <= cap and not (p + (nx - 2)) + 1.0 - a > EPS:
+                nx += 1
             if nx <= cap:
                 heappush(nxt, (nx, n))
         if not ok:
