@@ -6,16 +6,18 @@ The public surface::
     report = serq.run(program, seed=1, horizon=300, warmup=30)
     report.text(); report.to_json(); report.observe("hit").mean
 
-Every error a program, its inputs or its run can cause is a :class:`SerqError`.
+Every error a program, its inputs or its run can cause is a :class:`SerqError`;
+one found while the program runs (a negative amount, a run guard, a misbehaving
+engine hook) is the subclass :class:`SerqRuntimeError`.
 """
 
 from __future__ import annotations
 
 from .api import check, load, run
-from .errors import SerqError
+from .errors import SerqError, SerqRuntimeError
 from .ir import Program
 
-__all__ = ["load", "check", "run", "Program", "Report", "SerqError"]
+__all__ = ["load", "check", "run", "Program", "Report", "SerqError", "SerqRuntimeError"]
 
 
 def __getattr__(name: str):  # Report lives with the simulator; import it lazily

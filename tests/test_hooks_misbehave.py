@@ -264,3 +264,10 @@ def test_the_cli_prints_the_error_without_a_traceback(tmp_path: Path) -> None:
     assert ("engine class `badsched.Raises`, hook `order_residents` (stage `engine`) raised AttributeError: "
             "'Job' object has no attribute 'wrok'") in raises.stderr
     assert "(at badsched.py:7)" in raises.stderr
+
+
+def test_a_hook_error_is_a_run_time_error_of_the_public_api() -> None:
+    from serq.sim.engines import HookError
+
+    assert issubclass(HookError, serq.SerqRuntimeError)
+    assert issubclass(serq.SerqRuntimeError, serq.SerqError)
