@@ -296,6 +296,8 @@ def run_length(self: "StepEngine", now: float, cost: float) -> tuple[int, float]
     plan: tuple[list[float], list[RunEvent]]
     if cap <= 1:
         m, cur, plan = 1, cost, ([], [])
+    elif len(assign) == 1 and idx and _exact_steps(pos[0], cap):
+        m, t, plan, cur = _plan_one(self, pools, pos, alloc, kv, used, recheck, t, cost, cap, limit, horizon)
     elif all(_exact_steps(pos[i], cap) for i in idx):
         m, t, plan, cur = _plan_by_growths(self, idx, pools, pos, alloc, kv, used, recheck, t, cost, cap, limit,
                                            horizon)
@@ -503,6 +505,102 @@ def _plan_by_growths(self: "StepEngine", idx: list[int], pools: list[Any], pos: 
         m += 1
     for n, i in enumerate(idx):  # the positions before the next iteration, as `_plan_each` leaves them
         pos[i] = p0[n] + (m - 1)
+    return m, t, (costs, events), cur
+
+
+def _plan_one(self: "StepEngine", pools: list[Any], pos: list[float], alloc: list[float], kv: list[float],
+              used: dict[int, float], recheck: frozenset[int], t: float, cost: float, cap: int, limit: float,
+              horizon: float) -> PlanResult:
+    """``_plan_by_growths`` for a batch of one job that holds memory (the
+    usual run): no heap, the job's state in locals, ``kv_decode`` the fold of
+    one value (``0.0 + kv``); the same operations in the same order."""
+    memory = self.memory
+    kv_tracked = self._kv_needed
+    costs: list[float] = []
+    events: list[RunEvent] = []
+    pool = pools[0]
+    p0 = pos[0]
+    a = alloc[0]
+    kv0 = kv[0]
+    view = self._view
+    fn = self.cost_fn
+    kv_cost: Any = None
+    if kv_tracked:
+        if view is None:
+            kv_cost = _kv_coster(self)
+        else:
+            _kv_coster(self)  # fills the view once
+    grows_kv = kv_tracked and pool is memory
+    if pool:
+        pid = id(pool)
+        u = used[pid]
+        pcap = pool.cap + EPS
+        b = pool.block
+        rechecked = pid in recheck
+    cur = cost
+    m = 1
+    g = _first_growth(p0, a, 2, cap)
+    while m < cap:
+        free = (g if g <= cap else cap + 1) - (m + 1)  # iterations without a growth
+        if free > 0:
+            t_end = reduce(add, repeat(cur, free), t)  # the ends rise: the last decides
+            if t_end < limit and not t_end > horizon:
+                costs.extend(repeat(cur, free))
+                t = t_end
+                m += free
+            else:
+                ts = list(accumulate(repeat(cur, free), add, initial=t))
+                c = min(bisect_left(ts, limit, 1), bisect_right(ts, horizon, 1)) - 1
+                if c > 0:
+                    costs.extend(repeat(cur, c))
+                    t = ts[c]
+                    m += c
+                break
+        if m >= cap:
+            break
+        # iteration g = m + 1: the job's token needs memory
+        if not pool:
+            break
+        x = a + ((p0 + (g - 2)) + 1.0 - a)  # pool.round_up(x) inline
+        need = (math.ceil(x / b - EPS) * b if b is not None and x != math.inf else x) - a
+        grew = need > 0.0
+        if grew:
+            if u + need > pcap:
+                break  # it would preempt or stall: the run stops before
+            u += need
+            a = a + need
+            if grows_kv:
+                kv0 = a
+        # the job's next growth (_first_growth(p0, a, g + 1, cap) inline)
+        frm = g + 1
+        guess = a - p0 - 1.0 + 2.0
+        nx = frm if not guess > frm else (cap + 1 if guess > cap + 1 else int(guess))
+        while nx > frm and (p0 + (nx - 3)) + 1.0 - a > EPS:
+            nx -= 1
+        while nx <= cap and not (p0 + (nx - 2)) + 1.0 - a > EPS:
+            nx += 1
+        g = nx
+        if grew and kv_tracked:
+            if kv_cost is None:
+                view.kv_decode = 0.0 + kv0  # type: ignore[union-attr]  # reduce(add, [kv0], 0.0)
+                cur = fn(view)
+            else:
+                cur = kv_cost([kv0])
+            if not (cur > 0.0 and math.isfinite(cur)):
+                break
+        t2 = t + cur
+        if not t2 < limit or t2 > horizon:
+            break
+        if grew:
+            events.append((len(costs), [(0, need)], self.left if rechecked else None))
+        costs.append(cur)
+        t = t2
+        m += 1
+    pos[0] = p0 + (m - 1)  # the position before the next iteration, as `_plan_each` leaves it
+    if pool:
+        used[pid] = u
+    alloc[0] = a
+    kv[0] = kv0
     return m, t, (costs, events), cur
 
 
