@@ -767,6 +767,19 @@ def replay(self: "StepEngine", assign: list[tuple["Job", float]], m: int) -> Non
         itl.add_many(lengths[:k - 1], len(assign))
     # -- growths of iterations 2 … m at their starts ---------------------------------------------
     head = self._head
+    if len(assign) == 1 and head is None:  # one job: its hold and pool looked up once
+        job = assign[0][0]
+        req = job.hold
+        if req is not None:
+            kk = job.k
+            allocate = req.pools[kk].allocate  # type: ignore[union-attr]
+            ra = req.alloc  # type: ignore[union-attr]
+            for j, growths, _again in events:  # (no head: no admission attempt is evaluated)
+                if growths:
+                    need = growths[0][1]
+                    allocate(need, ends[j])
+                    ra[kk] = ra[kk] + need
+        events = []
     for j, growths, again in events:
         if growths:
             end = ends[j]
