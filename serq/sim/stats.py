@@ -181,11 +181,11 @@ class LogHistogram:
         if n > 0:
             self.add_many([x], n)
 
-    def add_many(self, xs: list[float], n: int = 1) -> None:
+    def add_many(self, xs: list[float], n: int = 1, lo: float | None = None) -> None:
         """Record each value of ``xs`` ``n`` times, in order: the same state as
         the calls of :meth:`add` (the total takes the same additions in the
         same order, folded in C; bucket counts, smallest and largest do not
-        depend on the order)."""
+        depend on the order).  ``lo``, when given, is ``min(xs)``."""
         if not xs or n <= 0:
             return
         if n == 1:
@@ -194,7 +194,9 @@ class LogHistogram:
             self.total = reduce(add, chain.from_iterable(map(repeat, xs, repeat(n, len(xs)))), self.total)
         self.count += n * len(xs)
         buckets = self._buckets
-        lo, hi = min(xs), max(xs)
+        if lo is None:
+            lo = min(xs)
+        hi = max(xs)
         if lo > 0.0 and hi != INF and self.total == self.total:  # (a NaN makes min and max unreliable)
             k = math.floor(math.log(lo) / _LOG_W)
             if math.floor(math.log(hi) / _LOG_W) == k:  # one bucket holds them all (the usual case)

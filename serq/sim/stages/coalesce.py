@@ -763,8 +763,11 @@ def replay(self: "StepEngine", assign: list[tuple["Job", float]], m: int) -> Non
                 req.pos[job.k] = _plus_ones(req.pos[job.k], k - 1) + final[i]
     # the iterations' lengths: from the second commit on, every job's gap
     lengths = list(map(sub, islice(ends, 1, None), ends))  # k of them
+    lo: float | None = None  # min(lengths[:k - 1]), when taken
     if stats and k > 1:
-        itl.add_many(lengths[:k - 1], len(assign))
+        gaps = lengths[:k - 1]
+        lo = min(gaps)
+        itl.add_many(gaps, len(assign), lo)
     # -- growths of iterations 2 … m at their starts ---------------------------------------------
     head = self._head
     if len(assign) == 1 and head is None:  # one job: its hold and pool looked up once
@@ -800,9 +803,12 @@ def replay(self: "StepEngine", assign: list[tuple["Job", float]], m: int) -> Non
     # ends by the horizon, and one that starts after the warm-up spans its lengths
     if ends[0] >= sim.warmup:
         spans = lengths
+        # min(lengths) folds the same comparisons as min(min(lengths[:k - 1]), lengths[-1])
+        smin = (min(lo, lengths[-1]) if lo is not None else min(spans)) if spans else 0.0
     else:
         spans = list(map(sub, map(min, ends[1:], repeat(sim.horizon)), map(max, ends[:k], repeat(sim.warmup))))
-    if spans and not min(spans) > 0.0:
+        smin = min(spans) if spans else 0.0
+    if spans and not smin > 0.0:
         spans = [x for x in spans if x > 0.0]
     if spans:
         self.t_decode_only = reduce(add, spans, self.t_decode_only)
