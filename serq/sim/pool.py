@@ -211,34 +211,10 @@ class Pool(BaseResource):
             cache.make_room(self.used, need, self.cap, self.sim.env._now)
 
     def allocate(self, need: float, now: float | None = None) -> None:
-        """A growth's pool side in one call, the same operations as
-        ``make_room(need)``, ``used += need``, ``record(now)``."""
-        cache = self.cache
-        if self.used + cache.total + need > self.cap + EPS:
-            if cache.kind is None:
-                self.make_room(need)
-            else:  # make_room's own call, its test just made
-                cache.make_room(self.used, need, self.cap, self.sim.env._now)
+        """A growth's pool side: ``make_room(need)``, ``used += need``, ``record(now)``."""
+        self.make_room(need)  # its own test: nothing to do while it all fits
         self.used += need
-        if now is None:
-            now = self.sim.env._now
-        # record(now) inlined (the same operations)
-        a = self.used_avg
-        a.integral += a.value * (now - a.last)
-        a.last = now
-        a.value = self.used
-        a = self.cached_avg
-        a.integral += a.value * (now - a.last)
-        a.last = now
-        a.value = cache.total
-        a = self.queue_avg
-        a.integral += a.value * (now - a.last)
-        a.last = now
-        a.value = len(self.put_queue)
-        a = self.holders_avg
-        a.integral += a.value * (now - a.last)
-        a.last = now
-        a.value = len(self.holders)
+        self.record(now)
 
     # -- the queue -------------------------------------------------------------
 

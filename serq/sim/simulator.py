@@ -221,9 +221,7 @@ class Simulator(Holds):
             for callback in callbacks:
                 callback(event)
             if not event._ok and not hasattr(event, "_defused"):
-                exc = type(event._value)(*event._value.args)
-                exc.__cause__ = event._value
-                raise exc
+                raise _failure(event)
             if self.error is not None:
                 raise self.error
             if heavy:
@@ -261,9 +259,7 @@ class Simulator(Holds):
             for callback in callbacks:
                 callback(event)
             if not event._ok and not hasattr(event, "_defused"):
-                exc = type(event._value)(*event._value.args)
-                exc.__cause__ = event._value
-                raise exc
+                raise _failure(event)
             self._room -= 1
             if self._room < 0:
                 raise self._unsettled(now)
@@ -534,6 +530,14 @@ class Simulator(Holds):
             if s.n_after >= 1:
                 c["tpot"].append((s.last_tok - s.first_tok) / s.n_after)
         c["response"].append(now - s.sent)
+
+
+def _failure(event: Any) -> BaseException:
+    """The exception of an event that failed and nobody handled, as SimPy's
+    ``Environment.step`` raises it."""
+    exc = type(event._value)(*event._value.args)
+    exc.__cause__ = event._value
+    return exc
 
 
 def _raise_with(name: str, value: float) -> str:
