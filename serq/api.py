@@ -5,11 +5,12 @@ They never print and never exit; errors are :class:`serq.SerqError`.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import TYPE_CHECKING, Mapping, Sequence
 
 from .errors import SerqError
-from .ir import Program
+from .ir import Program, TraceDecl
 
 if TYPE_CHECKING:
     from .report import Report
@@ -34,14 +35,10 @@ def load(program: str | os.PathLike[str], *, sets: Sets = (), trace: str | None 
 
     pairs = list(sets.items()) if isinstance(sets, Mapping) else list(sets)
     pairs = [(k, str(v)) for k, v in pairs]
-    is_text = isinstance(program, str) and _looks_like_source(program)
-
-    def load_with(trace: str | None) -> Program:
-        if is_text:
-            return load_program(text=str(program), sets=pairs, trace=trace)
-        return load_program(path=os.fspath(program), sets=pairs, trace=trace)
-
-    loaded = load_with(None)
+    if isinstance(program, str) and _looks_like_source(program):
+        loaded = load_program(text=program, sets=pairs)
+    else:
+        loaded = load_program(path=os.fspath(program), sets=pairs)
     if trace is None:
         return loaded
     if loaded.trace is None:
@@ -50,8 +47,8 @@ def load(program: str | os.PathLike[str], *, sets: Sets = (), trace: str | None 
             helps=['a program replays a trace when its workload says `trace "FILE.csv";` and reads '
                    "`new`, `out`, `think`, `forced` or `more`"],
         )
-    # Load again with the replacement, so that the front end resolves it as it always does.
-    return load_with(trace)
+    # The replacement, as the front end's own `trace=` makes it: the path as given, the order kept.
+    return dataclasses.replace(loaded, trace=TraceDecl(trace, loaded.trace.ordered))
 
 
 def check(program: str | os.PathLike[str], *, sets: Sets = ()) -> str:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from .. import reading
-from ..errors import SerqError
+from ..errors import SerqError, Source
 
 #: The largest trace file read (``docs/frontend.md``, "Limits and hostile input").
 MAX_TRACE_BYTES = 64 * reading.MiB
@@ -94,15 +94,12 @@ def read_trace(path: str) -> Corpus:
     """The trace file ``path`` (a regular file of UTF-8 text, at most :data:`MAX_TRACE_BYTES`)."""
     shown = reading.show_path(path)
     try:
-        data = reading.read_bytes(path, MAX_TRACE_BYTES)
-        text = reading.decode_utf8(data)
+        text = reading.read_text(path, MAX_TRACE_BYTES)
     except reading.Unreadable as err:
         if err.text is not None and err.offset is not None:
-            line = err.text.count("\n", 0, err.offset) + 1
-            col = err.offset - (err.text.rfind("\n", 0, err.offset) + 1) + 1
+            line, col = Source(err.text, path).line_col(err.offset)
             raise SerqError(f"not UTF-8 text ({err.reason.partition('(')[2].rstrip(')')})",
                             helps=["save the trace as UTF-8"], prefix=f"{shown}:{line}:{col}") from None
         helps = [f"a trace holds at most {reading.size_text(MAX_TRACE_BYTES)}"] if err.too_large else []
         raise SerqError(f"cannot read trace `{shown}`: {err.reason}", helps=helps) from None
-    del data
     return parse_trace(text, shown)
