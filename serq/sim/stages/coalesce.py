@@ -257,14 +257,12 @@ def run_length(self: "StepEngine", now: float, cost: float) -> tuple[int, float]
     self._head = None
     self._final = None
     self._xheads = False
-    queued = False
     if any(p.put_queue for p in sim.all_pools):
         terms = _waiting(self)
         if terms is None:
             return 1, t
         more, recheck, self._head = terms
         stop = stop | more
-        queued = True
     memory = self.memory
     kv_tracked = self._kv_needed
     pools: list[Any] = []  # the pool a job grows; False where a growth must end the run
@@ -305,8 +303,7 @@ def run_length(self: "StepEngine", now: float, cost: float) -> tuple[int, float]
         m, t, plan, cur = _plan_each(self, idx, pools, pos, alloc, kv, used, recheck, t, cost, cap, limit, horizon)
     costs, events = plan
     if m == cap and self._default_plan:  # the iteration that finishes a job can end the run
-        t2 = _finishing(self, assign, m, idx, pools, pos, alloc, kv, used, recheck, t, cur, limit, horizon,
-                        plan, queued)
+        t2 = _finishing(self, assign, m, idx, pools, pos, alloc, kv, used, recheck, t, cur, limit, horizon, plan)
         if t2 is not None:
             t = t2
             m += 1
@@ -326,8 +323,8 @@ def _plan_each(self: "StepEngine", idx: list[int], pools: list[Any], pos: list[f
                cap: int, limit: float, horizon: float) -> PlanResult:
     """Plan iterations 2, 3, … one at a time (positions that a token more
     could round): the jobs that need a block grow, in serving order."""
-    memory = self.memory
     kv_tracked = self._kv_needed
+    kv_pool = self.memory if kv_tracked else None  # the pool whose growths change the cost
     costs: list[float] = []
     events: list[RunEvent] = []
     kv_cost: Any = _kv_coster(self) if kv_tracked else None
@@ -340,23 +337,12 @@ def _plan_each(self: "StepEngine", idx: list[int], pools: list[Any], pos: list[f
         for i in idx:
             units = pos[i] + 1.0 - alloc[i]
             if units > EPS:
-                pool = pools[i]
-                if not pool:
-                    ok = False
+                grew = _grow(i, units, pools, alloc, kv, used, recheck, growths, kv_pool)
+                if grew is None:
+                    ok = False  # it would preempt or stall: the run stops before
                     break
-                need = pool.round_up(alloc[i] + units) - alloc[i]
-                if need > 0.0:
-                    pid = id(pool)
-                    if used[pid] + need > pool.cap + EPS:
-                        ok = False  # it would preempt or stall: the run stops before
-                        break
-                    used[pid] += need
-                    alloc[i] = alloc[i] + need
-                    growths.append((i, need))
-                    if pid in recheck:
-                        again = True
-                    if kv_tracked and pool is memory:
-                        kv[i] = alloc[i]
+                if grew:
+                    again = True
             pos[i] += 1.0
         if not ok:
             break
@@ -401,6 +387,49 @@ def _exact_steps(p: float, cap: int) -> bool:
     return num + (cap + 2) * den < 1 << 53
 
 
+def _grow(i: int, units: float, pools: list[Any], alloc: list[float], kv: list[float], used: dict[int, float],
+          recheck: frozenset[int], growths: list[tuple[int, float]], kv_pool: Any) -> bool | None:
+    """Job ``i``'s token needs ``units`` past its allocation: grow its hold by
+    the blocks that takes, as the iteration one by one would (noted in
+    ``growths``; ``kv[i]`` follows when ``kv_pool`` is the pool the cost
+    reads).  None when it cannot (a pool that must end the run, or a growth
+    that would preempt or stall), else whether the grown pool is one the
+    waiting head's header reads (``recheck``)."""
+    pool = pools[i]
+    if not pool:
+        return None
+    a = alloc[i]
+    need = pool.round_up(a + units) - a
+    if need > 0.0:
+        pid = id(pool)
+        if used[pid] + need > pool.cap + EPS:
+            return None
+        used[pid] += need
+        alloc[i] = a + need
+        growths.append((i, need))
+        if pool is kv_pool:
+            kv[i] = alloc[i]
+        return pid in recheck
+    return False
+
+
+def _fold_free(costs: list[float], t: float, cur: float, free: int, limit: float,
+               horizon: float) -> tuple[int, float, bool]:
+    """Add ``free`` iterations of cost ``cur`` without a growth after the end
+    ``t`` in one fold, or as many as end before ``limit`` and by ``horizon``:
+    ``(how many, the last end, whether cut short)``."""
+    t_end = reduce(add, repeat(cur, free), t)  # the ends rise: the last decides
+    if t_end < limit and not t_end > horizon:
+        costs.extend(repeat(cur, free))
+        return free, t_end, False
+    ts = list(accumulate(repeat(cur, free), add, initial=t))
+    c = min(bisect_left(ts, limit, 1), bisect_right(ts, horizon, 1)) - 1
+    if c > 0:
+        costs.extend(repeat(cur, c))
+        return c, ts[c], True
+    return 0, t, True
+
+
 def _first_growth(p: float, a: float, frm: int, last: int) -> int:
     """The first iteration ``it`` in ``frm … last`` (iteration 2 is the first
     planned; the position before its token is ``p + (it - 2)``) whose token
@@ -421,8 +450,8 @@ def _plan_by_growths(self: "StepEngine", idx: list[int], pools: list[Any], pos: 
     """``_plan_each`` when positions step exactly: from one growth to the next,
     the iterations between (same cost) are added in one fold and cut at the
     first end that is not before the next event or is past the horizon."""
-    memory = self.memory
     kv_tracked = self._kv_needed
+    kv_pool = self.memory if kv_tracked else None  # the pool whose growths change the cost
     costs: list[float] = []
     events: list[RunEvent] = []
     # the next growth of each job, (iteration, its index in idx): popped in serving order
@@ -436,18 +465,9 @@ def _plan_by_growths(self: "StepEngine", idx: list[int], pools: list[Any], pos: 
         g = nxt[0][0] if nxt else cap + 1
         free = (g if g <= cap else cap + 1) - (m + 1)  # iterations without a growth
         if free > 0:
-            t_end = reduce(add, repeat(cur, free), t)  # the ends rise: the last decides
-            if t_end < limit and not t_end > horizon:
-                costs.extend(repeat(cur, free))
-                t = t_end
-                m += free
-            else:
-                ts = list(accumulate(repeat(cur, free), add, initial=t))
-                c = min(bisect_left(ts, limit, 1), bisect_right(ts, horizon, 1)) - 1
-                if c > 0:
-                    costs.extend(repeat(cur, c))
-                    t = ts[c]
-                    m += c
+            c, t, cut = _fold_free(costs, t, cur, free, limit, horizon)
+            m += c
+            if cut:
                 break
         if m >= cap:
             break
@@ -458,35 +478,13 @@ def _plan_by_growths(self: "StepEngine", idx: list[int], pools: list[Any], pos: 
         while nxt and nxt[0][0] == g:
             n = heappop(nxt)[1]
             i = idx[n]
-            a = alloc[i]
-            units = (p0[n] + (g - 2)) + 1.0 - a
-            pool = pools[i]
-            if not pool:
-                ok = False
+            grew = _grow(i, (p0[n] + (g - 2)) + 1.0 - alloc[i], pools, alloc, kv, used, recheck, growths, kv_pool)
+            if grew is None:
+                ok = False  # it would preempt or stall: the run stops before
                 break
-            x = a + units  # pool.round_up(x) inline
-            b = pool.block
-            need = (math.ceil(x / b - EPS) * b if b is not None and x != math.inf else x) - a
-            if need > 0.0:
-                pid = id(pool)
-                if used[pid] + need > pool.cap + EPS:
-                    ok = False  # it would preempt or stall: the run stops before
-                    break
-                used[pid] += need
-                alloc[i] = alloc[i] + need
-                growths.append((i, need))
-                if pid in recheck:
-                    again = True
-                if kv_tracked and pool is memory:
-                    kv[i] = alloc[i]
-            # _first_growth(p0[n], alloc[i], g + 1, cap) inline
-            p, a, frm = p0[n], alloc[i], g + 1
-            guess = a - p - 1.0 + 2.0
-            nx = frm if not guess > frm else (cap + 1 if guess > cap + 1 else int(guess))
-            while nx > frm and (p + (nx - 3)) + 1.0 - a > EPS:
-                nx -= 1
-            while nx <= cap and not (p + (nx - 2)) + 1.0 - a > EPS:
-                nx += 1
+            if grew:
+                again = True
+            nx = _first_growth(p0[n], alloc[i], g + 1, cap)
             if nx <= cap:
                 heappush(nxt, (nx, n))
         if not ok:
@@ -543,18 +541,9 @@ def _plan_one(self: "StepEngine", pools: list[Any], pos: list[float], alloc: lis
     while m < cap:
         free = (g if g <= cap else cap + 1) - (m + 1)  # iterations without a growth
         if free > 0:
-            t_end = reduce(add, repeat(cur, free), t)  # the ends rise: the last decides
-            if t_end < limit and not t_end > horizon:
-                costs.extend(repeat(cur, free))
-                t = t_end
-                m += free
-            else:
-                ts = list(accumulate(repeat(cur, free), add, initial=t))
-                c = min(bisect_left(ts, limit, 1), bisect_right(ts, horizon, 1)) - 1
-                if c > 0:
-                    costs.extend(repeat(cur, c))
-                    t = ts[c]
-                    m += c
+            c, t, cut = _fold_free(costs, t, cur, free, limit, horizon)
+            m += c
+            if cut:
                 break
         if m >= cap:
             break
@@ -571,15 +560,7 @@ def _plan_one(self: "StepEngine", pools: list[Any], pos: list[float], alloc: lis
             a = a + need
             if grows_kv:
                 kv0 = a
-        # the job's next growth (_first_growth(p0, a, g + 1, cap) inline)
-        frm = g + 1
-        guess = a - p0 - 1.0 + 2.0
-        nx = frm if not guess > frm else (cap + 1 if guess > cap + 1 else int(guess))
-        while nx > frm and (p0 + (nx - 3)) + 1.0 - a > EPS:
-            nx -= 1
-        while nx <= cap and not (p0 + (nx - 2)) + 1.0 - a > EPS:
-            nx += 1
-        g = nx
+        g = _first_growth(p0, a, g + 1, cap)  # the job's next growth
         if grew and kv_tracked:
             if kv_cost is None:
                 view.kv_decode = 0.0 + kv0  # type: ignore[union-attr]  # reduce(add, [kv0], 0.0)
@@ -606,7 +587,7 @@ def _plan_one(self: "StepEngine", pools: list[Any], pos: list[float], alloc: lis
 
 def _finishing(self: "StepEngine", assign: list, m: int, idx: list[int], pools: list[Any], pos: list[float],
                alloc: list[float], kv: list[float], used: dict[int, float], recheck: frozenset[int], t: float,
-               cur: float, limit: float, horizon: float, plan: tuple, queued: bool) -> float | None:
+               cur: float, limit: float, horizon: float, plan: tuple) -> float | None:
     """Plan iteration m + 1, in which a job takes its last token (a fraction
     of one, perhaps), as start_iteration would: each job's wish given the
     budget, its growth, the cost of those tokens, the admission attempt with
@@ -637,26 +618,16 @@ def _finishing(self: "StepEngine", assign: list, m: int, idx: list[int], pools: 
             return None
     growths: list[tuple[int, float]] = []
     again = attempt and head is not None and special
-    memory = self.memory
     kv_tracked = self._kv_needed
+    kv_pool = self.memory if kv_tracked else None
     for i in idx:
         units = pos[i] + toks[i] - alloc[i]
         if units > EPS:
-            pool = pools[i]
-            if not pool:
+            grew = _grow(i, units, pools, alloc, kv, used, recheck, growths, kv_pool)
+            if grew is None:
                 return None
-            need = pool.round_up(alloc[i] + units) - alloc[i]
-            if need > 0.0:
-                pid = id(pool)
-                if used[pid] + need > pool.cap + EPS:
-                    return None
-                used[pid] += need
-                alloc[i] = alloc[i] + need
-                growths.append((i, need))
-                if pid in recheck:
-                    again = True
-                if kv_tracked and pool is memory:
-                    kv[i] = alloc[i]
+            if grew:
+                again = True
     if special or (growths and kv_tracked):
         n = float(len(toks))
         cost = self._cost(reduce(add, toks, 0.0), 0.0, n, reduce(add, kv, 0.0), 0.0, 0.0)
