@@ -5,10 +5,12 @@ They never print and never exit; errors are :class:`serq.SerqError`.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import TYPE_CHECKING, Mapping, Sequence
 
-from .ir import Program
+from .errors import SerqError
+from .ir import Program, TraceDecl
 
 if TYPE_CHECKING:
     from .report import Report
@@ -34,8 +36,19 @@ def load(program: str | os.PathLike[str], *, sets: Sets = (), trace: str | None 
     pairs = list(sets.items()) if isinstance(sets, Mapping) else list(sets)
     pairs = [(k, str(v)) for k, v in pairs]
     if isinstance(program, str) and _looks_like_source(program):
-        return load_program(text=program, sets=pairs, trace=trace)
-    return load_program(path=os.fspath(program), sets=pairs, trace=trace)
+        loaded = load_program(text=program, sets=pairs)
+    else:
+        loaded = load_program(path=os.fspath(program), sets=pairs)
+    if trace is None:
+        return loaded
+    if loaded.trace is None:
+        raise SerqError(
+            f"--trace {trace}: the program's workload names no trace file, so there is none to replace",
+            helps=['a program replays a trace when its workload says `trace "FILE.csv";` and reads '
+                   "`new`, `out`, `think`, `forced` or `more`"],
+        )
+    # The replacement, as the front end's own `trace=` makes it: the path as given, the order kept.
+    return dataclasses.replace(loaded, trace=TraceDecl(trace, loaded.trace.ordered))
 
 
 def check(program: str | os.PathLike[str], *, sets: Sets = ()) -> str:

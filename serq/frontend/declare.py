@@ -153,11 +153,7 @@ class Declarations(Resolver):
             t = cast(A.Trace, c["trace"].value)
             decl = ir.TraceDecl(_relative_to(t.path, path), t.ordered)
         if trace is not None:
-            if decl is None:  # nothing would read the columns: refused, not silently ignored
-                raise error(f"--trace {trace}: the program's workload names no trace file, so there is none to replace",
-                            helps=['a program replays a trace when its workload says `trace "FILE.csv";` and reads '
-                                   "`new`, `out`, `think`, `forced` or `more`"])
-            decl = ir.TraceDecl(trace, decl.ordered)
+            decl = ir.TraceDecl(trace, decl.ordered if decl else False)
         return arrival, decl
 
     def arrival(self, a: A.Arrival) -> ir.Arrival:
