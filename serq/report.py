@@ -111,21 +111,30 @@ class ObserveSummary:
     """The §8.3 statistics of one observe (or client row) after warm-up.
 
     ``ci`` is the half-width of the 95 % batch-means interval, ``inf`` below
-    40 samples (decision 7)."""
+    40 samples (decision 7).  ``p50``, ``p90`` and ``p95`` (issue 10) follow
+    the rule of ``p99`` (nearest rank); they are in the JSON report only, the
+    text report's columns being fixed by §9.1."""
 
     count: int
     mean: float
     ci: float
     cv2: float
     p99: float
+    p50: float = NAN
+    p90: float = NAN
+    p95: float = NAN
 
     def to_dict(self) -> dict[str, Any]:
-        """``{count, mean, ci, cv2, p99}``; non-finite numbers are ``None``."""
+        """``{count, mean, ci, cv2, p50, p90, p95, p99}``; non-finite numbers
+        are ``None``."""
         return {
             "count": int(self.count),
             "mean": _finite(self.mean),
             "ci": _finite(self.ci),
             "cv2": _finite(self.cv2),
+            "p50": _finite(self.p50),
+            "p90": _finite(self.p90),
+            "p95": _finite(self.p95),
             "p99": _finite(self.p99),
         }
 

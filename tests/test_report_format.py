@@ -204,8 +204,10 @@ def test_fewer_than_40_samples_print_plus_minus_inf_and_no_samples_print_nan():
         "none         0     NaN    ±inf    NaN     NaN",
     ]
     d = json.loads(r.to_json())
-    assert d["observes"]["few"] == {"count": 3, "mean": 2, "ci": None, "cv2": 0.25, "p99": 3}
-    assert d["observes"]["none"] == {"count": 0, "mean": None, "ci": None, "cv2": None, "p99": None}
+    assert d["observes"]["few"] == {"count": 3, "mean": 2, "ci": None, "cv2": 0.25,
+                                    "p50": None, "p90": None, "p95": None, "p99": 3}
+    assert d["observes"]["none"] == {"count": 0, "mean": None, "ci": None, "cv2": None,
+                                     "p50": None, "p90": None, "p95": None, "p99": None}
 
 
 def test_notes_follow_the_observe_table():
@@ -266,7 +268,7 @@ def test_json_has_the_fields_of_the_spec_in_order():
         "horizon", "end", "warmup", "seed", "events", "arrivals", "ended", "turns", "mean_live",
         "observes", "client", "stages", "pools",
     ]
-    assert list(d["observes"]["hit"]) == ["count", "mean", "ci", "cv2", "p99"]
+    assert list(d["observes"]["hit"]) == ["count", "mean", "ci", "cv2", "p50", "p90", "p95", "p99"]
     assert list(d["stages"][0]) == [
         "name", "index", "mean_number", "utilization", "completed", "throughput", "mean_wait", "mean_service",
         "iterations", "prefill_only", "decode_only", "mixed", "mean_decodes", "mean_decode_batch",

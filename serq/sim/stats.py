@@ -41,13 +41,14 @@ def summarize(values: Sequence[float]) -> ObserveSummary:
       consecutive samples (the last ``n mod 20`` dropped), their sample variance
       s² (divisor 19), ``2.093 * sqrt(s² / 20)``; ``inf`` when n < 40;
     * ``cv2``: sample variance (divisor n − 1) / mean²; NaN for n < 2 or mean 0;
-    * ``p99``: nearest rank, the sorted sample of rank ceil(0.99 n) in [1, n].
+    * ``p99``: nearest rank, the sorted sample of rank ceil(0.99 n) in [1, n];
+      ``p50``, ``p90``, ``p95`` the same with 0.50, 0.90, 0.95.
 
     Every float field is NaN for n = 0 (``ci`` stays ``inf``)."""
     x = np.asarray(values, dtype=float).ravel()
     n = int(x.size)
     if n == 0:
-        return ObserveSummary(count=0, mean=NAN, ci=INF, cv2=NAN, p99=NAN)
+        return ObserveSummary(count=0, mean=NAN, ci=INF, cv2=NAN, p99=NAN, p50=NAN, p90=NAN, p95=NAN)
     try:
         mean = math.fsum(x.tolist()) / n
     except (ValueError, OverflowError):  # inf - inf, or a sum beyond the float range
@@ -68,10 +69,11 @@ def summarize(values: Sequence[float]) -> ObserveSummary:
         means = x[: size * BATCHES].reshape(BATCHES, size).sum(axis=1) / size
         s2 = float(np.var(means, ddof=1))
         ci = T_19 * math.sqrt(s2 / BATCHES)
-    # §8.3 p99: nearest rank ceil(0.99 n), computed exactly as ceil(99 n / 100)
-    rank = min(max(-(-99 * n // 100), 1), n)
-    p99 = float(np.sort(x)[rank - 1])  # NaN sorts last, as Rust's total order puts it
-    return ObserveSummary(count=n, mean=mean, ci=ci, cv2=cv2, p99=p99)
+    # §8.3 p99: nearest rank ceil(0.99 n), computed exactly as ceil(99 n / 100);
+    # p50, p90, p95 by the same rule
+    ordered = np.sort(x)  # NaN sorts last, as Rust's total order puts it
+    p50, p90, p95, p99 = (float(ordered[min(max(-(-q * n // 100), 1), n) - 1]) for q in (50, 90, 95, 99))
+    return ObserveSummary(count=n, mean=mean, ci=ci, cv2=cv2, p99=p99, p50=p50, p90=p90, p95=p95)
 
 
 class TimeAverage:
