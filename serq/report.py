@@ -238,7 +238,9 @@ class Sample(NamedTuple):
 class Report:
     """The result of a run.  ``observes`` and ``client`` keep report order;
     ``samples`` holds every observe's samples (recording order) for
-    :meth:`dump`; ``notes`` are the ``note:`` lines' text (§8.3)."""
+    :meth:`dump`, and, for a program with a client, every client row's under
+    ``client_ROW`` (``client_ttft``, ``client_tpot``, ``client_response``;
+    stamped with the turn's end); ``notes`` are the ``note:`` lines' text (§8.3)."""
 
     horizon: float
     end: float
@@ -403,7 +405,8 @@ class Report:
 
     def dump(self, folder: Path) -> None:
         """Write ``NAME.csv`` (``time,session,turn,value``, recording order) for
-        every observe into ``folder`` (created if missing).  The CLI calls this
+        every observe, and ``client_ROW.csv`` for every client row (see
+        :attr:`samples`), into ``folder`` (created if missing).  The CLI calls this
         inside :func:`serq.files.write_dir_atomic`; each file is also written
         through a rename, so a direct call leaves no half-written file."""
         from .files import write_text_atomic

@@ -43,3 +43,36 @@ def test_every_json_row_has_ordered_percentiles_and_the_text_keeps_its_columns()
     headers = [line.split() for line in text.split("\n") if line.startswith(("observe ", "client "))]
     assert headers == [["observe", "count", "mean", "95%", "CI", "cv2", "p99"],
                        ["client", "count", "mean", "95%", "CI", "cv2", "p99"]]
+
+
+def test_the_client_rows_samples_are_in_the_report_and_the_dump(tmp_path):
+    report = serq.run(serq.load(ROOT / "programs/multi-turn/vllm.sq"), seed=2, horizon=150, warmup=15)
+    for row in ("ttft", "tpot", "response"):
+        samples = report.samples[f"client_{row}"]
+        assert len(samples) == report.client[row].count > 0
+        assert [s.time for s in samples] == sorted(s.time for s in samples)  # recording order
+        assert all(s.turn >= 1 and s.time >= 15 for s in samples)
+    report.dump(tmp_path)
+    assert {"client_ttft.csv", "client_tpot.csv", "client_response.csv"} <= {p.name for p in tmp_path.iterdir()}
+    for row in ("ttft", "tpot", "response"):
+        lines = (tmp_path / f"client_{row}.csv").read_text().splitlines()
+        assert lines[0] == "time,session,turn,value"
+        values = [float(line.split(",")[3]) for line in lines[1:]]
+        # the CSV gives back the report's mean: the same samples, the same sum
+        assert len(values) == report.client[row].count
+        assert math.fsum(values) / len(values) == report.client[row].mean
+
+
+def test_a_response_sample_is_its_turns_end_minus_its_send():
+    report = serq.run(serq.load(ROOT / "programs/multi-turn/vllm.sq"), seed=1, horizon=100, warmup=10)
+    ttft = {(s.session, s.turn): s for s in report.samples["client_ttft"]}
+    for s in report.samples["client_response"]:
+        first = ttft[(s.session, s.turn)]  # one of each per turn, stamped alike
+        assert first.time == s.time and 0 < first.value <= s.value
+
+
+def test_a_program_without_a_client_has_no_client_samples(tmp_path):
+    report = serq.run(serq.load(ROOT / "programs/single-turn/mg1.sq"), seed=1, horizon=200, warmup=20)
+    assert not any(name.startswith("client_") for name in report.samples)
+    report.dump(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["response.csv", "service.csv", "wait.csv"]

@@ -82,7 +82,8 @@ def test_dump_writes_one_csv_per_observation(tmp_path: Path) -> None:
     out = serq("run", str(VLLM), "--horizon", "60", "--warmup", "10", "--dump", str(tmp_path / "out"))
     assert out.returncode == 0, out.stderr
     files = sorted(p.name for p in (tmp_path / "out").iterdir())
-    assert files == ["hit.csv", "prefill_tokens.csv"]
+    # the program's observes, and the client rows' per-turn samples (issue 10)
+    assert files == ["client_response.csv", "client_tpot.csv", "client_ttft.csv", "hit.csv", "prefill_tokens.csv"]
     rows = (tmp_path / "out/hit.csv").read_text().splitlines()
     assert rows[0] == "time,session,turn,value"
     assert len(rows) > 10

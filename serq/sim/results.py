@@ -54,7 +54,10 @@ def build_report(sim: "Simulator") -> Report:
         samples[decl.name] = rows
         if decl.is_test and len(values) >= 40 and all(v == 0.0 for v in values):
             notes.append(f"observe {decl.name} is constant 0 over {len(values)} samples")
-    client = {name: summarize(vals) for name, vals in sim.client.items() if vals}
+    client = {name: summarize([r[3] for r in rows]) for name, rows in sim.client.items() if rows}
+    if client:  # a program with a client: its rows' samples, every row, prefixed apart from the observes
+        for name, rows in sim.client.items():
+            samples.setdefault(f"client_{name}", rows)  # (an observe of that very name keeps it)
     stages = []
     for sdecl, members in zip(p.stages, sim.stages):
         for st in members:

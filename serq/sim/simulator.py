@@ -119,7 +119,8 @@ class Simulator(Holds):
         self.ns["_mrng"] = self.machine_stream
         self.ns["_arng"] = self.arrival_stream
         self.samples: list[list[tuple[float, int, int, float]]] = [[] for _ in program.observes]
-        self.client: dict[str, list[float]] = {"ttft": [], "tpot": [], "response": []}
+        # the client rows' samples, (time, session, turn, value) as an observe's
+        self.client: dict[str, list[tuple[float, int, int, float]]] = {"ttft": [], "tpot": [], "response": []}
         self.corpus = read_trace(program.trace.path) if program.trace is not None else None
         self._build(engines or {})
         self.code = Compiler(self).compile(program)
@@ -524,12 +525,15 @@ class Simulator(Holds):
                 f"{self._replaced} times at that instant, each replaced at once")
 
     def client_record(self, s: Session, now: float) -> None:
+        """The turn's client rows (§8.5), each sample stamped like an
+        observe's: the turn's end, the session, its turn number."""
         c = self.client
+        serial, turn = s.serial, int(s.a[ir.TURN_NO])
         if s.first_tok is not None:
-            c["ttft"].append(s.first_tok - s.sent)
+            c["ttft"].append((now, serial, turn, s.first_tok - s.sent))
             if s.n_after >= 1:
-                c["tpot"].append((s.last_tok - s.first_tok) / s.n_after)
-        c["response"].append(now - s.sent)
+                c["tpot"].append((now, serial, turn, (s.last_tok - s.first_tok) / s.n_after))
+        c["response"].append((now, serial, turn, now - s.sent))
 
 
 def _failure(event: Any) -> BaseException:
