@@ -18,6 +18,7 @@ from .errors import SerqError, SerqRuntimeError
 from .ir import Program
 
 __all__ = ["load", "check", "run", "Program", "Report", "SerqError", "SerqRuntimeError"]
+__all__ += ["sweep", "SweepResult"]  # serq.experiments, imported on first use
 
 
 def __getattr__(name: str):  # Report lives with the simulator; import it lazily
@@ -25,4 +26,8 @@ def __getattr__(name: str):  # Report lives with the simulator; import it lazily
         from .report import Report
 
         return Report
+    if name in ("sweep", "SweepResult"):  # the experiments: imported on first use
+        from . import experiments
+
+        return getattr(experiments, name)
     raise AttributeError(name)

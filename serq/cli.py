@@ -221,6 +221,46 @@ def draw(
         raise typer.Exit(1) from None
 
 
+@app.command()
+def sweep(
+    file: str = typer.Argument(..., metavar="FILE", help="A .sq program."),
+    set_: Optional[List[str]] = typer.Option(
+        None, "--set", metavar="NAME=VALUES",
+        help="An axis: START:STOP:STEP, A,B,C or one value (repeatable; several make a product)."),
+    seeds: str = typer.Option("1", metavar="SEEDS", help="Seeds: 1-10, 1,3,5 or 7."),
+    policy: Optional[List[str]] = typer.Option(None, metavar="STAGE=fcfs,sjf", help="Policies as an axis."),
+    engine: Optional[List[str]] = typer.Option(None, metavar="STAGE=mod:A,mod:B", help="Engine classes as an axis."),
+    horizon: Optional[float] = typer.Option(None, help="Simulated end time (overrides run { horizon })."),
+    warmup: Optional[float] = typer.Option(None, help="Statistics start here (overrides run { warmup })."),
+    arrivals: Optional[int] = typer.Option(None, min=1, help="Stop after exactly N open arrivals, then drain."),
+    trace: Optional[str] = typer.Option(None, metavar="F", help="Replace the workload's trace file."),
+    jobs: Optional[int] = typer.Option(None, min=1, help="Worker processes (default: the cores)."),
+    out: Optional[str] = typer.Option(None, metavar="FILE", help="Rows to FILE.jsonl or FILE.csv, as runs end."),
+    resume: bool = typer.Option(False, "--resume", help="Skip the runs --out already holds."),
+    quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
+    show: Optional[List[str]] = typer.Option(None, metavar="FIGURE", help="A figure for the summary (repeatable)."),
+    json_: bool = typer.Option(False, "--json", help="Print the summary (or the search) as JSON."),
+    backend: str = typer.Option("local", help="local (a process pool) or ray."),
+    address: Optional[str] = typer.Option(None, help="A Ray cluster to join (--backend ray)."),
+    find_max: Optional[str] = typer.Option(None, metavar="NAME", help="Bisect NAME's START:STOP for the SLOs."),
+    slo: Optional[List[str]] = typer.Option(None, metavar="FIGURE<=X", help="An SLO for --find-max (repeatable)."),
+    slo_on: str = typer.Option("every", metavar="every|mean", help="SLOs hold on every seed, or on the mean."),
+    tol: Optional[float] = typer.Option(None, help="--find-max stops when the bracket is this narrow."),
+) -> None:
+    """Run a grid of --set values x seeds in parallel; print a summary across seeds."""
+    from .experiments.command import SweepOptions, sweep_command
+
+    _need_stdout("the summary")
+    opts = SweepOptions(file, set_ or [], seeds, policy or [], engine or [], horizon, warmup, arrivals, trace, jobs,
+                        out, resume, quiet, [f for s in show or [] for f in s.split(",") if f], json_, backend,
+                        address, find_max, slo or [], slo_on, tol)
+    try:
+        code = sweep_command(opts, lambda text: _emit(text, "the summary"), lambda line: typer.echo(line, err=True))
+    except SerqError as err:
+        raise _fail(err, file) from None
+    raise typer.Exit(code)
+
+
 _FLOAT_TEXT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
 _INT_TEXT = re.compile(r"[0-9]{1,18}\Z")
 _SLOW = object()  # "not a value the quick path is sure of"

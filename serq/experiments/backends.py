@@ -1,0 +1,153 @@
+"""Where a sweep's runs execute: in this process, on a process pool, or on Ray.
+
+Every backend calls ``fn(task)`` for each task and hands each result to
+``receive`` in this process, in completion order; the sweep puts rows in plan
+order afterwards, so the backend and the number of workers never change
+the result.
+
+* ``local`` with one job: in this process, one task after another.
+* ``local`` with N > 1 jobs: a :mod:`multiprocessing` pool started with
+  ``spawn`` — each worker is a fresh interpreter that imports serq and loads
+  the program itself (tasks are plain data), so nothing depends on ``fork``
+  copying the parent's state, and the design is the same on Linux, macOS and
+  Windows.  Workers ignore SIGINT: Ctrl-C reaches the parent alone, which
+  terminates the pool (no worker prints a traceback).
+* ``ray``: one Ray task per run (``pip install 'serq[ray]'``); a local Ray
+  with ``jobs`` CPUs, or the cluster at ``address``.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+from typing import Any, Callable, Sequence
+
+from ..errors import SerqError, UsageError
+
+BACKENDS = ("local", "ray")
+
+
+def default_jobs() -> int:
+    """The cores this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))  # type: ignore[attr-defined,unused-ignore]
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def _ignore_sigint() -> None:
+    """A worker's initializer: Ctrl-C is the parent's to handle."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+class Runner:
+    """Workers kept for several batches of tasks (``--find-max`` runs one batch
+    per value): a process pool or a Ray session, started at the first batch
+    that needs it and stopped by :meth:`close`."""
+
+    def __init__(self, jobs: int | None = None, backend: str = "local", address: str | None = None) -> None:
+        if backend not in BACKENDS:
+            raise UsageError(f"unknown backend `{backend}`; expected local or ray")
+        if jobs is not None and jobs < 1:
+            raise UsageError(f"invalid value for --jobs: {jobs} (must be >= 1)")
+        if backend == "local" and address is not None:
+            raise UsageError("--address joins a Ray cluster: use it with --backend ray")
+        self.jobs, self.backend, self.address = jobs, backend, address
+        self.pool: Any = None
+        self.ray: Any = None
+
+    def __enter__(self) -> "Runner":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close(failed=exc[0] is not None)
+
+    def run(self, tasks: Sequence[Any], fn: Callable[[Any], Any], receive: Callable[[Any], None]) -> None:
+        """Run ``fn`` on every task; ``receive`` each result as it ends.  An
+        exception from ``receive`` (or Ctrl-C) stops the workers and propagates."""
+        if not tasks:
+            return
+        if self.backend == "ray":
+            self._run_ray(tasks, fn, receive)
+            return
+        jobs = self.jobs or default_jobs()
+        if jobs == 1 or (len(tasks) == 1 and self.pool is None):
+            for task in tasks:
+                receive(fn(task))
+            return
+        if self.pool is None:
+            # SIGINT blocked while the workers start (they inherit the mask), so that a
+            # Ctrl-C then cannot hit a worker before its initializer ignores it
+            blocked = hasattr(signal, "pthread_sigmask")
+            if blocked:
+                signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+            try:
+                self.pool = multiprocessing.get_context("spawn").Pool(jobs, initializer=_ignore_sigint)
+            finally:
+                if blocked:
+                    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        try:
+            for result in self.pool.imap_unordered(fn, tasks, chunksize=1):
+                receive(result)
+        except BaseException:
+            self.close(failed=True)
+            raise
+
+    def close(self, failed: bool = False) -> None:
+        """Stop the workers (at once when ``failed``)."""
+        pool, self.pool = self.pool, None
+        if pool is not None:
+            if failed:
+                pool.terminate()
+            else:
+                pool.close()
+            pool.join()
+        if self.ray is not None:
+            ray, self.ray = self.ray, None
+            ray.shutdown()
+
+    def _run_ray(self, tasks: Sequence[Any], fn: Callable[[Any], Any], receive: Callable[[Any], None]) -> None:
+        try:
+            import ray
+        except ImportError:
+            raise SerqError("--backend ray needs Ray: pip install 'serq[ray]'") from None
+        if not ray.is_initialized():
+            options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
+                                       "configure_logging": False}
+            if self.address is not None:
+                ray.init(address=self.address, **options)
+            else:
+                ray.init(num_cpus=self.jobs or default_jobs(), **options)
+            self.ray = ray  # ours to shut down
+        pending: list[Any] = []
+        try:
+            remote = ray.remote(num_cpus=1)(fn)
+            pending = [remote.remote(t) for t in tasks]
+            while pending:
+                ready, pending = ray.wait(pending, num_returns=1)
+                for ref in ready:
+                    receive(ray.get(ref))
+        except BaseException:
+            for ref in pending:
+                try:
+                    ray.cancel(ref, force=True)
+                except Exception:  # noqa: BLE001 - best effort: the task may have ended
+                    pass
+            raise
+
+
+def run_tasks(
+    tasks: Sequence[Any],
+    fn: Callable[[Any], Any],
+    receive: Callable[[Any], None],
+    *,
+    jobs: int | None = None,
+    backend: str = "local",
+    address: str | None = None,
+) -> None:
+    """One batch on a :class:`Runner` of its own."""
+    with Runner(min(jobs or default_jobs(), max(1, len(tasks))), backend, address) as runner:
+        runner.run(tasks, fn, receive)

@@ -1,0 +1,182 @@
+"""``serq sweep``: from parsed options to printed results.
+
+The CLI (:mod:`serq.cli`) only collects the option strings and calls
+:func:`sweep_command`, which parses them (:mod:`.grid`), runs the sweep or the
+capacity search, shows progress on stderr and prints the summary; errors are
+:class:`~serq.errors.SerqError` for the CLI to render.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+from ..errors import SerqError, UsageError
+from ..report import _encode, shortest
+from .grid import Axis, parse_class_axis, parse_seeds, parse_set_axis, parse_slo
+from .sweep import SweepInterrupted, SweepRunError, class_axes, make_plan, run_plan
+
+#: The exit status after Ctrl-C (128 + SIGINT), as a shell reports it.
+EXIT_INTERRUPTED = 130
+
+
+@dataclass
+class SweepOptions:
+    """The command line of ``serq sweep``, as strings and plain values."""
+
+    file: str
+    sets: list[str] = field(default_factory=list)
+    seeds: str = "1"
+    policy: list[str] = field(default_factory=list)
+    engine: list[str] = field(default_factory=list)
+    horizon: float | None = None
+    warmup: float | None = None
+    arrivals: int | None = None
+    trace: str | None = None
+    jobs: int | None = None
+    out: str | None = None
+    resume: bool = False
+    quiet: bool = False
+    show: list[str] = field(default_factory=list)
+    json: bool = False
+    backend: str = "local"
+    address: str | None = None
+    find_max: str | None = None
+    slo: list[str] = field(default_factory=list)
+    slo_on: str = "every"
+    tol: float | None = None
+
+
+def parse_axes(opts: SweepOptions) -> list[Axis]:
+    """The grid's axes: every ``--set``, then ``--policy``, then ``--engine``."""
+    axes = [parse_set_axis(s, allow_interval=opts.find_max is not None) for s in opts.sets]
+    for kind, items in (("policy", opts.policy), ("engine", opts.engine)):
+        choices: dict[str, list[str]] = {}
+        for item in items:
+            stage, specs = parse_class_axis(item, kind)
+            if stage in choices:
+                raise UsageError(f"--{kind}: stage `{stage}` is given twice")
+            choices[stage] = specs
+        axes += class_axes(kind, choices)
+    for a in axes:
+        if a.interval is not None and a.name != opts.find_max:
+            raise UsageError(f"invalid --set `{a.name}={shortest(a.values[0])}:{shortest(a.values[1])}`: "
+                             "a range is START:STOP:STEP (START:STOP only for the --find-max axis)")
+    return axes
+
+
+class _Progress:
+    """A rich progress bar on stderr (runs done / total, ETA), or nothing."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.bar: Any = None
+        self.task: Any = None
+
+    def __enter__(self) -> "_Progress":
+        if self.enabled:
+            from rich.console import Console
+            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                                       TimeRemainingColumn)
+
+            self.bar = Progress(TextColumn("sweep"), BarColumn(), MofNCompleteColumn(), TextColumn("runs"),
+                                TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+                                console=Console(file=sys.stderr), transient=True)
+            self.bar.__enter__()
+        return self
+
+    def start(self, skipped: int, total: int) -> None:
+        if self.bar is not None:
+            if self.task is None:
+                self.task = self.bar.add_task("sweep", total=total, completed=skipped)
+            else:
+                self.bar.update(self.task, total=total, completed=skipped)
+
+    def advance(self, _row: Any = None) -> None:
+        if self.bar is not None and self.task is not None:
+            self.bar.advance(self.task)
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(*exc)
+
+
+def _stderr_is_terminal() -> bool:
+    try:
+        return sys.stderr is not None and sys.stderr.isatty()
+    except (ValueError, AttributeError):
+        return False
+
+
+def sweep_command(opts: SweepOptions, emit: Callable[[str], None], warn: Callable[[str], None]) -> int:
+    """Run ``serq sweep``; the exit code (0, or 130 after Ctrl-C)."""
+    for name, value, zero in (("horizon", opts.horizon, False), ("warmup", opts.warmup, True),
+                              ("tol", opts.tol, False)):
+        if value is not None and not (value == value and abs(value) != float("inf") and
+                                      (value > 0 or (zero and value == 0))):
+            raise UsageError(f"invalid value for --{name}: {value:g} (must be finite and {'>=' if zero else '>'} 0)")
+    if opts.find_max is None and (opts.slo or opts.tol is not None or opts.slo_on != "every"):
+        raise UsageError("--slo, --slo-on and --tol go with --find-max NAME")
+    if opts.resume and opts.out is None:
+        raise UsageError("--resume needs --out FILE (the file to resume from)")
+    axes = parse_axes(opts)
+    seeds = parse_seeds(opts.seeds)
+    slos = [parse_slo(s) for s in opts.slo]
+    if opts.out is not None:
+        from .journal import Journal
+
+        Journal(opts.out)  # a bad name is an error before any run
+    progress = _Progress(not opts.quiet and _stderr_is_terminal())
+    plan_options = {"horizon": opts.horizon, "warmup": opts.warmup, "arrivals": opts.arrivals,
+                    "trace": opts.trace}
+    run_options: dict[str, Any] = {"jobs": opts.jobs, "backend": opts.backend, "address": opts.address,
+                                   "out": opts.out, "resume": opts.resume,
+                                   "on_start": progress.start, "on_row": progress.advance}
+    from .backends import Runner
+
+    try:
+        with progress, Runner(opts.jobs, opts.backend, opts.address) as runner:
+            run_options["runner"] = runner
+            if opts.find_max is not None:
+                return _find_max(opts, axes, seeds, slos, plan_options, run_options, emit, warn)
+            plan = make_plan(opts.file, axes, seeds, **plan_options)  # type: ignore[arg-type]
+            result = run_plan(plan, **run_options)
+    except SweepInterrupted as stop:
+        warn(_interrupted(stop))
+        return EXIT_INTERRUPTED
+    except SweepRunError as err:
+        if opts.out is not None:
+            err.notes.append(f"the finished runs are in {opts.out}; fix the cause, then add --resume to go on")
+        raise
+    if opts.resume and result.skipped and not opts.quiet:
+        warn(f"resumed: {result.skipped} run(s) were already in {opts.out}")
+    summary = result.summary(opts.show or None)
+    emit(_encode(summary.to_dict()) if opts.json else summary.text())
+    return 0
+
+
+def _interrupted(stop: SweepInterrupted) -> str:
+    if stop.out is None:
+        return f"interrupted: {stop.kept} of {stop.total} runs finished (nothing kept: no --out FILE)"
+    return (f"interrupted: {stop.kept} of {stop.total} runs kept in {stop.out}; "
+            "run the same command with --resume to finish")
+
+
+def _find_max(opts: SweepOptions, axes: list[Axis], seeds: list[int], slos: list[Any],
+              plan_options: dict[str, Any], run_options: dict[str, Any],
+              emit: Callable[[str], None], warn: Callable[[str], None]) -> int:
+    from .search import describe, find_max, no_answer
+
+    name = opts.find_max
+    assert name is not None
+    show = (lambda entry: None) if opts.json else (lambda entry: emit(describe(entry, name)))
+    result = find_max(opts.file, axes, name, slos, seeds, on=opts.slo_on, tol=opts.tol,
+                      run_options=run_options, plan_options=plan_options, on_step=show)
+    if opts.json:
+        emit(_encode(result.to_dict()))
+    if result.value is None:
+        raise no_answer(result)
+    if not opts.json:
+        emit(f"{name} = {shortest(result.value)}")
+    return 0

@@ -1,0 +1,170 @@
+"""Capacity search (``--find-max``): the largest value of one axis, inside
+the interval given, at which every SLO holds.
+
+The search assumes the figures get worse as the value grows (load, rate):
+it checks the top of the interval, then the bottom, then bisects, keeping
+``lo`` where the SLOs hold and ``hi`` where they do not, until ``hi − lo ≤
+tol`` (default: 1 % of the interval).  The answer is ``lo`` — a value that
+was run and met the SLOs, never an interpolation.
+
+By default a value meets an SLO when **every seed's run** meets it: the
+conservative choice (a capacity that holds for each replication, not only on
+average), and the one the issue asks for.  ``on="mean"`` compares the mean over
+seeds instead (use it to compare with a closed form, which is a mean).  A run
+whose figure has no value (no samples) does not meet the SLO.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Sequence
+
+from ..errors import SerqError, UsageError, suggest
+from ..report import shortest
+from .grid import Axis, Slo
+from .stats import across
+from .sweep import make_plan, run_plan
+
+
+@dataclass
+class SearchResult:
+    """The answer (``None``: not even the interval's low end meets the SLOs),
+    the final bracket and every evaluation."""
+
+    axis: str
+    value: float | None
+    lo: float
+    hi: float
+    tol: float
+    on: str
+    slos: list[Slo]
+    steps: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"axis": self.axis, "value": self.value, "bracket": [self.lo, self.hi], "tol": self.tol,
+                "on": self.on, "slo": [str(s) for s in self.slos], "steps": self.steps}
+
+
+def meets(rows: Sequence[dict[str, Any]], slos: Sequence[Slo], on: str) -> bool:
+    """Whether ``rows`` (one point's runs) meet every SLO, on every seed or on the mean."""
+    if not rows:
+        return False
+    for slo in slos:
+        if on == "mean":
+            iv = across(r.get(slo.figure) for r in rows)
+            if iv.n < len(rows) or not slo.met(iv.mean):
+                return False
+        elif not all(slo.met(r.get(slo.figure)) for r in rows):
+            return False
+    return True
+
+
+def _midpoint(lo: float, hi: float, tol: float) -> float:
+    """The middle, rounded to a decimal a digit finer than ``tol`` (0.5125
+    rather than 0.51249999…), unless the rounding leaves the bracket."""
+    mid = (lo + hi) / 2.0
+    digits = max(0, 1 - math.floor(math.log10(tol))) if tol > 0 else 15
+    rounded = round(mid, min(digits, 15))
+    return rounded if lo < rounded < hi else mid
+
+
+def find_max(
+    program: Any,
+    axes: Sequence[Axis],
+    name: str,
+    slos: Sequence[Slo],
+    seeds: Sequence[int],
+    *,
+    on: str = "every",
+    tol: float | None = None,
+    run_options: dict[str, Any] | None = None,
+    plan_options: dict[str, Any] | None = None,
+    on_step: Callable[[dict[str, Any]], None] | None = None,
+) -> SearchResult:
+    """Bisect axis ``name`` (an interval ``START:STOP``, or any range: its
+    first and last values) for the largest value meeting ``slos``; every
+    other axis must have one value."""
+    if on not in ("every", "mean"):
+        raise UsageError(f"invalid --slo-on `{on}`; expected every or mean")
+    if not slos:
+        raise UsageError("--find-max needs at least one --slo")
+    target = [a for a in axes if a.name == name]
+    if not target:
+        known = [a.name for a in axes]
+        best = suggest(name, known)
+        raise UsageError(f"--find-max `{name}`: no such axis", helps=[f"did you mean `{best}`?"] if best else
+                         [f"give its interval with --set {name}=START:STOP"])
+    axis = target[0]
+    others = [a for a in axes if a is not axis]
+    for a in others:
+        if len(a.values) != 1:
+            raise UsageError(f"--find-max `{name}`: axis `{a.name}` has {len(a.values)} values; "
+                             "every other axis must have one")
+    if axis.kind != "set" or not all(isinstance(v, (int, float)) for v in axis.values):
+        raise UsageError(f"--find-max `{name}`: the axis must be a numeric --set range START:STOP")
+    lo, hi = float(min(axis.values)), float(max(axis.values))
+    if not lo < hi:
+        raise UsageError(f"--find-max `{name}`: the interval is empty; give --set {name}=START:STOP")
+    tol = (hi - lo) / 100.0 if tol is None else tol
+    if not (math.isfinite(tol) and tol > 0):
+        raise UsageError(f"invalid value for --tol: {tol:g} (must be finite and > 0)")
+    result = SearchResult(name, None, lo, hi, tol, on, list(slos))
+    run_options = dict(run_options or {})
+    checked: list[bool] = []
+
+    def evaluate(value: float) -> bool:
+        plan = make_plan(program, [*others, replace(axis, values=(value,), interval=None)], seeds,
+                         **(plan_options or {}))
+        rows = run_plan(plan, **run_options).rows
+        run_options["resume"] = True  # later points keep the earlier ones' rows in the file
+        if not checked:
+            columns = list(dict.fromkeys(c for r in rows for c in r))
+            for slo in slos:
+                if slo.figure not in columns:
+                    best = suggest(slo.figure, columns)
+                    raise UsageError(f"--slo `{slo}`: the runs have no figure `{slo.figure}`",
+                                     helps=[f"did you mean `{best}`?"] if best else
+                                     ["the figures are the columns of a sweep's --out file"])
+            checked.append(True)
+        ok = meets(rows, slos, on)
+        return ok
+
+    def step(value: float, ok: bool) -> None:
+        entry = {"value": value, "met": ok, "lo": result.lo, "hi": result.hi}
+        result.steps.append(entry)
+        if on_step is not None:
+            on_step(entry)
+
+    if evaluate(hi):
+        result.value = result.lo = hi
+        step(hi, True)
+        return result
+    step(hi, False)
+    if not evaluate(lo):
+        step(lo, False)
+        return result
+    step(lo, True)
+    while result.hi - result.lo > tol:
+        mid = _midpoint(result.lo, result.hi, tol)
+        ok = evaluate(mid)
+        if ok:
+            result.lo = mid
+        else:
+            result.hi = mid
+        step(mid, ok)
+    result.value = result.lo
+    return result
+
+
+def describe(entry: dict[str, Any], name: str) -> str:
+    """One line per evaluation: the value, met or not, the bracket after it."""
+    verdict = "meets" if entry["met"] else "fails"
+    return (f"{name} = {shortest(entry['value'])} {verdict} the SLOs; "
+            f"bracket [{shortest(entry['lo'])}, {shortest(entry['hi'])}]")
+
+
+def no_answer(result: SearchResult) -> SerqError:
+    return SerqError(f"--find-max {result.axis}: even {shortest(result.lo)} (the interval's low end) "
+                     f"does not meet {', '.join(str(s) for s in result.slos)}",
+                     helps=[f"lower the start of the interval of {result.axis}, or relax the SLOs"])

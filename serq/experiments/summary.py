@@ -1,0 +1,99 @@
+"""The sweep's summary: per point, each figure's mean over seeds and its 95 %
+Student-t interval across seeds (:func:`serq.experiments.stats.across`).
+
+Why across seeds: each seed is an independent replication, so the spread of
+a figure over seeds measures how much the point's answer would move with
+another set of random numbers — whatever the figure (a p99, a count of
+preemptions), and including the bias of a short warm-up.  The within-run
+``ci`` of the report is a batch-means interval for one run's mean only.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Sequence
+
+from ..errors import UsageError, suggest
+from .grid import value_text
+from .stats import Interval, across
+
+if TYPE_CHECKING:
+    from .sweep import SweepResult
+
+
+@dataclass
+class Summary:
+    """Rows of (point values, {figure: Interval}) in plan order."""
+
+    axes: list[str]
+    figures: list[str]
+    points: list[tuple[dict[str, Any], dict[str, Interval]]]
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"figures": […], "points": [{axis…, "runs": n, "FIGURE": {mean, ci, n}}]}``;
+        an infinite or missing half-width is ``null``."""
+        out = []
+        for values, stats in self.points:
+            entry: dict[str, Any] = dict(values)
+            entry.update({f: stats[f].to_dict() for f in self.figures})
+            out.append(entry)
+        return {"figures": list(self.figures), "points": out}
+
+    def text(self) -> str:
+        """A table: the axis columns, then ``mean ± half-width`` per figure
+        (``-`` for the half-width of a single seed)."""
+        from tabulate import tabulate
+
+        rows = []
+        for values, stats in self.points:
+            cells = [value_text(values[a]) for a in self.axes]
+            cells += [_cell(stats[f]) for f in self.figures]
+            rows.append(cells)
+        return str(tabulate(rows, headers=[*self.axes, *self.figures], disable_numparse=True,
+                            stralign="right", tablefmt="simple"))
+
+
+def _num(x: float) -> str:
+    if math.isnan(x):
+        return "NaN"
+    if x == 0 or (1e-4 <= abs(x) < 1e7):
+        return f"{x:.4g}" if abs(x) < 1e4 else f"{x:.0f}"
+    return f"{x:.3e}"
+
+
+def _cell(iv: Interval) -> str:
+    if iv.n == 0:
+        return "-"
+    half = "-" if not math.isfinite(iv.half) else _num(iv.half)
+    return f"{_num(iv.mean)} ± {half}"
+
+
+def summarize(result: "SweepResult", show: Sequence[str] | None) -> Summary:
+    from .sweep import DEFAULT_SHOW
+
+    columns = result.columns()
+    if show is None:
+        figures = [f for f in DEFAULT_SHOW if any(r.get(f) is not None for r in result.rows)]
+    else:
+        figures = list(show)
+        for f in figures:
+            if f not in columns:
+                best = suggest(f, columns)
+                helps = [f"did you mean `{best}`?"] if best else ["the figures are the columns of --out (see --json)"]
+                raise UsageError(f"unknown figure `{f}` in the sweep's rows", helps=helps)
+    points: list[tuple[dict[str, Any], dict[str, Interval]]] = []
+    groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    order: list[tuple[str, ...]] = []
+    for row in result.rows:
+        key = tuple(value_text(row.get(a)) for a in result.axes)
+        if key not in groups:
+            groups[key] = []
+            order.append(key)
+        groups[key].append(row)
+    for key in order:
+        rows = groups[key]
+        values = {a: rows[0].get(a) for a in result.axes}
+        values["runs"] = len(rows)
+        points.append((values, {f: across(r.get(f) for r in rows) for f in figures}))
+    return Summary([*result.axes, "runs"], figures, points)
