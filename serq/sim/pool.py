@@ -26,7 +26,7 @@ from simpy.exceptions import Interrupt
 from simpy.resources.base import BaseResource
 
 from ..errors import SerqRuntimeError
-from .cache import EPS, SCAN, PrefixCache, classify
+from .cache import _BIG, EPS, LRU, SCAN, PrefixCache, _exact, classify
 from .order import total_key
 from .ready import make_ready
 from .stats import TimeAverage
@@ -216,6 +216,94 @@ class Pool(BaseResource):
         self.used += need
         self.record(now)
 
+    def allocate_run(self, needs: list[float], times: list[float]) -> None:
+        """``allocate(need, now)`` for each pair of ``needs`` and ``times`` in
+        turn (the growths of a coalesced run; nothing else touches the pool
+        between them): the same float operations in the same order, in one
+        loop.  The queue and the holders do not change, and the four time
+        averages share their last change (``record`` sets them together).
+        Under LRU with integer amounts a victim is drained as
+        ``PrefixCache._drain`` does, inline."""
+        if not needs:
+            return
+        ua, ca, qa, ha = self.used_avg, self.cached_avg, self.queue_avg, self.holders_avg
+        last = ua.last
+        if not (ca.last == last and qa.last == last and ha.last == last):
+            for need, now in zip(needs, times):
+                self.allocate(need, now)
+            return
+        cache = self.cache
+        cap = self.cap
+        limit = cap + EPS
+        used = self.used
+        ui, uv = ua.integral, ua.value
+        ci, cv = ca.integral, ca.value
+        qi, qv = qa.integral, qa.value
+        hi, hv = ha.integral, ha.value
+        qn, hn = len(self.put_queue), len(self.holders)
+        entries = cache.entries
+        b = cache.block
+        # the integer drain of `_drain` applies to every growth (checked once: `used` stays an
+        # integer ≤ _BIG as whole needs are added); `evicted_units` is checked at each drain
+        fast = (cache.kind == LRU and not cache._dead_heap and cache._ints and cache._int_block
+                and _exact(cap) and _exact(used) and min(needs) >= 0.0 and used + math.fsum(needs) <= _BIG
+                and _whole(needs))
+        if fast:
+            bi = int(b)  # type: ignore[arg-type]
+            cache._cap = cap
+            cache._cap_exact = True
+        for need, now in zip(needs, times):
+            total = cache.total
+            if used + total + need > limit:  # make_room(need)
+                if not fast:
+                    self.used = used
+                    self.make_room(need)
+                    total = cache.total
+                else:
+                    while entries:  # the oldest live entry (no dead one: none can appear here)
+                        eu = cache.evicted_units
+                        if eu > _BIG:
+                            self.used = used
+                            cache.make_room(used, need, cap, self.sim.env._now)
+                            total = cache.total
+                            break
+                        key = next(iter(entries))
+                        e = entries[key]
+                        s = e.size
+                        k = -(-int(used + total + need - cap) // bi)  # blocks that cover the shortfall
+                        if k * bi < s:  # they leave part of the entry
+                            taken = k * b  # type: ignore[operator]
+                            e.size = s - taken
+                            total = total - taken
+                            cache.total = total
+                            cache.evicted_units = eu + taken
+                        else:
+                            e.size = 0.0  # s − (the pieces, in turn) is exactly 0
+                            del entries[key]
+                            cache.evicted_entries += 1
+                            total = total - s
+                            cache.total = total
+                            cache.evicted_units = eu + s
+                        if not used + total + need > limit:
+                            break
+            used += need
+            # record(now), inline
+            dt = now - last
+            ui += uv * dt
+            uv = used
+            ci += cv * dt
+            cv = total
+            qi += qv * dt
+            qv = qn
+            hi += hv * dt
+            hv = hn
+            last = now
+        self.used = used
+        ua.integral, ua.last, ua.value = ui, last, uv
+        ca.integral, ca.last, ca.value = ci, last, cv
+        qa.integral, qa.last, qa.value = qi, last, qv
+        ha.integral, ha.last, ha.value = hi, last, hv
+
     # -- the queue -------------------------------------------------------------
 
     def join(self, req: HoldRequest) -> None:
@@ -277,6 +365,14 @@ class Pool(BaseResource):
     def trigger(self, req: HoldRequest) -> None:
         """Wake the session of a granted request (it becomes ready)."""
         make_ready(self.sim.env, req)
+
+
+def _whole(xs: list[float]) -> bool:
+    """Every ``x`` of ``xs`` (floats) is an integer."""
+    try:
+        return all(map(float.is_integer, xs))
+    except TypeError:  # not floats
+        return all(map(_exact, xs))
 
 
 class _SelectView:

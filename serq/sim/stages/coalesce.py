@@ -23,7 +23,7 @@ import math
 from bisect import bisect_left, bisect_right
 from heapq import heapify, heappop, heappush
 from functools import reduce
-from itertools import accumulate, islice, repeat
+from itertools import accumulate, chain, islice, repeat, starmap
 from operator import add, mul, sub
 from typing import TYPE_CHECKING, Any
 
@@ -46,9 +46,13 @@ _RUN_CONSTANT_CTX = frozenset({"decoding", "admission", "residents", "decoders"}
 #: (job index, units) it makes, and the budget left to re-read the waiting
 #: head's header with (None when nothing it reads moved).
 RunEvent = tuple[int, list[tuple[int, float]], "float | None"]
-#: A planned run: its length, the end of its last iteration, (iteration
-#: costs, growth events), and the cost of the last iteration.
-PlanResult = tuple[int, float, tuple[list[float], list[RunEvent]], float]
+#: The plan of a run: the ends of its iterations (the first's first), the
+#: costs of iterations 2 … m as [cost, how many in a row], and the growth
+#: events (the index of an iteration's start in the ends).
+Plan = tuple[list[float], list[list], list[RunEvent]]
+#: A planned run: its length, the end of its last iteration, the plan, and
+#: the cost of the last iteration.
+PlanResult = tuple[int, float, Plan, float]
 
 
 def reads(e: ir.Expr, sim: Any, engine: "StepEngine") -> frozenset[int] | None:
@@ -230,9 +234,10 @@ def run_length(self: "StepEngine", now: float, cost: float) -> tuple[int, float]
     planned here and replayed in place: it evicts cache and changes
     ``kv_decode``, hence the cost).  The ends are added one cost at a time
     from ``now``, as the iterations one by one would reach them.  Leaves the
-    plan in ``self._plan``: the costs of iterations 2 … m, and for those that
-    grow, ``(index in costs, growths, whether the waiting head's header is
-    evaluated again)``."""
+    plan in ``self._plan`` (:data:`Plan`): the ends of iterations 1 … m, the
+    costs of iterations 2 … m, and for those that grow, ``(index of its start
+    in the ends, growths, whether the waiting head's header is evaluated
+    again)``."""
     t = now + cost
     sim = self.sim
     limit = self.env.peek()
@@ -291,9 +296,9 @@ def run_length(self: "StepEngine", now: float, cost: float) -> tuple[int, float]
             pos.append(req.pos[k])
             alloc.append(a)
     used = {id(p): p.used for p in pools if p}
-    plan: tuple[list[float], list[RunEvent]]
+    plan: Plan
     if cap <= 1:
-        m, cur, plan = 1, cost, ([], [])
+        m, cur, plan = 1, cost, ([t], [], [])
     elif len(assign) == 1 and idx and _exact_steps(pos[0], cap):
         m, t, plan, cur = _plan_one(self, pools, pos, alloc, kv, used, recheck, t, cost, cap, limit, horizon)
     elif all(_exact_steps(pos[i], cap) for i in idx):
@@ -301,19 +306,22 @@ def run_length(self: "StepEngine", now: float, cost: float) -> tuple[int, float]
                                            horizon)
     else:
         m, t, plan, cur = _plan_each(self, idx, pools, pos, alloc, kv, used, recheck, t, cost, cap, limit, horizon)
-    costs, events = plan
+    ends, segs, events = plan
     if m == cap and self._default_plan:  # the iteration that finishes a job can end the run
         t2 = _finishing(self, assign, m, idx, pools, pos, alloc, kv, used, recheck, t, cur, limit, horizon, plan)
         if t2 is not None:
             t = t2
             m += 1
     while m > 1 and now + (t - now) != t:  # the timeout's time must be exactly the m-th end
-        costs.pop()  # (only ever when the clock is close to 0)
+        ends.pop()  # (only ever when the clock is close to 0)
+        segs[-1][1] -= 1
+        if not segs[-1][1]:
+            segs.pop()
         self._final = None  # the last iteration, if it was the finishing one, is gone
-        if events and events[-1][0] == len(costs):
+        if events and events[-1][0] == len(ends) - 1:
             events.pop()
         m -= 1
-        t = reduce(add, costs, now + cost)
+        t = ends[-1]
     self._plan = plan
     return m, t
 
@@ -325,7 +333,8 @@ def _plan_each(self: "StepEngine", idx: list[int], pools: list[Any], pos: list[f
     could round): the jobs that need a block grow, in serving order."""
     kv_tracked = self._kv_needed
     kv_pool = self.memory if kv_tracked else None  # the pool whose growths change the cost
-    costs: list[float] = []
+    ends = [t]
+    segs: list[list] = []
     events: list[RunEvent] = []
     kv_cost: Any = _kv_coster(self) if kv_tracked else None
     cur = cost
@@ -354,11 +363,20 @@ def _plan_each(self: "StepEngine", idx: list[int], pools: list[Any], pos: list[f
         if not t2 < limit or t2 > horizon:
             break
         if growths or again:
-            events.append((len(costs), growths, self.left if again else None))
-        costs.append(cur)
+            events.append((len(ends) - 1, growths, self.left if again else None))
+        ends.append(t2)
+        _add_cost(segs, cur)
         t = t2
         m += 1
-    return m, t, (costs, events), cur
+    return m, t, (ends, segs, events), cur
+
+
+def _add_cost(segs: list[list], cur: float) -> None:
+    """One more iteration of cost ``cur`` in the plan's costs."""
+    if segs and segs[-1][0] == cur:  # (costs are > 0: equal is the same float)
+        segs[-1][1] += 1
+    else:
+        segs.append([cur, 1])
 
 
 def _minus(w: float, tokens: float, k: int) -> float:
@@ -413,21 +431,32 @@ def _grow(i: int, units: float, pools: list[Any], alloc: list[float], kv: list[f
     return False
 
 
-def _fold_free(costs: list[float], t: float, cur: float, free: int, limit: float,
+def _fold_free(ends: list[float], segs: list[list], cur: float, free: int, limit: float,
                horizon: float) -> tuple[int, float, bool]:
-    """Add ``free`` iterations of cost ``cur`` without a growth after the end
-    ``t`` in one fold, or as many as end before ``limit`` and by ``horizon``:
-    ``(how many, the last end, whether cut short)``."""
-    t_end = reduce(add, repeat(cur, free), t)  # the ends rise: the last decides
+    """Add ``free`` iterations of cost ``cur`` without a growth after the last
+    end in one fold (their ends, one addition each), or as many as end before
+    ``limit`` and by ``horizon``: ``(how many, the last end, whether cut short)``."""
+    n0 = len(ends)
+    t = ends.pop()
+    ends.extend(accumulate(repeat(cur, free), add, initial=t))  # t again, then the new ends
+    t_end = ends[-1]  # the ends rise: the last decides
     if t_end < limit and not t_end > horizon:
-        costs.extend(repeat(cur, free))
+        _add_costs(segs, cur, free)
         return free, t_end, False
-    ts = list(accumulate(repeat(cur, free), add, initial=t))
-    c = min(bisect_left(ts, limit, 1), bisect_right(ts, horizon, 1)) - 1
+    c = min(bisect_left(ends, limit, n0), bisect_right(ends, horizon, n0)) - n0
+    del ends[n0 + c:]
     if c > 0:
-        costs.extend(repeat(cur, c))
-        return c, ts[c], True
+        _add_costs(segs, cur, c)
+        return c, ends[-1], True
     return 0, t, True
+
+
+def _add_costs(segs: list[list], cur: float, n: int) -> None:
+    """``n`` more iterations of cost ``cur`` in the plan's costs."""
+    if segs and segs[-1][0] == cur:
+        segs[-1][1] += n
+    else:
+        segs.append([cur, n])
 
 
 def _first_growth(p: float, a: float, frm: int, last: int) -> int:
@@ -452,7 +481,8 @@ def _plan_by_growths(self: "StepEngine", idx: list[int], pools: list[Any], pos: 
     first end that is not before the next event or is past the horizon."""
     kv_tracked = self._kv_needed
     kv_pool = self.memory if kv_tracked else None  # the pool whose growths change the cost
-    costs: list[float] = []
+    ends = [t]
+    segs: list[list] = []
     events: list[RunEvent] = []
     # the next growth of each job, (iteration, its index in idx): popped in serving order
     nxt = [(_first_growth(pos[i], alloc[i], 2, cap), n) for n, i in enumerate(idx)]
@@ -465,7 +495,7 @@ def _plan_by_growths(self: "StepEngine", idx: list[int], pools: list[Any], pos: 
         g = nxt[0][0] if nxt else cap + 1
         free = (g if g <= cap else cap + 1) - (m + 1)  # iterations without a growth
         if free > 0:
-            c, t, cut = _fold_free(costs, t, cur, free, limit, horizon)
+            c, t, cut = _fold_free(ends, segs, cur, free, limit, horizon)
             m += c
             if cut:
                 break
@@ -497,13 +527,14 @@ def _plan_by_growths(self: "StepEngine", idx: list[int], pools: list[Any], pos: 
         if not t2 < limit or t2 > horizon:
             break
         if growths or again:
-            events.append((len(costs), growths, self.left if again else None))
-        costs.append(cur)
+            events.append((len(ends) - 1, growths, self.left if again else None))
+        ends.append(t2)
+        _add_cost(segs, cur)
         t = t2
         m += 1
     for n, i in enumerate(idx):  # the positions before the next iteration, as `_plan_each` leaves them
         pos[i] = p0[n] + (m - 1)
-    return m, t, (costs, events), cur
+    return m, t, (ends, segs, events), cur
 
 
 def _plan_one(self: "StepEngine", pools: list[Any], pos: list[float], alloc: list[float], kv: list[float],
@@ -514,7 +545,8 @@ def _plan_one(self: "StepEngine", pools: list[Any], pos: list[float], alloc: lis
     one value (``0.0 + kv``); the same operations in the same order."""
     memory = self.memory
     kv_tracked = self._kv_needed
-    costs: list[float] = []
+    ends = [t]
+    segs: list[list] = []
     events: list[RunEvent] = []
     pool = pools[0]
     p0 = pos[0]
@@ -541,7 +573,7 @@ def _plan_one(self: "StepEngine", pools: list[Any], pos: list[float], alloc: lis
     while m < cap:
         free = (g if g <= cap else cap + 1) - (m + 1)  # iterations without a growth
         if free > 0:
-            c, t, cut = _fold_free(costs, t, cur, free, limit, horizon)
+            c, t, cut = _fold_free(ends, segs, cur, free, limit, horizon)
             m += c
             if cut:
                 break
@@ -573,8 +605,9 @@ def _plan_one(self: "StepEngine", pools: list[Any], pos: list[float], alloc: lis
         if not t2 < limit or t2 > horizon:
             break
         if grew:
-            events.append((len(costs), [(0, need)], self.left if rechecked else None))
-        costs.append(cur)
+            events.append((len(ends) - 1, [(0, need)], self.left if rechecked else None))
+        ends.append(t2)
+        _add_cost(segs, cur)
         t = t2
         m += 1
     pos[0] = p0 + (m - 1)  # the position before the next iteration, as `_plan_each` leaves it
@@ -582,7 +615,7 @@ def _plan_one(self: "StepEngine", pools: list[Any], pos: list[float], alloc: lis
         used[pid] = u
     alloc[0] = a
     kv[0] = kv0
-    return m, t, (costs, events), cur
+    return m, t, (ends, segs, events), cur
 
 
 def _finishing(self: "StepEngine", assign: list, m: int, idx: list[int], pools: list[Any], pos: list[float],
@@ -638,10 +671,11 @@ def _finishing(self: "StepEngine", assign: list, m: int, idx: list[int], pools: 
     t2 = t + cost
     if not t2 < limit or t2 > horizon:
         return None
-    costs, events = plan
+    ends, segs, events = plan
     if growths or again:
-        events.append((len(costs), growths, left if again else None))
-    costs.append(cost)
+        events.append((len(ends) - 1, growths, left if again else None))
+    ends.append(t2)
+    _add_cost(segs, cost)
     if special:
         self._final = toks
     return t2
@@ -704,12 +738,11 @@ def replay(self: "StepEngine", assign: list[tuple["Job", float]], m: int) -> Non
     ``_account``).  The same float operations in the same order give the same
     floats; what repeats is folded in C (``accumulate``, ``reduce``)."""
     sim = self.sim
-    costs, events = self._plan
+    # ends[j]: the end of iteration j + 1 (ends[0] is the first's), as planned
+    ends, segs, events = self._plan
     k = m - 1  # commits replayed here; the m-th is `_iter_end`'s
     nf = float(len(assign))
     stats = sim.stats_on
-    # ends[j]: the end of iteration j + 1 (ends[0] is the first's)
-    ends = list(accumulate(costs, add, initial=self._run_start + self.run_cost))
     first = ends[0]
     # -- commits: a token per job per iteration ------------------------------------------------
     itl = self.itl
@@ -746,13 +779,18 @@ def replay(self: "StepEngine", assign: list[tuple["Job", float]], m: int) -> Non
         req = job.hold
         if req is not None:
             kk = job.k
-            allocate = req.pools[kk].allocate  # type: ignore[union-attr]
             ra = req.alloc  # type: ignore[union-attr]
+            a = ra[kk]
+            needs: list[float] = []
+            times: list[float] = []
             for j, growths, _again in events:  # (no head: no admission attempt is evaluated)
                 if growths:
                     need = growths[0][1]
-                    allocate(need, ends[j])
-                    ra[kk] = ra[kk] + need
+                    needs.append(need)
+                    times.append(ends[j])
+                    a = a + need
+            ra[kk] = a
+            req.pools[kk].allocate_run(needs, times)  # type: ignore[union-attr]
         events = []
     for j, growths, again in events:
         if growths:
@@ -776,6 +814,9 @@ def replay(self: "StepEngine", assign: list[tuple["Job", float]], m: int) -> Non
         spans = lengths
         # min(lengths) folds the same comparisons as min(min(lengths[:k - 1]), lengths[-1])
         smin = (min(lo, lengths[-1]) if lo is not None else min(spans)) if spans else 0.0
+    elif ends[-1] <= sim.warmup:  # every span ≤ end − warm-up ≤ 0: none is added
+        spans = []
+        smin = 0.0
     else:
         spans = list(map(sub, map(min, ends[1:], repeat(sim.horizon)), map(max, ends[:k], repeat(sim.warmup))))
         smin = min(spans) if spans else 0.0
@@ -789,11 +830,11 @@ def replay(self: "StepEngine", assign: list[tuple["Job", float]], m: int) -> Non
         self.dec_iters += k
         d = self.dec_sum  # whole numbers: one addition is exact below 2**53
         self.dec_sum = d + k * nf if d.is_integer() and d + k * nf < 2.0 ** 52 else reduce(add, repeat(nf, k), d)
-        self.dec_cost = reduce(add, costs, self.dec_cost)
+        self.dec_cost = reduce(add, chain.from_iterable(starmap(repeat, segs)), self.dec_cost)
     self.iterations += k
     sim.events += k
     if final is not None:  # `_iter_end` commits the last iteration with its own tokens
         assign[:] = [(job, x) for (job, _t), x in zip(assign, final)]
         self._final = None
-    self._plan = ([], [])
+    self._plan = ([], [], [])
     self._head = None
