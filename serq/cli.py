@@ -261,6 +261,26 @@ def sweep(
     raise typer.Exit(code)
 
 
+@app.command()
+def plot(
+    files: List[str] = typer.Argument(..., metavar="RESULTS | CSV...", help="A sweep's .jsonl/.csv, or dump CSVs."),
+    x: Optional[str] = typer.Option(None, "--x", metavar="COLUMN", help="The axis across (e.g. Lambda)."),
+    y: Optional[List[str]] = typer.Option(None, "--y", metavar="COLUMN", help="A figure (repeatable: one panel each)."),
+    hue: Optional[str] = typer.Option(None, metavar="COLUMN", help="One line per value of COLUMN (e.g. policy)."),
+    where: Optional[List[str]] = typer.Option(None, metavar="COLUMN=VALUE", help="Keep matching rows (repeatable)."),
+    cdf: bool = typer.Option(False, "--cdf", help="Empirical CDF of each CSV's value column (from --dump)."),
+    log_x: bool = typer.Option(False, "--log-x", help="Log scale on x (with --cdf)."),
+    out: str = typer.Option(..., metavar="FIG.png|FIG.svg", help="The figure, PNG or SVG by suffix."),
+) -> None:
+    """Plot a sweep's figures across seeds, or CDFs of a dump's samples (needs matplotlib: the plot extra)."""
+    from .experiments.plot import command
+
+    try:
+        command(files, x, y or [], hue, where or [], cdf, log_x, out)
+    except SerqError as err:
+        raise _fail(err, None) from None
+
+
 _FLOAT_TEXT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
 _INT_TEXT = re.compile(r"[0-9]{1,18}\Z")
 _SLOW = object()  # "not a value the quick path is sure of"
