@@ -50,3 +50,17 @@ def test_engine_and_policy_axes_for_several_stages_are_named_by_stage() -> None:
 
     assert [a.name for a in class_axes("engine", {"engine": ["m:A"]})] == ["engine"]
     assert [a.name for a in class_axes("policy", {"p": ["fcfs"], "d": ["sjf"]})] == ["policy.p", "policy.d"]
+
+
+def test_a_policy_axis_runs_each_named_policy(tmp_path) -> None:
+    policies = __import__("pytest").importorskip("serq.policies")
+    import serq
+
+    result = serq.sweep(VLLM, {"Lambda": [0.5]}, seeds=[1], horizon=40, warmup=5, jobs=2,
+                        policies={"engine": ["fcfs", "sjf"]})
+    assert [r["policy"] for r in result.rows] == ["fcfs", "sjf"]
+    for row in result.rows:
+        report = serq.run(serq.load(VLLM, sets={"Lambda": "0.5"}), seed=1, horizon=40, warmup=5,
+                          engines={"engine": policies.resolve(row["policy"])})
+        expected = flatten(report.to_dict())
+        assert {k: row[k] for k in expected} == expected

@@ -59,6 +59,13 @@ def parse_axes(opts: SweepOptions) -> list[Axis]:
                 raise UsageError(f"--{kind}: stage `{stage}` is given twice")
             choices[stage] = specs
         axes += class_axes(kind, choices)
+    if opts.find_max is not None and opts.find_max not in [a.name for a in axes]:
+        from ..errors import suggest
+
+        best = suggest(opts.find_max, [a.name for a in axes])
+        raise UsageError(f"--find-max `{opts.find_max}`: no such axis",
+                         helps=[f"did you mean `{best}`?"] if best else
+                         [f"give its interval with --set {opts.find_max}=START:STOP"])
     for a in axes:
         if a.interval is not None and a.name != opts.find_max:
             raise UsageError(f"invalid --set `{a.name}={shortest(a.values[0])}:{shortest(a.values[1])}`: "
