@@ -280,3 +280,17 @@ def test_without_matplotlib_the_command_says_what_to_install(tmp_path, capsys, m
 
 def test_errors_are_serq_errors():
     assert issubclass(UsageError, SerqError)
+
+
+def test_a_real_sweep_plots_from_its_result_and_from_its_csv(tmp_path):
+    needs_matplotlib()
+    # M/G/1 (programs/single-turn/mg1.sq) at two loads, two seeds: the kernel form has no
+    # client rows, so the figure is an observe's mean
+    result = serq.sweep(ROOT / "programs/single-turn/mg1.sq", grid={"lam": [0.3, 0.6]}, seeds=[1, 2], jobs=1,
+                        horizon=300, warmup=30, out=tmp_path / "s.csv")
+    a = P.plot_sweep(result, x="lam", y="observes.response.mean")
+    b = P.plot_sweep(tmp_path / "s.csv", x="lam", y="observes.response.mean", out=tmp_path / "s.svg")
+    [(xs, ys)] = lines_of(a).values()
+    assert xs == [0.3, 0.6] and list(lines_of(b).values()) == [(xs, ys)]
+    by_point = [[r["observes.response.mean"] for r in result.rows if r["lam"] == lam] for lam in (0.3, 0.6)]
+    assert ys == pytest.approx([sum(v) / 2 for v in by_point])
