@@ -165,8 +165,8 @@ def test_the_summary_and_the_python_result() -> None:
     assert first["observes.response.mean"]["mean"] == pytest.approx(sum(values) / 3)
     assert first["observes.response.mean"]["ci"] == pytest.approx(across(values).half)
     assert "±" in summary.text()
-    # the default figures a kernel program lacks are left out
-    assert result.summary().figures == []
+    # a kernel program has none of the default figures: its observes' means instead
+    assert result.summary().figures == ["observes.response.mean", "observes.wait.mean", "observes.service.mean"]
 
 
 def test_to_frame_names_the_extra_when_pandas_is_absent(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -243,3 +243,43 @@ def test_ctrl_c_stops_the_workers_and_leaves_a_valid_resumable_file(tmp_path: Pa
     assert [(r["lam"], r["seed"]) for r in final] == [(lam, s) for lam in (0.5, 0.6, 0.7, 0.8, 0.9)
                                                       for s in range(1, 7)]
     assert all(k in final for k in kept)
+
+
+def run_with_stderr_on_a_terminal(*argv: str) -> tuple[int, str]:
+    """`serq ARGV` with stderr on a pseudo-terminal: its exit code and what it drew there."""
+    import pty
+
+    master, slave = pty.openpty()
+    env = {**os.environ, "TERM": "xterm", "COLUMNS": "120"}
+    proc = subprocess.Popen([str(Path(sys.executable).parent / "serq"), *argv], cwd=ROOT, stdout=subprocess.DEVNULL,
+                            stderr=slave, env=env)
+    os.close(slave)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the terminal's other side closed
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(master)
+    return proc.wait(timeout=120), seen.decode("utf-8", "replace")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a pseudo-terminal")
+def test_progress_is_drawn_on_a_terminal_and_not_with_quiet() -> None:
+    argv = ("sweep", MG1, "--set", "lam=0.5,0.6", "--seeds", "1-3", "--horizon", "3000", "--warmup", "0",
+            "--jobs", "1")
+    code, drawn = run_with_stderr_on_a_terminal(*argv)
+    assert code == 0
+    assert "sweep" in drawn and "/6" in drawn and "runs" in drawn and "ETA" in drawn
+    code, drawn = run_with_stderr_on_a_terminal(*argv, "--quiet")
+    assert code == 0 and drawn == ""
+
+
+def test_no_progress_when_stderr_is_not_a_terminal() -> None:
+    done = subprocess.run([str(Path(sys.executable).parent / "serq"), "sweep", MG1, "--set", "lam=0.5",
+                           "--seeds", "1-2", "--horizon", "500", "--warmup", "0"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stderr == ""

@@ -75,6 +75,8 @@ def summarize(result: "SweepResult", show: Sequence[str] | None) -> Summary:
     columns = result.columns()
     if show is None:
         figures = [f for f in DEFAULT_SHOW if any(r.get(f) is not None for r in result.rows)]
+        if not figures:  # a program without client rows or a `kv` pool: its observes' means
+            figures = [c for c in columns if c.startswith("observes.") and c.endswith(".mean")]
     else:
         figures = list(show)
         for f in figures:

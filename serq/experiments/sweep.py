@@ -338,8 +338,9 @@ class SweepResult:
     def summary(self, show: Sequence[str] | None = None) -> "Summary":
         """Per point: the mean over seeds and the 95 % Student-t half-width
         across seeds of each figure in ``show`` (default :data:`DEFAULT_SHOW`,
-        each skipped when no row has it; a figure named in ``show`` that no
-        row has is an error, with a did-you-mean)."""
+        each skipped when no row has it — and when none is there, every
+        ``observes.NAME.mean``; a figure named in ``show`` that no row has is
+        an error, with a did-you-mean)."""
         from .summary import summarize
 
         return summarize(self, show)
