@@ -21,11 +21,15 @@ __all__ = ["load", "check", "run", "Program", "Report", "SerqError", "SerqRuntim
 __all__ += ["sweep", "SweepResult"]  # serq.experiments, imported on first use
 
 
-def __getattr__(name: str):  # Report lives with the simulator; import it lazily
+def __getattr__(name: str):  # Report lives with the simulator, policies are engines: import them lazily
     if name == "Report":
         from .report import Report
 
         return Report
+    if name == "policies":
+        import importlib
+
+        return importlib.import_module(".policies", __name__)
     if name in ("sweep", "SweepResult"):  # the experiments: imported on first use
         from . import experiments
 

@@ -161,6 +161,10 @@ def run(
     engine: Optional[List[str]] = typer.Option(
         None, metavar="STAGE=module:Class", help="Use a StepEngine subclass for a step stage (repeatable)."
     ),
+    policy: Optional[List[str]] = typer.Option(
+        None, metavar="STAGE=NAME", help="An admission policy for a step stage: fcfs, sjf, lpm, fair, priority[:ATTR], "
+        "slo[:TARGET] or module:Class (repeatable; docs/policies.md)."
+    ),
 ) -> None:
     """Simulate a program and print its report."""
     from . import api
@@ -173,6 +177,10 @@ def run(
         sets = parse_sets(set_)
         program = api.load(Path(file), sets=sets, trace=trace)
         engines = load_engine_classes(engine or [])
+        if policy:
+            from .policies import from_options
+
+            engines = from_options(policy, engines)
         report = api.run(program, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals, engines=engines)
     except SerqError as err:
         raise _fail(err, file) from None

@@ -123,6 +123,14 @@ BEHAVIOURS: dict[str, list[tuple[str, Callable[..., Any], str]]] = {
         ("sorted in place", lambda self: self.residents.sort(key=lambda j: j.work) or self.residents, "either"),
         ("endless", lambda self: iter(lambda: self.residents[0] if self.residents else None, 0), "error"),
     ],
+    "select_waiting": BAD_ANY[1:] + [  # None: admit none this iteration
+        ("default", default("select_waiting"), "ok"),
+        ("none", lambda self, cands: None, "ok"),
+        ("last", lambda self, cands: cands[-1], "ok"),
+        ("the list", lambda self, cands: cands, "error"),
+        ("a request", lambda self, cands: cands[0]._req, "error"),
+        ("int 0", lambda self, cands: 0, "error"),
+    ],
     "admit_next": BAD_ANY + [
         ("default", default("admit_next"), "ok"),
         ("never", lambda self, left: False, "ok"),

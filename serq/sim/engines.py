@@ -52,7 +52,7 @@ def load_engine_classes(specs: Iterable[str]) -> dict[str, type[StepEngine]]:
 # A user's hooks, checked
 
 
-HOOKS = ("order_residents", "plan_tokens", "admit_next", "choose_victim", "iteration_cost")
+HOOKS = ("order_residents", "plan_tokens", "select_waiting", "admit_next", "choose_victim", "iteration_cost")
 
 
 class HookError(SerqRuntimeError):
@@ -202,6 +202,22 @@ def _check_admit(engine: StepEngine, fn: Callable[[float], Any]) -> Callable[[fl
     return admit_next
 
 
+def _check_select(engine: StepEngine, fn: Callable[[list], Any]) -> Callable[[list], Any]:
+    hook = "select_waiting"
+
+    def select_waiting(candidates: list) -> Any:
+        value = _call(engine, hook, fn, candidates)
+        if value is None:
+            return None
+        for c in candidates:
+            if c is value:
+                return value
+        raise HookError(f"{_where(engine, hook)} returned {_show(value)}, not one of the candidates "
+                        "it was given (or None to admit none)")
+
+    return select_waiting
+
+
 def _check_victim(engine: StepEngine, fn: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
     hook = "choose_victim"
 
@@ -244,6 +260,7 @@ def _check_cost(engine: StepEngine, fn: Callable[[Any], Any]) -> Callable[[Any],
 _CHECKS: dict[str, Callable[[StepEngine, Any], Any]] = {
     "order_residents": _check_order,
     "plan_tokens": _check_plan,
+    "select_waiting": _check_select,
     "admit_next": _check_admit,
     "choose_victim": _check_victim,
     "iteration_cost": _check_cost,

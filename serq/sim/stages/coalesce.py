@@ -20,20 +20,24 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import sys
+from math import fmod, frexp, ulp
 from bisect import bisect_left, bisect_right
 from heapq import heapify, heappop, heappush
 from functools import reduce
 from itertools import accumulate, chain, islice, repeat, starmap
 from operator import add, mul, sub
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 from ... import expr, ir
+from ..stats import fold
 
 if TYPE_CHECKING:
     from .base import Job
     from .step import StepEngine
 
 EPS = 1e-9
+_NORMAL = sys.float_info.min  # the smallest positive normal float
 
 #: Context variables a `serve by` key may read and still order a run's
 #: residents the same way at every iteration of it.
@@ -185,9 +189,11 @@ def _waiting(self: "StepEngine") -> tuple[frozenset[int], frozenset[int], Any] |
             return None  # another engine's: it is iterating or has no work (checked before)
     if not (self.left > 0.0 and self._admittable()):
         return stop, frozenset(), None  # no admission attempt in the run
-    if not self._default_admit:
-        return None
     pool = next(p for p in self.admit_pools if p.put_queue)
+    if not self._default_admit:  # a user's admit_next: no waiting request may fit
+        return _none_admissible(self, [r for p in self.admit_pools for r in p.put_queue])
+    if not self._default_select and not pool.put_queue[0].front:  # a user's select_waiting
+        return _none_admissible(self, pool.put_queue)
     req = _head(self, pool)
     if req is None:
         return None
@@ -222,6 +228,70 @@ def _waiting(self: "StepEngine") -> tuple[frozenset[int], frozenset[int], Any] |
         if k != blocking:
             rest |= r  # type: ignore[arg-type]
     return stop | rs[blocking], frozenset(rest), req  # type: ignore[operator]
+
+
+def _none_admissible(self: "StepEngine", queue: Sequence[Any]) -> tuple[frozenset[int], frozenset[int], Any] | None:
+    """:func:`_waiting`'s terms when a user's ``select_waiting`` (or
+    ``admit_next``) chooses among ``queue``: the run may go on only while
+    none of them could be admitted, whichever the hook would choose.  Each
+    must have a blocking amount as the default head must (pure, and not
+    fitting now); a growth in a pool any blocking amount reads ends the run
+    before it; the other amounts of all of them are evaluated again where
+    the head's would be (:class:`_Heads`)."""
+    stop: set[int] = set()
+    rest: set[int] = set()
+    for req in queue:
+        rs = header(self, req.spec)
+        if any(r is None for r in rs):
+            return None
+        k = _blocking_pool(self, req, rs)
+        if k is None:
+            return None
+        for j, r in enumerate(rs):
+            (stop if j == k else rest).update(r)  # type: ignore[arg-type]
+    self._xheads = True  # (a last iteration with other tokens reads budget_left anew: not in the run)
+    return frozenset(stop), frozenset(rest), _Heads(queue)
+
+
+def _blocking_pool(self: "StepEngine", req: Any, rs: list[Any]) -> int | None:
+    """The pool of ``req`` whose amount reads least and does not fit now
+    (read with ``budget_left`` = the tokens left), or None."""
+    spec, s = req.spec, req.session
+    self.admitting_left = self.left
+    try:
+        for k in sorted(range(len(rs)), key=lambda k: len(rs[k])):  # pure amounts first
+            u = spec.units[k](s)
+            need = u
+            r_fn = spec.reserve[k]
+            if r_fn is not None:
+                need = max(u, r_fn(s))
+            if not (u >= 0.0 and need >= 0.0):
+                return None
+            p = req.pools[k]
+            if p.used + p.round_up(need) > p.cap + EPS:
+                return k
+    finally:
+        self.admitting_left = None
+    return None
+
+
+class _Heads:
+    """The waiting requests a user's hook chooses among, standing for the
+    run's head: where a growth changed what their headers read, ``replay``
+    evaluates ``head.spec.amounts(head.session)`` — here every one's amounts,
+    in queue order, so an amount that became invalid is an error as when it
+    is the one chosen (docs/simulator.md, "Coalesced decode runs")."""
+
+    __slots__ = ("reqs", "spec", "session")
+
+    def __init__(self, reqs: Sequence[Any]) -> None:
+        self.reqs = list(reqs)
+        self.spec = self
+        self.session = None
+
+    def amounts(self, _s: Any) -> None:
+        for req in self.reqs:
+            req.spec.amounts(req.session)
 
 
 # -- a run ----------------------------------------------------------------------------------
@@ -570,13 +640,36 @@ def _plan_one(self: "StepEngine", pools: list[Any], pos: list[float], alloc: lis
     cur = cost
     m = 1
     g = _first_growth(p0, a, 2, cap)
-    while m < cap:
-        free = (g if g <= cap else cap + 1) - (m + 1)  # iterations without a growth
-        if free > 0:
-            c, t, cut = _fold_free(ends, segs, cur, free, limit, horizon)
-            m += c
-            if cut:
+    # Iterations m + 1 … m + n all cost `cur`: the first may be a growth (its event `ev`), the
+    # others need no memory. They are added in one fold (`_fold_free` inline), cut at the first
+    # end that is not before the next event or is past the horizon (then the run ends there).
+    n = (g if g <= cap else cap + 1) - 2
+    ev: RunEvent | None = None
+    left = self.left
+    while True:
+        if n > 0:
+            n0 = len(ends)
+            t = ends.pop()
+            ends.extend(accumulate(repeat(cur, n), add, initial=t))  # t again, then the new ends
+            t_end = ends[-1]  # the ends rise: the last decides
+            if not (t_end < limit and not t_end > horizon):
+                n = min(bisect_left(ends, limit, n0), bisect_right(ends, horizon, n0)) - n0
+                del ends[n0 + n:]
+                if n > 0:
+                    if ev is not None:
+                        events.append(ev)
+                    _add_costs(segs, cur, n)
+                    m += n
+                t = ends[-1]
                 break
+            if ev is not None:
+                events.append(ev)
+            if segs and segs[-1][0] == cur:  # _add_costs(segs, cur, n)
+                segs[-1][1] += n
+            else:
+                segs.append([cur, n])
+            m += n
+            t = t_end
         if m >= cap:
             break
         # iteration g = m + 1: the job's token needs memory
@@ -592,7 +685,14 @@ def _plan_one(self: "StepEngine", pools: list[Any], pos: list[float], alloc: lis
             a = a + need
             if grows_kv:
                 kv0 = a
-        g = _first_growth(p0, a, g + 1, cap)  # the job's next growth
+        # the job's next growth: _first_growth(p0, a, g + 1, cap) inline
+        frm = g + 1
+        guess = a - p0 - 1.0 + 2.0
+        nx = frm if not guess > frm else (cap + 1 if guess > cap + 1 else int(guess))
+        while nx > frm and (p0 + (nx - 3)) + 1.0 - a > EPS:
+            nx -= 1
+        while nx <= cap and not (p0 + (nx - 2)) + 1.0 - a > EPS:
+            nx += 1
         if grew and kv_tracked:
             if kv_cost is None:
                 view.kv_decode = 0.0 + kv0  # type: ignore[union-attr]  # reduce(add, [kv0], 0.0)
@@ -601,15 +701,9 @@ def _plan_one(self: "StepEngine", pools: list[Any], pos: list[float], alloc: lis
                 cur = kv_cost([kv0])
             if not (cur > 0.0 and math.isfinite(cur)):
                 break
-        t2 = t + cur
-        if not t2 < limit or t2 > horizon:
-            break
-        if grew:
-            events.append((len(ends) - 1, [(0, need)], self.left if rechecked else None))
-        ends.append(t2)
-        _add_cost(segs, cur)
-        t = t2
-        m += 1
+        ev = (len(ends) - 1, [(0, need)], left if rechecked else None) if grew else None
+        n = (nx if nx <= cap else cap + 1) - g  # iteration g and those up to the next growth
+        g = nx
     pos[0] = p0 + (m - 1)  # the position before the next iteration, as `_plan_each` leaves it
     if pool:
         used[pid] = u
@@ -730,6 +824,38 @@ def decode_cost(self: "StepEngine", kv: list[float]) -> float:
     return self._cost(n, 0.0, n, reduce(add, kv, 0.0), 0.0, 0.0)
 
 
+def _fold_runs(runs: list[list], acc: float) -> float:
+    """``acc`` plus each ``x`` of the runs ``[x, count]``, ``count`` times in turn."""
+    for x, c in runs:
+        acc = fold(repeat(x, c), acc)
+    return acc
+
+
+def _length_runs(ends: list[float], segs: list[list]) -> list[list]:
+    """The lengths ``ends[i + 1] - ends[i]`` of a planned run's iterations 2 … m
+    as runs ``[length, count]``, in order.  The iterations of one cost ``c`` (a
+    run of ``segs``) have one length when their ends lie in one binade
+    ``[2^p, 2^(p+1))`` and ``c`` is not halfway between two multiples of its
+    ulp ``u``: each end is ``fl(e + c)`` with ``e`` a multiple of ``u``, which
+    is ``e`` plus the multiple of ``u`` nearest ``c`` (the same for every
+    ``e``), and the difference of two floats of one binade is exact.  Else
+    each length is computed."""
+    out: list[list] = []
+    i = 0
+    for c, n in segs:
+        j = i + n
+        e0 = ends[i]
+        if n > 1:
+            u = ulp(e0)
+            if not (e0 >= _NORMAL and frexp(e0)[1] == frexp(ends[j])[1] and fmod(c, u) * 2.0 != u):
+                out.extend([x, 1] for x in map(sub, islice(ends, i + 1, j + 1), islice(ends, i, j)))
+                i = j
+                continue
+        out.append([ends[i + 1] - e0, n])
+        i = j
+    return out
+
+
 def replay(self: "StepEngine", assign: list[tuple["Job", float]], m: int) -> None:
     """Iterations 1 … m−1 of a coalesced run, exactly as one by one: commit
     each at its end (a token per job, as ``_iter_end`` and
@@ -765,13 +891,17 @@ def replay(self: "StepEngine", assign: list[tuple["Job", float]], m: int) -> Non
                 req.pos[job.k] = _plus_ones(req.pos[job.k], k)
             else:  # the last iteration's tokens may be a fraction
                 req.pos[job.k] = _plus_ones(req.pos[job.k], k - 1) + final[i]
-    # the iterations' lengths: from the second commit on, every job's gap
-    lengths = list(map(sub, islice(ends, 1, None), ends))  # k of them
-    lo: float | None = None  # min(lengths[:k - 1]), when taken
+    # the iterations' lengths, k of them, as [length, how many in a row]: from the second commit
+    # on, every job's gap
+    lengths = _length_runs(ends, segs)
+    lo: float | None = None  # the smallest of the first k − 1, when taken
     if stats and k > 1:
-        gaps = lengths[:k - 1]
-        lo = min(gaps)
-        itl.add_many(gaps, len(assign), lo)
+        last = lengths[-1]
+        gaps = lengths[:-1]
+        if last[1] > 1:
+            gaps.append([last[0], last[1] - 1])
+        lo = min([x for x, _c in gaps])
+        itl.add_runs(gaps, len(assign), lo)
     # -- growths of iterations 2 … m at their starts ---------------------------------------------
     head = self._head
     if len(assign) == 1 and head is None:  # one job: its hold and pool looked up once
@@ -811,26 +941,26 @@ def replay(self: "StepEngine", assign: list[tuple["Job", float]], m: int) -> Non
     # span = min(end, horizon) − max(start, warm-up), added when positive; a run
     # ends by the horizon, and one that starts after the warm-up spans its lengths
     if ends[0] >= sim.warmup:
-        spans = lengths
-        # min(lengths) folds the same comparisons as min(min(lengths[:k - 1]), lengths[-1])
-        smin = (min(lo, lengths[-1]) if lo is not None else min(spans)) if spans else 0.0
+        spans = lengths  # as runs
+        smin = min(lo, lengths[-1][0]) if lo is not None else min([x for x, _c in spans])
     elif ends[-1] <= sim.warmup:  # every span ≤ end − warm-up ≤ 0: none is added
         spans = []
         smin = 0.0
     else:
-        spans = list(map(sub, map(min, ends[1:], repeat(sim.horizon)), map(max, ends[:k], repeat(sim.warmup))))
-        smin = min(spans) if spans else 0.0
+        spans = [[x, 1] for x in map(sub, map(min, ends[1:], repeat(sim.horizon)),
+                                     map(max, ends[:k], repeat(sim.warmup)))]
+        smin = min([x for x, _c in spans]) if spans else 0.0
     if spans and not smin > 0.0:
-        spans = [x for x in spans if x > 0.0]
+        spans = [r for r in spans if r[0] > 0.0]
     if spans:
-        self.t_decode_only = reduce(add, spans, self.t_decode_only)
+        self.t_decode_only = _fold_runs(spans, self.t_decode_only)
         # (x * 1.0 is x for every float: one decoder adds the spans themselves)
-        self.t_decoders = reduce(add, spans if nf == 1.0 else map(mul, repeat(nf), spans), self.t_decoders)
+        self.t_decoders = _fold_runs(spans if nf == 1.0 else [[nf * x, c] for x, c in spans], self.t_decoders)
     if stats:
         self.dec_iters += k
         d = self.dec_sum  # whole numbers: one addition is exact below 2**53
         self.dec_sum = d + k * nf if d.is_integer() and d + k * nf < 2.0 ** 52 else reduce(add, repeat(nf, k), d)
-        self.dec_cost = reduce(add, chain.from_iterable(starmap(repeat, segs)), self.dec_cost)
+        self.dec_cost = _fold_runs(segs, self.dec_cost)
     self.iterations += k
     sim.events += k
     if final is not None:  # `_iter_end` commits the last iteration with its own tokens

@@ -15,6 +15,7 @@ engine=package.module:MyEngine``):
 
 * :meth:`StepEngine.order_residents` — the serving order;
 * :meth:`StepEngine.plan_tokens` — the tokens a resident asks for;
+* :meth:`StepEngine.select_waiting` — which waiting request to try next;
 * :meth:`StepEngine.admit_next` — admit one waiting request;
 * :meth:`StepEngine.choose_victim` — whom a failed growth preempts;
 * :meth:`StepEngine.iteration_cost` — how long an iteration takes.
@@ -39,11 +40,12 @@ from ... import expr, ir
 from ...errors import SerqRuntimeError
 from ..order import total_key
 from ..stats import LogHistogram
-from . import coalesce
+from . import candidate, coalesce
 from .base import Job, Stage, check_work
+from .candidate import Candidate
 
 if TYPE_CHECKING:
-    from ..pool import Pool
+    from ..pool import HoldRequest, Pool
     from ..session import Session
 
 EPS = 1e-9
@@ -95,7 +97,8 @@ class StepEngine(Stage):
     #: ``plan_tokens`` gives a decoding job with more than one token left one
     #: token (docs/simulator.md, "Coalesced decode runs").  ``choose_victim``
     #: never needs it (a run stops before a growth that does not fit), nor
-    #: ``admit_next`` (with it overridden a run stops at a waiting request).
+    #: ``select_waiting`` and ``admit_next`` (with them overridden a run goes
+    #: on only while no waiting request could be admitted, whichever is chosen).
     coalesce_safe = False
 
     def __init__(self, sim: Any, decl: Any, label: str, index: int | None, *,
@@ -143,6 +146,9 @@ class StepEngine(Stage):
         # B8: since when every attempt found work but no budget (None: it scheduled since)
         self.starved_at: float | None = None
         self.starved_budget = 0.0
+        # `select_waiting` overridden: admit_next asks it (else pool.select(), unchanged)
+        self._default_select = type(self).select_waiting is StepEngine.select_waiting
+        self._slots: dict[str, int] | None = None  # session attribute name → slot, for candidates
         if type(self) is not StepEngine:
             from ..engines import guard_hooks  # a user's class: its overridden hooks are checked
             guard_hooks(self)
@@ -239,8 +245,10 @@ class StepEngine(Stage):
         admitted session until it blocks.  Whether one was admitted: the
         first request that does not fit stops admission for the iteration."""
         for pool in self.admit_pools:
-            req = pool.select()
+            req = pool.select() if self._default_select else self._select(pool)
             if req is None:
+                if pool.put_queue:
+                    return False  # select_waiting chose none: admission stops for the iteration
                 continue
             self.admitting_left = left
             try:
@@ -258,6 +266,46 @@ class StepEngine(Stage):
             self.sim.run_ready()
             return True
         return False
+
+    def select_waiting(self, candidates: list[Candidate]) -> Candidate | None:
+        """Which waiting request of a pool to try next: one of ``candidates``
+        (the pool's waiting requests in queue order, at least one, as read-only
+        :class:`~serq.sim.stages.candidate.Candidate` views), or None to admit
+        none this iteration.  The engine then admits it if it fits; if not,
+        admission stops for the iteration (head-of-line blocking, as vLLM).
+
+        The default is the pool's own choice: the head, or under ``queue by``
+        the smallest keys (ties in queue order).  A preempted request at the
+        front of the queue is tried first without asking this hook.  An
+        override replaces ``queue by`` for this engine's admissions; it must be
+        a function of what it reads (no state of its own that calling changes):
+        a coalesced decode run does not call it while no candidate could be
+        admitted (docs/simulator.md, "Coalesced decode runs")."""
+        req = candidates[0]._req.pools[0].select()
+        for c in candidates:
+            if c._req is req:
+                return c
+        return candidates[0]
+
+    def _select(self, pool: "Pool") -> "HoldRequest | None":
+        """``pool.select()`` through ``select_waiting``: the request to try next."""
+        q = pool.put_queue
+        if not q:
+            return None
+        if q[0].front:
+            return q[0]  # a preempted hold first, whatever the policy (as `select`)
+        chosen = self.select_waiting(candidate.candidates(self, q))
+        return None if chosen is None else chosen._req
+
+    def _attr_slot(self, name: str) -> int:
+        """The slot of session attribute ``name`` (for :meth:`Candidate.attr`)."""
+        slots = self._slots
+        if slots is None:
+            slots = self._slots = candidate.attr_slots(self)
+        slot = slots.get(name)
+        if slot is None:
+            raise candidate.unknown_attr(self, name)
+        return slot
 
     def choose_victim(self, pool: "Pool", grower: "Session") -> "Session | None":
         """Whom a growth that does not fit preempts: vLLM's ``running[-1]``,
