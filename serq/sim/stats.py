@@ -13,11 +13,12 @@ reads at the end:
 from __future__ import annotations
 
 import math
+import sys
 from functools import reduce
 from collections import Counter
 from itertools import chain, repeat
 from operator import add
-from typing import Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
@@ -25,6 +26,17 @@ from ..report import ObserveSummary
 
 NAN = math.nan
 INF = math.inf
+
+if sys.implementation.name == "cpython" and sys.version_info < (3, 12):
+    #: ``fold(xs, start)`` is ``reduce(add, xs, start)``: the additions one at a
+    #: time, left to right.  CPython before 3.12 sums floats that way in a C
+    #: double, without a float object per step (the same IEEE additions, five
+    #: times faster); 3.12 made ``sum`` compensated (Neumaier), so there and on
+    #: other interpreters it is the ``reduce``.
+    fold = sum
+else:  # pragma: no cover
+    def fold(xs: Iterable[Any], start: Any) -> Any:
+        return reduce(add, xs, start)
 
 #: Batch means (§8.3): 20 batches, Student t quantile for 19 degrees of freedom.
 BATCHES = 20
@@ -191,9 +203,9 @@ class LogHistogram:
         if not xs or n <= 0:
             return
         if n == 1:
-            self.total = reduce(add, xs, self.total)
+            self.total = fold(xs, self.total)
         else:
-            self.total = reduce(add, chain.from_iterable(map(repeat, xs, repeat(n, len(xs)))), self.total)
+            self.total = fold(chain.from_iterable(map(repeat, xs, repeat(n, len(xs)))), self.total)
         self.count += n * len(xs)
         buckets = self._buckets
         if lo is None:
