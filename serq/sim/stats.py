@@ -244,6 +244,55 @@ class LogHistogram:
         self._last_x = x
         self._last_b = last
 
+    def add_runs(self, runs: list[list], n: int, lo: float) -> None:
+        """:meth:`add_many` of the values of ``runs``, each ``[x, count]``
+        standing for ``count`` values ``x`` in a row, each recorded ``n``
+        times; ``lo`` is the smallest ``x``.  The same state: the total takes
+        the same additions in the same order."""
+        if not runs or n <= 0:
+            return
+        total = self.total
+        m = 0
+        for x, c in runs:
+            total = fold(repeat(x, c * n), total)
+            m += c
+        self.total = total
+        self.count += n * m
+        buckets = self._buckets
+        hi = max([x for x, _c in runs])
+        if lo > 0.0 and hi != INF and total == total:  # (a NaN makes min and max unreliable)
+            k = math.floor(math.log(lo) / _LOG_W)
+            if math.floor(math.log(hi) / _LOG_W) == k:  # one bucket holds them all (the usual case)
+                one = buckets.get(k)
+                if one is None:
+                    one = buckets[k] = [0, lo, hi]
+                one[0] += n * m
+                if lo < one[1]:
+                    one[1] = lo
+                if hi > one[2]:
+                    one[2] = hi
+                self._last_x = runs[-1][0]
+                self._last_b = one
+                return
+        last: list[float] = []
+        x = NAN
+        for x, c in runs:
+            if x > 0.0:
+                k = math.floor(math.log(x) / _LOG_W) if x != INF else _INF_KEY
+            else:
+                k = _ZERO_KEY
+            b = buckets.get(k)
+            if b is None:
+                b = buckets[k] = [0, x, x]
+            b[0] += c * n
+            if x < b[1]:
+                b[1] = x
+            elif x > b[2]:
+                b[2] = x
+            last = b
+        self._last_x = x  # (any value and its bucket will do: `add` skips the logarithm for it)
+        self._last_b = last
+
     @property
     def mean(self) -> float:
         """The exact mean of the recorded values (NaN when empty)."""
