@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import sys
+from math import fmod, frexp, ulp
 from functools import reduce
 from collections import Counter
 from itertools import chain, repeat
@@ -37,6 +38,28 @@ if sys.implementation.name == "cpython" and sys.version_info < (3, 12):
 else:  # pragma: no cover
     def fold(xs: Iterable[Any], start: Any) -> Any:
         return reduce(add, xs, start)
+
+_NORMAL = sys.float_info.min  # the smallest positive normal float
+
+
+def fold_same(x: float, n: int, acc: float) -> float:
+    """``acc`` plus ``x``, ``n`` times in turn: ``fold(repeat(x, n), acc)``,
+    in one multiplication and one addition where that is exact.  With ``acc``
+    a positive normal float in the binade ``[2^p, 2^(p+1))`` (a multiple of
+    its ulp ``u``) and ``x`` not halfway between two multiples of ``u``, each
+    ``fl(a + x)`` that stays in the binade is ``a`` plus the multiple ``s`` of
+    ``u`` nearest ``x`` (the same for every ``a``), so the sum is ``acc + n·s``
+    — exact while it stays in the binade, which the result's exponent shows
+    (a product or sum that leaves it is at least ``2^(p+1)``, rounded or not)."""
+    if n > 2 and 0.0 < x < INF and acc >= _NORMAL and acc < INF:
+        u = ulp(acc)
+        if fmod(x, u) * 2.0 != u:
+            step = (acc + x) - acc  # s, when acc + x stays in the binade
+            out = acc + n * step
+            if frexp(out)[1] == frexp(acc)[1]:
+                return out
+    return fold(repeat(x, n), acc)
+
 
 #: Batch means (§8.3): 20 batches, Student t quantile for 19 degrees of freedom.
 BATCHES = 20
@@ -254,7 +277,7 @@ class LogHistogram:
         total = self.total
         m = 0
         for x, c in runs:
-            total = fold(repeat(x, c * n), total)
+            total = fold_same(x, c * n, total)
             m += c
         self.total = total
         self.count += n * m

@@ -30,7 +30,7 @@ from operator import add, mul, sub
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ... import expr, ir
-from ..stats import fold
+from ..stats import fold_same
 
 if TYPE_CHECKING:
     from .base import Job
@@ -827,7 +827,7 @@ def decode_cost(self: "StepEngine", kv: list[float]) -> float:
 def _fold_runs(runs: list[list], acc: float) -> float:
     """``acc`` plus each ``x`` of the runs ``[x, count]``, ``count`` times in turn."""
     for x, c in runs:
-        acc = fold(repeat(x, c), acc)
+        acc = fold_same(x, c, acc)
     return acc
 
 
