@@ -47,13 +47,16 @@ _RUN_CONSTANT_CTX = frozenset({"decoding", "admission", "residents", "decoders"}
 # -- what an expression reads --------------------------------------------------------------
 
 #: A growth event of a planned run: the iteration's index, the growths
-#: (job index, units) it makes, and the budget left to re-read the waiting
-#: head's header with (None when nothing it reads moved).
-RunEvent = tuple[int, list[tuple[int, float]], "float | None"]
-#: The plan of a run: the ends of its iterations (the first's first), the
-#: costs of iterations 2 … m as [cost, how many in a row], and the growth
-#: events (the index of an iteration's start in the ends).
-Plan = tuple[list[float], list[list], list[RunEvent]]
+#: (job index, units) it makes, the budget left to re-read the waiting
+#: head's header with (None when nothing it reads moved), and the time it
+#: starts.
+RunEvent = tuple[int, list[tuple[int, float]], "float | None", float]
+#: The plan of a run: the end of its first iteration, iterations 2 … m as
+#: runs ``[cost, how many in a row, the end before the first, the end of the
+#: last]`` (each end the previous plus the cost, :func:`_add_iters`), and the
+#: growth events (the index of the iteration's start among the ends, the
+#: growths, the budget left to re-read the head with, the start's time).
+Plan = tuple[float, list[list], list[tuple]]
 #: A planned run: its length, the end of its last iteration, the plan, and
 #: the cost of the last iteration.
 PlanResult = tuple[int, float, Plan, float]
@@ -304,10 +307,10 @@ def run_length(self: "StepEngine", now: float, cost: float) -> tuple[int, float]
     planned here and replayed in place: it evicts cache and changes
     ``kv_decode``, hence the cost).  The ends are added one cost at a time
     from ``now``, as the iterations one by one would reach them.  Leaves the
-    plan in ``self._plan`` (:data:`Plan`): the ends of iterations 1 … m, the
-    costs of iterations 2 … m, and for those that grow, ``(index of its start
-    in the ends, growths, whether the waiting head's header is evaluated
-    again)``."""
+    plan in ``self._plan`` (:data:`Plan`): the end of iteration 1, runs of
+    iterations 2 … m of one cost, and for those that grow, ``(index of its
+    start among the ends, growths, whether the waiting head's header is
+    evaluated again, the start's time)``."""
     t = now + cost
     sim = self.sim
     limit = self.env.peek()
@@ -368,7 +371,7 @@ def run_length(self: "StepEngine", now: float, cost: float) -> tuple[int, float]
     used = {id(p): p.used for p in pools if p}
     plan: Plan
     if cap <= 1:
-        m, cur, plan = 1, cost, ([t], [], [])
+        m, cur, plan = 1, cost, (t, [], [])
     elif len(assign) == 1 and idx and _exact_steps(pos[0], cap):
         m, t, plan, cur = _plan_one(self, pools, pos, alloc, kv, used, recheck, t, cost, cap, limit, horizon)
     elif all(_exact_steps(pos[i], cap) for i in idx):
@@ -376,22 +379,24 @@ def run_length(self: "StepEngine", now: float, cost: float) -> tuple[int, float]
                                            horizon)
     else:
         m, t, plan, cur = _plan_each(self, idx, pools, pos, alloc, kv, used, recheck, t, cost, cap, limit, horizon)
-    ends, segs, events = plan
+    first, segs, events = plan
     if m == cap and self._default_plan:  # the iteration that finishes a job can end the run
         t2 = _finishing(self, assign, m, idx, pools, pos, alloc, kv, used, recheck, t, cur, limit, horizon, plan)
         if t2 is not None:
             t = t2
             m += 1
     while m > 1 and now + (t - now) != t:  # the timeout's time must be exactly the m-th end
-        ends.pop()  # (only ever when the clock is close to 0)
-        segs[-1][1] -= 1
-        if not segs[-1][1]:
+        seg = segs[-1]  # (only ever when the clock is close to 0)
+        seg[1] -= 1
+        if seg[1]:
+            seg[3] = fold_same(seg[0], seg[1], seg[2])
+        else:
             segs.pop()
         self._final = None  # the last iteration, if it was the finishing one, is gone
-        if events and events[-1][0] == len(ends) - 1:
-            events.pop()
         m -= 1
-        t = ends[-1]
+        if events and events[-1][0] == m - 1:
+            events.pop()
+        t = segs[-1][3] if segs else first
     self._plan = plan
     return m, t
 
@@ -403,9 +408,9 @@ def _plan_each(self: "StepEngine", idx: list[int], pools: list[Any], pos: list[f
     could round): the jobs that need a block grow, in serving order."""
     kv_tracked = self._kv_needed
     kv_pool = self.memory if kv_tracked else None  # the pool whose growths change the cost
-    ends = [t]
+    first = t
     segs: list[list] = []
-    events: list[RunEvent] = []
+    events: list[tuple] = []
     kv_cost: Any = _kv_coster(self) if kv_tracked else None
     cur = cost
     m = 1
@@ -433,20 +438,22 @@ def _plan_each(self: "StepEngine", idx: list[int], pools: list[Any], pos: list[f
         if not t2 < limit or t2 > horizon:
             break
         if growths or again:
-            events.append((len(ends) - 1, growths, self.left if again else None))
-        ends.append(t2)
-        _add_cost(segs, cur)
+            events.append((m - 1, growths, self.left if again else None, t))
+        _add_iters(segs, cur, 1, t, t2)
         t = t2
         m += 1
-    return m, t, (ends, segs, events), cur
+    return m, t, (first, segs, events), cur
 
 
-def _add_cost(segs: list[list], cur: float) -> None:
-    """One more iteration of cost ``cur`` in the plan's costs."""
-    if segs and segs[-1][0] == cur:  # (costs are > 0: equal is the same float)
-        segs[-1][1] += 1
+def _add_iters(segs: list[list], cur: float, n: int, t: float, t_end: float) -> None:
+    """``n`` more iterations of cost ``cur`` after the end ``t``, the last
+    ending at ``t_end`` (``t`` plus ``cur``, ``n`` times in turn)."""
+    if segs and segs[-1][0] == cur:  # (costs are > 0: equal is the same float; segs[-1][3] is t)
+        seg = segs[-1]
+        seg[1] += n
+        seg[3] = t_end
     else:
-        segs.append([cur, 1])
+        segs.append([cur, n, t, t_end])
 
 
 def _minus(w: float, tokens: float, k: int) -> float:
@@ -501,32 +508,21 @@ def _grow(i: int, units: float, pools: list[Any], alloc: list[float], kv: list[f
     return False
 
 
-def _fold_free(ends: list[float], segs: list[list], cur: float, free: int, limit: float,
+def _fold_free(segs: list[list], t: float, cur: float, free: int, limit: float,
                horizon: float) -> tuple[int, float, bool]:
-    """Add ``free`` iterations of cost ``cur`` without a growth after the last
-    end in one fold (their ends, one addition each), or as many as end before
-    ``limit`` and by ``horizon``: ``(how many, the last end, whether cut short)``."""
-    n0 = len(ends)
-    t = ends.pop()
-    ends.extend(accumulate(repeat(cur, free), add, initial=t))  # t again, then the new ends
-    t_end = ends[-1]  # the ends rise: the last decides
+    """Add ``free`` iterations of cost ``cur`` without a growth after the end
+    ``t`` in one fold, or as many as end before ``limit`` and by ``horizon``:
+    ``(how many, the last end, whether cut short)``."""
+    t_end = fold_same(cur, free, t)  # the ends rise: the last decides
     if t_end < limit and not t_end > horizon:
-        _add_costs(segs, cur, free)
+        _add_iters(segs, cur, free, t, t_end)
         return free, t_end, False
-    c = min(bisect_left(ends, limit, n0), bisect_right(ends, horizon, n0)) - n0
-    del ends[n0 + c:]
+    ts = list(accumulate(repeat(cur, free), add, initial=t))
+    c = min(bisect_left(ts, limit, 1), bisect_right(ts, horizon, 1)) - 1
     if c > 0:
-        _add_costs(segs, cur, c)
-        return c, ends[-1], True
+        _add_iters(segs, cur, c, t, ts[c])
+        return c, ts[c], True
     return 0, t, True
-
-
-def _add_costs(segs: list[list], cur: float, n: int) -> None:
-    """``n`` more iterations of cost ``cur`` in the plan's costs."""
-    if segs and segs[-1][0] == cur:
-        segs[-1][1] += n
-    else:
-        segs.append([cur, n])
 
 
 def _first_growth(p: float, a: float, frm: int, last: int) -> int:
@@ -551,9 +547,9 @@ def _plan_by_growths(self: "StepEngine", idx: list[int], pools: list[Any], pos: 
     first end that is not before the next event or is past the horizon."""
     kv_tracked = self._kv_needed
     kv_pool = self.memory if kv_tracked else None  # the pool whose growths change the cost
-    ends = [t]
+    first = t
     segs: list[list] = []
-    events: list[RunEvent] = []
+    events: list[tuple] = []
     # the next growth of each job, (iteration, its index in idx): popped in serving order
     nxt = [(_first_growth(pos[i], alloc[i], 2, cap), n) for n, i in enumerate(idx)]
     heapify(nxt)
@@ -565,7 +561,7 @@ def _plan_by_growths(self: "StepEngine", idx: list[int], pools: list[Any], pos: 
         g = nxt[0][0] if nxt else cap + 1
         free = (g if g <= cap else cap + 1) - (m + 1)  # iterations without a growth
         if free > 0:
-            c, t, cut = _fold_free(ends, segs, cur, free, limit, horizon)
+            c, t, cut = _fold_free(segs, t, cur, free, limit, horizon)
             m += c
             if cut:
                 break
@@ -597,14 +593,13 @@ def _plan_by_growths(self: "StepEngine", idx: list[int], pools: list[Any], pos: 
         if not t2 < limit or t2 > horizon:
             break
         if growths or again:
-            events.append((len(ends) - 1, growths, self.left if again else None))
-        ends.append(t2)
-        _add_cost(segs, cur)
+            events.append((m - 1, growths, self.left if again else None, t))
+        _add_iters(segs, cur, 1, t, t2)
         t = t2
         m += 1
     for n, i in enumerate(idx):  # the positions before the next iteration, as `_plan_each` leaves them
         pos[i] = p0[n] + (m - 1)
-    return m, t, (ends, segs, events), cur
+    return m, t, (first, segs, events), cur
 
 
 def _plan_one(self: "StepEngine", pools: list[Any], pos: list[float], alloc: list[float], kv: list[float],
@@ -615,9 +610,9 @@ def _plan_one(self: "StepEngine", pools: list[Any], pos: list[float], alloc: lis
     one value (``0.0 + kv``); the same operations in the same order."""
     memory = self.memory
     kv_tracked = self._kv_needed
-    ends = [t]
+    first = t
     segs: list[list] = []
-    events: list[RunEvent] = []
+    events: list[tuple] = []
     pool = pools[0]
     p0 = pos[0]
     a = alloc[0]
@@ -644,30 +639,29 @@ def _plan_one(self: "StepEngine", pools: list[Any], pos: list[float], alloc: lis
     # others need no memory. They are added in one fold (`_fold_free` inline), cut at the first
     # end that is not before the next event or is past the horizon (then the run ends there).
     n = (g if g <= cap else cap + 1) - 2
-    ev: RunEvent | None = None
+    ev: tuple | None = None
     left = self.left
     while True:
         if n > 0:
-            n0 = len(ends)
-            t = ends.pop()
-            ends.extend(accumulate(repeat(cur, n), add, initial=t))  # t again, then the new ends
-            t_end = ends[-1]  # the ends rise: the last decides
+            t_end = fold_same(cur, n, t)  # the ends rise: the last decides
             if not (t_end < limit and not t_end > horizon):
-                n = min(bisect_left(ends, limit, n0), bisect_right(ends, horizon, n0)) - n0
-                del ends[n0 + n:]
+                ts = list(accumulate(repeat(cur, n), add, initial=t))
+                n = min(bisect_left(ts, limit, 1), bisect_right(ts, horizon, 1)) - 1
                 if n > 0:
                     if ev is not None:
                         events.append(ev)
-                    _add_costs(segs, cur, n)
+                    _add_iters(segs, cur, n, t, ts[n])
                     m += n
-                t = ends[-1]
+                    t = ts[n]
                 break
             if ev is not None:
                 events.append(ev)
-            if segs and segs[-1][0] == cur:  # _add_costs(segs, cur, n)
-                segs[-1][1] += n
+            if segs and segs[-1][0] == cur:  # _add_iters(segs, cur, n, t, t_end)
+                seg = segs[-1]
+                seg[1] += n
+                seg[3] = t_end
             else:
-                segs.append([cur, n])
+                segs.append([cur, n, t, t_end])
             m += n
             t = t_end
         if m >= cap:
@@ -701,7 +695,7 @@ def _plan_one(self: "StepEngine", pools: list[Any], pos: list[float], alloc: lis
                 cur = kv_cost([kv0])
             if not (cur > 0.0 and math.isfinite(cur)):
                 break
-        ev = (len(ends) - 1, [(0, need)], left if rechecked else None) if grew else None
+        ev = (m - 1, [(0, need)], left if rechecked else None, t) if grew else None
         n = (nx if nx <= cap else cap + 1) - g  # iteration g and those up to the next growth
         g = nx
     pos[0] = p0 + (m - 1)  # the position before the next iteration, as `_plan_each` leaves it
@@ -709,7 +703,7 @@ def _plan_one(self: "StepEngine", pools: list[Any], pos: list[float], alloc: lis
         used[pid] = u
     alloc[0] = a
     kv[0] = kv0
-    return m, t, (ends, segs, events), cur
+    return m, t, (first, segs, events), cur
 
 
 def _finishing(self: "StepEngine", assign: list, m: int, idx: list[int], pools: list[Any], pos: list[float],
@@ -765,11 +759,10 @@ def _finishing(self: "StepEngine", assign: list, m: int, idx: list[int], pools: 
     t2 = t + cost
     if not t2 < limit or t2 > horizon:
         return None
-    ends, segs, events = plan
+    _first, segs, events = plan
     if growths or again:
-        events.append((len(ends) - 1, growths, left if again else None))
-    ends.append(t2)
-    _add_cost(segs, cost)
+        events.append((m - 1, growths, left if again else None, t))
+    _add_iters(segs, cost, 1, t, t2)
     if special:
         self._final = toks
     return t2
@@ -831,28 +824,25 @@ def _fold_runs(runs: list[list], acc: float) -> float:
     return acc
 
 
-def _length_runs(ends: list[float], segs: list[list]) -> list[list]:
-    """The lengths ``ends[i + 1] - ends[i]`` of a planned run's iterations 2 … m
-    as runs ``[length, count]``, in order.  The iterations of one cost ``c`` (a
-    run of ``segs``) have one length when their ends lie in one binade
-    ``[2^p, 2^(p+1))`` and ``c`` is not halfway between two multiples of its
-    ulp ``u``: each end is ``fl(e + c)`` with ``e`` a multiple of ``u``, which
-    is ``e`` plus the multiple of ``u`` nearest ``c`` (the same for every
-    ``e``), and the difference of two floats of one binade is exact.  Else
-    each length is computed."""
+def _length_runs(segs: list[list]) -> list[list]:
+    """The lengths (end minus the end before) of a planned run's iterations
+    2 … m as runs ``[length, count]``, in order.  The iterations of one run of
+    ``segs`` (cost ``c``, from the end ``t0`` to ``t1``) have one length when
+    ``t0`` and ``t1`` lie in one binade ``[2^p, 2^(p+1))`` and ``c`` is not
+    halfway between two multiples of its ulp ``u``: each end is ``fl(e + c)``
+    with ``e`` a multiple of ``u``, which is ``e`` plus the multiple of ``u``
+    nearest ``c`` (the same for every ``e``), and the difference of two floats
+    of one binade is exact (:func:`serq.sim.stats.fold_same`).  Else the ends
+    are added again one by one and each length is computed."""
     out: list[list] = []
-    i = 0
-    for c, n in segs:
-        j = i + n
-        e0 = ends[i]
+    for c, n, t0, t1 in segs:
         if n > 1:
-            u = ulp(e0)
-            if not (e0 >= _NORMAL and frexp(e0)[1] == frexp(ends[j])[1] and fmod(c, u) * 2.0 != u):
-                out.extend([x, 1] for x in map(sub, islice(ends, i + 1, j + 1), islice(ends, i, j)))
-                i = j
+            u = ulp(t0)
+            if not (t0 >= _NORMAL and frexp(t0)[1] == frexp(t1)[1] and fmod(c, u) * 2.0 != u):
+                ends = list(accumulate(repeat(c, n), add, initial=t0))
+                out.extend([x, 1] for x in map(sub, islice(ends, 1, None), ends))
                 continue
-        out.append([ends[i + 1] - e0, n])
-        i = j
+        out.append([(t0 + c) - t0, n])
     return out
 
 
@@ -864,12 +854,12 @@ def replay(self: "StepEngine", assign: list[tuple["Job", float]], m: int) -> Non
     ``_account``).  The same float operations in the same order give the same
     floats; what repeats is folded in C (``accumulate``, ``reduce``)."""
     sim = self.sim
-    # ends[j]: the end of iteration j + 1 (ends[0] is the first's), as planned
-    ends, segs, events = self._plan
+    first, segs, events = self._plan  # the first iteration's end; runs of one cost
     k = m - 1  # commits replayed here; the m-th is `_iter_end`'s
     nf = float(len(assign))
     stats = sim.stats_on
-    first = ends[0]
+    c, n, t0, t_last = segs[-1]
+    before_last = t0 if n == 1 else fold_same(c, n - 1, t0)  # the end of iteration k
     # -- commits: a token per job per iteration ------------------------------------------------
     itl = self.itl
     for job, tokens in assign:
@@ -882,7 +872,7 @@ def replay(self: "StepEngine", assign: list[tuple["Job", float]], m: int) -> Non
             if stats:
                 itl.add(first - s.last_tok)
             s.n_after += k
-        s.last_tok = ends[k - 1]
+        s.last_tok = before_last
     final = self._final
     for i, (job, _tokens) in enumerate(assign):
         req = job.hold
@@ -893,7 +883,7 @@ def replay(self: "StepEngine", assign: list[tuple["Job", float]], m: int) -> Non
                 req.pos[job.k] = _plus_ones(req.pos[job.k], k - 1) + final[i]
     # the iterations' lengths, k of them, as [length, how many in a row]: from the second commit
     # on, every job's gap
-    lengths = _length_runs(ends, segs)
+    lengths = _length_runs(segs)
     lo: float | None = None  # the smallest of the first k − 1, when taken
     if stats and k > 1:
         last = lengths[-1]
@@ -913,18 +903,17 @@ def replay(self: "StepEngine", assign: list[tuple["Job", float]], m: int) -> Non
             a = ra[kk]
             needs: list[float] = []
             times: list[float] = []
-            for j, growths, _again in events:  # (no head: no admission attempt is evaluated)
+            for _j, growths, _again, start in events:  # (no head: no admission attempt is evaluated)
                 if growths:
                     need = growths[0][1]
                     needs.append(need)
-                    times.append(ends[j])
+                    times.append(start)
                     a = a + need
             ra[kk] = a
             req.pools[kk].allocate_run(needs, times)  # type: ignore[union-attr]
         events = []
-    for j, growths, again in events:
+    for _j, growths, again, end in events:
         if growths:
-            end = ends[j]
             for i, need in growths:
                 job = assign[i][0]
                 req = job.hold
@@ -940,13 +929,16 @@ def replay(self: "StepEngine", assign: list[tuple["Job", float]], m: int) -> Non
     # -- statistics of iterations 2 … m (as `_account`) ------------------------------------------
     # span = min(end, horizon) − max(start, warm-up), added when positive; a run
     # ends by the horizon, and one that starts after the warm-up spans its lengths
-    if ends[0] >= sim.warmup:
+    if first >= sim.warmup:
         spans = lengths  # as runs
         smin = min(lo, lengths[-1][0]) if lo is not None else min([x for x, _c in spans])
-    elif ends[-1] <= sim.warmup:  # every span ≤ end − warm-up ≤ 0: none is added
+    elif t_last <= sim.warmup:  # every span ≤ end − warm-up ≤ 0: none is added
         spans = []
         smin = 0.0
     else:
+        ends = [first]  # ends[j]: the end of iteration j + 1
+        for c, n, t0, _t1 in segs:
+            ends.extend(islice(accumulate(repeat(c, n), add, initial=t0), 1, None))
         spans = [[x, 1] for x in map(sub, map(min, ends[1:], repeat(sim.horizon)),
                                      map(max, ends[:k], repeat(sim.warmup)))]
         smin = min([x for x, _c in spans]) if spans else 0.0
@@ -960,11 +952,11 @@ def replay(self: "StepEngine", assign: list[tuple["Job", float]], m: int) -> Non
         self.dec_iters += k
         d = self.dec_sum  # whole numbers: one addition is exact below 2**53
         self.dec_sum = d + k * nf if d.is_integer() and d + k * nf < 2.0 ** 52 else reduce(add, repeat(nf, k), d)
-        self.dec_cost = _fold_runs(segs, self.dec_cost)
+        self.dec_cost = _fold_runs([seg[:2] for seg in segs], self.dec_cost)
     self.iterations += k
     sim.events += k
     if final is not None:  # `_iter_end` commits the last iteration with its own tokens
         assign[:] = [(job, x) for (job, _t), x in zip(assign, final)]
         self._final = None
-    self._plan = ([], [], [])
+    self._plan = (0.0, [], [])
     self._head = None
