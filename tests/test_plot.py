@@ -131,6 +131,11 @@ def test_an_axis_that_is_neither_x_nor_hue_is_an_error_naming_it():
     assert str(err.value.message) == (
         "the rows differ in axis `policy` (fcfs, sjf), which is neither --x nor --hue: "
         "keep one value with --where policy=VALUE, or plot it with --hue policy")
+    with pytest.raises(UsageError) as err:
+        P.plot_sweep(ROWS, x="seed", y="client.ttft.p99")
+    assert str(err.value.message) == (
+        "the rows differ in axes `Lambda` (0.2, 0.4), `policy` (fcfs, sjf), which are neither --x nor --hue: "
+        "keep one value of each with --where COLUMN=VALUE, or plot one with --hue")
 
 
 @pytest.mark.parametrize("kwargs, message", [

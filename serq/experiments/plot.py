@@ -154,8 +154,8 @@ def plot_sweep(
     """Plot figures of a sweep against one of its axes.
 
     ``rows_or_path``: a results file (``.jsonl`` or ``.csv``, as ``serq
-    sweep --out`` writes), or the rows themselves (mappings, e.g. what
-    :func:`serq.sweep` returns).  Each row is one run: the point's axis
+    sweep --out`` writes), the :class:`~serq.experiments.sweep.SweepResult`
+    that :func:`serq.sweep` returns, or rows (mappings).  Each row is one run: the point's axis
     values, ``seed``, and the report's figures flattened (``client.ttft.p99``).
 
     For each value of ``x`` (and of ``hue``), the rows' ``y`` values are
@@ -194,20 +194,26 @@ def plot_sweep(
         rows = [r for r in rows if _canon(r.get(name)) == want]
         if not rows:
             raise UsageError(f"no rows in {source} have {name}={want}")
+    varying = []
     for axis in _axes(rows):
         if axis in (x, hue) or axis in filters:
             continue
         seen = list(dict.fromkeys(_canon(r.get(axis)) for r in rows))
         if len(seen) > 1:
-            values = ", ".join(seen[:6]) + (", …" if len(seen) > 6 else "")
-            raise UsageError(f"the rows differ in axis `{axis}` ({values}), which is neither --x nor --hue: "
-                             f"keep one value with --where {axis}=VALUE, or plot it with --hue {axis}")
+            varying.append(f"`{axis}` ({', '.join(seen[:6])}{', …' if len(seen) > 6 else ''})")
+    if len(varying) == 1:
+        axis = varying[0].split("`")[1]
+        raise UsageError(f"the rows differ in axis {varying[0]}, which is neither --x nor --hue: "
+                         f"keep one value with --where {axis}=VALUE, or plot it with --hue {axis}")
+    if varying:
+        raise UsageError(f"the rows differ in axes {', '.join(varying)}, which are neither --x nor --hue: "
+                         "keep one value of each with --where COLUMN=VALUE, or plot one with --hue")
     for name in ys:
         bad = next((r[name] for r in rows if r.get(name) is not None and not _is_number(r[name])), None)
         if bad is not None:
             raise UsageError(f"column `{name}` is not a number (it holds `{bad}`)")
     series = _series(rows, x, ys, hue)
-    return _draw_sweep(series, rows, x, ys, hue, out, fmt)
+    return _draw_sweep(series, x, ys, hue, out, fmt)
 
 
 def _filters(where: Mapping[str, Any] | Sequence[str] | None) -> dict[str, str]:
@@ -255,8 +261,7 @@ def _bar(iv: Interval) -> float:
     return iv.half if math.isfinite(iv.half) else math.nan
 
 
-def _draw_sweep(series: Any, rows: list[dict[str, Any]], x: str, ys: list[str], hue: str | None,
-                out: Any, fmt: str | None) -> Any:
+def _draw_sweep(series: Any, x: str, ys: list[str], hue: str | None, out: Any, fmt: str | None) -> Any:
     Figure, rc_context = _matplotlib()
     all_x = [xv for points in series.values() for xv, _ in points]
     numeric = all(_is_number(v) for v in all_x)
