@@ -283,3 +283,10 @@ def test_no_progress_when_stderr_is_not_a_terminal() -> None:
                            "--seeds", "1-2", "--horizon", "500", "--warmup", "0"],
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stderr == ""
+
+
+def test_an_out_file_that_cannot_be_written_stops_the_sweep_before_any_run(tmp_path: Path) -> None:
+    code, text = cli_main("sweep", MG1, "--set", "lam=0.5", "--horizon", "100", "--warmup", "0", "--quiet",
+                          "--out", str(tmp_path / "no" / "rows.csv"))
+    assert code == 1
+    assert text.strip() == f"error: cannot write {tmp_path / 'no' / 'rows.csv'}: No such file or directory"

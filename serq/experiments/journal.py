@@ -64,7 +64,8 @@ class Journal:
         except FileNotFoundError:
             return []
         except (OSError, UnicodeDecodeError) as err:
-            raise SerqError(f"cannot read {self.shown}: {getattr(err, 'strerror', None) or err}") from None
+            raise SerqError(f"cannot read {self.shown}: {getattr(err, 'strerror', None) or err}",
+                            prefix="error") from None
         if not text.endswith("\n"):  # a line cut short by a crash
             text = text[: text.rfind("\n") + 1]
         if self.format == "jsonl":
@@ -115,7 +116,7 @@ class Journal:
         try:
             write_text_atomic(self.path, text + self._lines(self.rows))
         except OSError as err:
-            raise SerqError(f"cannot write {self.shown}: {err.strerror or err}") from None
+            raise SerqError(f"cannot write {self.shown}: {err.strerror or err}", prefix="error") from None
 
     def _lines(self, rows: Sequence[Mapping[str, Any]]) -> str:
         if self.format == "jsonl":
@@ -139,4 +140,4 @@ class Journal:
             finally:
                 os.close(fd)
         except OSError as err:
-            raise SerqError(f"cannot write {self.shown}: {err.strerror or err}") from None
+            raise SerqError(f"cannot write {self.shown}: {err.strerror or err}", prefix="error") from None
