@@ -30,7 +30,7 @@ from operator import add, mul, sub
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ... import expr, ir
-from ..stats import fold_same
+from ..stats import _SHORT, fold, fold_same
 
 if TYPE_CHECKING:
     from .base import Job
@@ -819,8 +819,10 @@ def decode_cost(self: "StepEngine", kv: list[float]) -> float:
 
 def _fold_runs(runs: list[list], acc: float) -> float:
     """``acc`` plus each ``x`` of the runs ``[x, count]``, ``count`` times in turn."""
-    for x, c in runs:
-        acc = fold_same(x, c, acc)
+    for r in runs:  # ([x, count, …]: the plan's runs of costs too)
+        x = r[0]
+        c = r[1]
+        acc = fold(repeat(x, c), acc) if c < _SHORT else fold_same(x, c, acc)
     return acc
 
 
@@ -952,7 +954,7 @@ def replay(self: "StepEngine", assign: list[tuple["Job", float]], m: int) -> Non
         self.dec_iters += k
         d = self.dec_sum  # whole numbers: one addition is exact below 2**53
         self.dec_sum = d + k * nf if d.is_integer() and d + k * nf < 2.0 ** 52 else reduce(add, repeat(nf, k), d)
-        self.dec_cost = _fold_runs([seg[:2] for seg in segs], self.dec_cost)
+        self.dec_cost = _fold_runs(segs, self.dec_cost)
     self.iterations += k
     sim.events += k
     if final is not None:  # `_iter_end` commits the last iteration with its own tokens
