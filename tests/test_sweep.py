@@ -137,3 +137,23 @@ def test_a_program_error_is_exit_1_as_for_run() -> None:
     code, out = cli_main("sweep", MG1, "--set", "lam=0.5", "--horizon", "10", "--warmup", "20")
     assert code == 1, out
     assert "warmup < horizon" in out and "Traceback" not in out
+
+
+def test_range_values_are_the_decimals_start_plus_i_steps() -> None:
+    from decimal import Decimal
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.integers(-5000, 5000), st.integers(1, 500), st.integers(0, 40), st.integers(0, 4))
+    def check(start: int, step: int, count: int, places: int) -> None:
+        scale = Decimal(10) ** -places
+        a, s = Decimal(start) * scale, Decimal(step) * scale
+        stop = a + count * s
+        axis = parse_set_axis(f"x={a}:{stop}:{s}")
+        assert len(axis.values) == count + 1
+        for i, v in enumerate(axis.values):
+            assert Decimal(value_text(v)) == a + i * s  # shortest form = the exact decimal
+
+    check()

@@ -112,11 +112,15 @@ def find_max(
     result = SearchResult(name, None, lo, hi, tol, on, list(slos))
     run_options = dict(run_options or {})
     checked: list[bool] = []
+    evaluated: dict[tuple[str, ...], dict[str, Any]] = {}
+    plans: list[Any] = []
 
     def evaluate(value: float) -> bool:
         plan = make_plan(program, [*others, replace(axis, values=(value,), interval=None)], seeds,
                          **(plan_options or {}))
+        plans.append(plan)
         rows = run_plan(plan, **run_options).rows
+        evaluated.update((plan.row_key(r), r) for r in rows)
         run_options["resume"] = True  # later points keep the earlier ones' rows in the file
         if not checked:
             columns = list(dict.fromkeys(c for r in rows for c in r))
@@ -136,14 +140,25 @@ def find_max(
         if on_step is not None:
             on_step(entry)
 
+    try:
+        _bisect(result, evaluate, step)
+    finally:
+        if run_options.get("out") is not None and plans:
+            _sort_file(run_options["out"], plans[-1], name, list(seeds), evaluated)
+    return result
+
+
+def _bisect(result: SearchResult, evaluate: Callable[[float], bool],
+            step: Callable[[float, bool], None]) -> None:
+    lo, hi, tol = result.lo, result.hi, result.tol
     if evaluate(hi):
         result.value = result.lo = hi
         step(hi, True)
-        return result
+        return
     step(hi, False)
     if not evaluate(lo):
         step(lo, False)
-        return result
+        return
     step(lo, True)
     while result.hi - result.lo > tol:
         mid = _midpoint(result.lo, result.hi, tol)
@@ -154,7 +169,20 @@ def find_max(
             result.hi = mid
         step(mid, ok)
     result.value = result.lo
-    return result
+
+
+def _sort_file(out: Any, plan: Any, name: str, seeds: list[int], evaluated: dict[tuple[str, ...], Any]) -> None:
+    """Rewrite the results file: the search's rows by value then seed, then
+    any other rows it held, in their order (each evaluation's sweep put its
+    own point first)."""
+    from .journal import Journal
+
+    journal = Journal(out)
+    rows = journal.read()
+    ours = [r for r in rows if plan.row_key(r) in evaluated]
+    rest = [r for r in rows if plan.row_key(r) not in evaluated]
+    ours.sort(key=lambda r: (float(r[name]), seeds.index(r["seed"]) if r.get("seed") in seeds else len(seeds)))
+    journal.rewrite(ours + rest)
 
 
 def describe(entry: dict[str, Any], name: str) -> str:
