@@ -403,3 +403,59 @@ def test_policy_option_errors_exit_2(args: list[str], line: str) -> None:
     assert done.stdout == ""
     assert done.stderr.splitlines()[0] == line
     assert "Traceback" not in done.stderr
+
+
+# -- coalesced = plain under every kind of header ------------------------------------------------
+
+HEADERS = """
+pool kv {{ cap 4000; block 16; evict lru; preempt lifo; }}
+pool reqs {{ cap 3; admit via engine; }}
+stage engine : step {{ budget 512; cost 0.01 + 1e-6 * kv_decode; memory kv; }}
+workload {{
+  arrive poisson(3);
+  init {{ set prompt = ~uniform(50, 400); set o = ~exp(80) + 1; set prio = ~uniform(0, 3); }}
+}}
+session {{
+  loop {{
+    hold reqs (1), kv ({units}) {{
+      run engine prefill (prompt) growing kv;
+      run engine decode (o) growing kv;
+    }} cache (prompt + o);
+    branch (~bernoulli(0.5)) {{ set prompt = prompt + o + 20; }} else {{ end; }}
+  }}
+}}
+"""
+
+
+@pytest.mark.parametrize("units", [
+    "min(prompt, budget_left(engine))",                      # pure, reads the engine's budget
+    "min(prompt, cachedin(kv) + budget_left(engine))",       # reads the cache a run evicts
+    "min(prompt, used(kv) / 100 + 16)",                      # reads what a run grows
+    "min(prompt, 16 + now * 0)",                             # reads the clock: no run with a queue
+])
+@pytest.mark.parametrize("name", ["sjf", "lpm", "fair", "priority", "slo"])
+def test_each_policy_is_exact_under_every_kind_of_header(units: str, name: str) -> None:
+    program = serq.load(HEADERS.format(units=units))
+    cls = resolve(name)
+    plain = type("Plain", (cls,), {"coalesce": False})
+    for seed in (1, 2):
+        fast = serq.run(program, seed=seed, horizon=60.0, warmup=6.0, engines={"engine": cls})
+        slow = serq.run(program, seed=seed, horizon=60.0, warmup=6.0, engines={"engine": plain})
+        assert fast.to_json() == slow.to_json(), (name, units, seed)
+
+
+@pytest.mark.parametrize("sets", [
+    {"Lambda": "0.9"},                                       # slots full, a long queue
+    {"Lambda": "0.9", "max_seqs": "4"},                      # few slots
+    {"Lambda": "0.6", "blocks": "1200"},                     # requests do not fit in kv; growths evict and preempt
+    {"Lambda": "0.9", "blocks": "2500", "B": "64"},          # small budget, tight memory
+])
+def test_policies_are_exact_under_pressure(sets: dict) -> None:
+    program = serq.load(VLLM, sets=sets)
+    for name in ("lpm", "slo"):
+        cls = _counting(resolve(name))
+        plain = type("Plain", (resolve(name),), {"coalesce": False})
+        fast = serq.run(program, seed=1, horizon=150.0, warmup=15.0, engines={"engine": cls})
+        slow = serq.run(program, seed=1, horizon=150.0, warmup=15.0, engines={"engine": plain})
+        assert fast.to_json() == slow.to_json(), (name, sets)
+        assert cls.coalesced > 0

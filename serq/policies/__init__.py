@@ -48,7 +48,7 @@ def resolve(spec: str) -> "type[StepEngine]":
                             else f"policy `{spec}`: the parameter after `{name}:` is empty",
                             helps=[f"parameters go with {takes}"])
         return _with(cls, PARAMETERS[name], arg.strip())
-    if colon and "." in name or (colon and arg and _importable(name)):
+    if colon:  # a user's class (`--engine`'s errors: cannot import, not a StepEngine)
         from ..sim.engines import load_class
 
         return load_class(spec)
@@ -71,15 +71,6 @@ def _with(cls: "type[StepEngine]", field: str, arg: str) -> "type[StepEngine]":
     except ValueError:
         value = arg
     return type(f"{cls.__name__}_{arg}", (cls,), {field: value, "__module__": cls.__module__})
-
-
-def _importable(module: str) -> bool:
-    from importlib.util import find_spec
-
-    try:
-        return find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False
 
 
 def from_options(policies: "list[str] | None", engines: "dict[str, type[StepEngine]]") -> "dict[str, type[StepEngine]]":

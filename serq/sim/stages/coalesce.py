@@ -175,7 +175,10 @@ def _waiting(self: "StepEngine") -> tuple[frozenset[int], frozenset[int], Any] |
       ``used`` only grows.  A growth in a pool that amount reads ends the run
       before it (``stop``).  Its other amounts are evaluated again at each
       iteration whose growths changed a pool they read (``recheck``), as the
-      one-by-one attempt would (an error there is the same error)."""
+      one-by-one attempt would (an error there is the same error).
+    * With a user's ``select_waiting`` (the head not a preempted request) or
+      ``admit_next``, every request it may choose must be so
+      (:func:`_none_admissible`): none can be admitted, whichever is chosen."""
     sim = self.sim
     stop: frozenset[int] = frozenset()
     self._xheads = False
@@ -243,6 +246,7 @@ def _none_admissible(self: "StepEngine", queue: Sequence[Any]) -> tuple[frozense
     the head's would be (:class:`_Heads`)."""
     stop: set[int] = set()
     rest: set[int] = set()
+    watched = []
     for req in queue:
         rs = header(self, req.spec)
         if any(r is None for r in rs):
@@ -250,10 +254,27 @@ def _none_admissible(self: "StepEngine", queue: Sequence[Any]) -> tuple[frozense
         k = _blocking_pool(self, req, rs)
         if k is None:
             return None
+        own: set[int] = set()
         for j, r in enumerate(rs):
-            (stop if j == k else rest).update(r)  # type: ignore[arg-type]
-    self._xheads = True  # (a last iteration with other tokens reads budget_left anew: not in the run)
-    return frozenset(stop), frozenset(rest), _Heads(queue)
+            (stop if j == k else own).update(r)  # type: ignore[arg-type]
+        rest |= own
+        watched.append((req, k, _watch(self, req.spec, k, own)))
+    return frozenset(stop), frozenset(rest), _Heads(self, watched)
+
+
+def _watch(self: "StepEngine", spec: Any, k: int, ids: set[int]) -> list[Any] | None:
+    """The pools whose ``cachedin`` the amounts of ``spec`` other than the
+    ``k``-th read, or None when they read a pool's ``used`` or ``free``."""
+    key = (spec.id, k)
+    found = self._watch_pools.get(key, False)
+    if found is False:
+        st = self._hold_ir[spec.id]
+        room = any(isinstance(x, ir.Probe) and isinstance(x.target, ir.PoolRef) and x.fn in ("used", "free")
+                   for j, hp in enumerate(st.pools) if j != k
+                   for e in (hp.units, hp.reserve) if e is not None for x in expr.walk(e))
+        found = None if room else [p for p in self.sim.all_pools if id(p) in ids]
+        self._watch_pools[key] = found
+    return found  # type: ignore[return-value]
 
 
 def _blocking_pool(self: "StepEngine", req: Any, rs: list[Any]) -> int | None:
@@ -281,20 +302,47 @@ def _blocking_pool(self: "StepEngine", req: Any, rs: list[Any]) -> int | None:
 class _Heads:
     """The waiting requests a user's hook chooses among, standing for the
     run's head: where a growth changed what their headers read, ``replay``
-    evaluates ``head.spec.amounts(head.session)`` — here every one's amounts,
-    in queue order, so an amount that became invalid is an error as when it
-    is the one chosen (docs/simulator.md, "Coalesced decode runs")."""
+    evaluates ``head.spec.amounts(head.session)`` — here the amounts of every
+    one whose inputs changed, in queue order, so an amount that became
+    invalid is an error as when it is the one chosen (docs/simulator.md,
+    "Coalesced decode runs").  A request whose other amounts read only its
+    session's ``cachedin`` (besides what a run does not change) is evaluated
+    again only when an eviction changed that; one that reads ``used`` or
+    ``free``, at every such event."""
 
-    __slots__ = ("reqs", "spec", "session")
+    __slots__ = ("engine", "left", "blocking", "watched", "spec", "session", "caches", "totals")
 
-    def __init__(self, reqs: Sequence[Any]) -> None:
-        self.reqs = list(reqs)
+    def __init__(self, engine: "StepEngine", watched: list[tuple[Any, int, list[Any] | None]]) -> None:
+        self.engine = engine
+        self.left = engine.left  # the budget_left the run's attempts read (a last iteration's may differ)
+        self.blocking = [(req, k) for req, k, _pools in watched]
+        self.watched = [(req, pools, _cached(req, pools)) for req, _k, pools in watched]
         self.spec = self
         self.session = None
+        # an entry shrinks only by eviction inside a run, which lowers its cache's total
+        self.caches = list({id(p.cache): p.cache for _r, _k, pools in watched for p in pools or ()}.values())
+        self.totals = [c.total for c in self.caches]
 
     def amounts(self, _s: Any) -> None:
-        for req in self.reqs:
-            req.spec.amounts(req.session)
+        watched = self.watched
+        totals = [c.total for c in self.caches]
+        evicted = totals != self.totals
+        self.totals = totals
+        every = self.engine.admitting_left != self.left
+        for i, (req, pools, seen) in enumerate(watched):
+            if pools is None or every:
+                req.spec.amounts(req.session)
+                continue
+            if not evicted:
+                continue
+            now = _cached(req, pools)
+            if now != seen:
+                req.spec.amounts(req.session)
+                watched[i] = (req, pools, now)
+
+
+def _cached(req: Any, pools: list[Any] | None) -> list[float] | None:
+    return None if pools is None else [p.cached_of(req.session) for p in pools]
 
 
 # -- a run ----------------------------------------------------------------------------------
@@ -770,9 +818,15 @@ def _finishing(self: "StepEngine", assign: list, m: int, idx: list[int], pools: 
 
 def _still_blocked(self: "StepEngine", req: Any, left: float) -> bool:
     """Whether the head's blocking pool (pure amount, :func:`_waiting`) still
-    does not fit when the attempt reads ``budget_left = left``."""
+    does not fit when the attempt reads ``budget_left = left`` (for a user's
+    hook, every request's)."""
+    if isinstance(req, _Heads):
+        return all(_blocked_at(self, r, k, left) for r, k in req.blocking)
+    return _blocked_at(self, req, self._blocking, left)
+
+
+def _blocked_at(self: "StepEngine", req: Any, k: int, left: float) -> bool:
     spec, s = req.spec, req.session
-    k = self._blocking
     self.admitting_left = left
     try:
         u = spec.units[k](s)

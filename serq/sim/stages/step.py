@@ -149,6 +149,7 @@ class StepEngine(Stage):
         # `select_waiting` overridden: admit_next asks it (else pool.select(), unchanged)
         self._default_select = type(self).select_waiting is StepEngine.select_waiting
         self._slots: dict[str, int] | None = None  # session attribute name → slot, for candidates
+        self._watch_pools: dict[tuple[int, int], Any] = {}  # coalesce._watch, per (hold, blocking pool)
         if type(self) is not StepEngine:
             from ..engines import guard_hooks  # a user's class: its overridden hooks are checked
             guard_hooks(self)
