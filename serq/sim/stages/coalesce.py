@@ -561,7 +561,7 @@ def _fold_free(segs: list[list], t: float, cur: float, free: int, limit: float,
     """Add ``free`` iterations of cost ``cur`` without a growth after the end
     ``t`` in one fold, or as many as end before ``limit`` and by ``horizon``:
     ``(how many, the last end, whether cut short)``."""
-    t_end = fold_same(cur, free, t)  # the ends rise: the last decides
+    t_end = fold(repeat(cur, free), t) if free < _SHORT else fold_same(cur, free, t)  # the last decides
     if t_end < limit and not t_end > horizon:
         _add_iters(segs, cur, free, t, t_end)
         return free, t_end, False
@@ -691,7 +691,7 @@ def _plan_one(self: "StepEngine", pools: list[Any], pos: list[float], alloc: lis
     left = self.left
     while True:
         if n > 0:
-            t_end = fold_same(cur, n, t)  # the ends rise: the last decides
+            t_end = fold(repeat(cur, n), t) if n < _SHORT else fold_same(cur, n, t)  # the last decides
             if not (t_end < limit and not t_end > horizon):
                 ts = list(accumulate(repeat(cur, n), add, initial=t))
                 n = min(bisect_left(ts, limit, 1), bisect_right(ts, horizon, 1)) - 1
