@@ -64,12 +64,14 @@ def _builtin(name: str) -> "type[StepEngine]":
 
 
 def _with(cls: "type[StepEngine]", field: str, arg: str) -> "type[StepEngine]":
-    """A subclass of ``cls`` with one class attribute set (a number when it reads as one)."""
-    value: float | str
-    try:
-        value = float(arg)
-    except ValueError:
-        value = arg
+    """A subclass of ``cls`` with one class attribute set (``slo``'s target: a
+    number when it reads as one, else a name)."""
+    value: float | str = arg
+    if field == "target":
+        try:
+            value = float(arg)
+        except ValueError:
+            pass
     return type(f"{cls.__name__}_{arg}", (cls,), {field: value, "__module__": cls.__module__})
 
 

@@ -28,23 +28,24 @@ class LeastSlack(StepEngine):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         program = self.sim.program
-        if not isinstance(self.target, str) or self.target not in program.constants:
-            if isinstance(self.target, str):
-                self._attr_slot(self.target)
-            elif not self.target >= 0.0:
-                raise SerqRuntimeError(f"stage `{self.label}`: the TTFT target is {self.target:g}, not seconds >= 0")
+        target = self.target
+        self._due_attr: str | None = None  # the attribute holding each session's target
+        self._due = 0.0  # the target of every session
+        if isinstance(target, str) and (target in program.attributes or target not in program.constants):
+            self._attr_slot(target)  # an attribute first (an unknown name: its error, with did-you-mean)
+            self._due_attr = target
+        else:
+            self._due = float(program.constants[target] if isinstance(target, str) else target)
+            if not self._due >= 0.0:
+                raise SerqRuntimeError(f"stage `{self.label}`: the TTFT target is {self._due:g}, not seconds >= 0")
         if self.per_token:
             self._attr_slot(self.prompt)
 
     def select_waiting(self, candidates: list[Candidate]) -> Candidate | None:
-        target, per_token, prompt = self.target, self.per_token, self.prompt
-        name = target if isinstance(target, str) else None
-        program = self.sim.program
-        if name is not None and name not in program.attributes and name in program.constants:
-            target, name = program.constants[name], None  # a `let`
+        attr, due, per_token, prompt = self._due_attr, self._due, self.per_token, self.prompt
 
         def slack(c: Candidate) -> float:
-            due = c.attr(name) if name is not None else float(target)
-            return due - c.age - per_token * c.attr(prompt) if per_token else due - c.age
+            left = (c.attr(attr) if attr is not None else due) - c.age
+            return left - per_token * c.attr(prompt) if per_token else left
 
         return min(candidates, key=slack)
