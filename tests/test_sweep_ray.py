@@ -37,3 +37,37 @@ def test_without_ray_the_backend_names_the_extra(monkeypatch: pytest.MonkeyPatch
 def test_address_is_for_ray_only() -> None:
     code, text = cli_main("sweep", MG1, "--set", "lam=0.5", "--address", "auto", "--quiet")
     assert code == 2 and "--address joins a Ray cluster" in text
+
+
+def test_ctrl_c_on_ray_keeps_the_finished_runs_and_stops_ray(tmp_path: Path) -> None:
+    pytest.importorskip("ray")
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    root = Path(__file__).resolve().parent.parent
+    out = tmp_path / "rows.jsonl"
+    argv = [str(Path(sys.executable).parent / "serq"), "sweep", MG1, "--set", "lam=0.5:0.9:0.1", "--seeds", "1-6",
+            "--horizon", "20000", "--warmup", "100", "--jobs", "2", "--backend", "ray", "--out", str(out)]
+    proc = subprocess.Popen(argv, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline and not (out.exists() and len(out.read_text().splitlines()) >= 2):
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: Ray's own processes get it too
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    assert [line for line in stderr.splitlines() if line.startswith("interrupted: ")], stderr
+    kept = [json.loads(line) for line in out.read_text().splitlines()]
+    assert 2 <= len(kept) < 30
+    left = "?"
+    for _ in range(100):  # Ray shut down: nothing of the sweep's process group is left
+        left = subprocess.run(["pgrep", "-g", str(proc.pid)], capture_output=True, text=True).stdout.strip()
+        if not left:
+            break
+        time.sleep(0.1)
+    assert left == ""

@@ -18,10 +18,11 @@ the result.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import signal
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from ..errors import SerqError, UsageError
 
@@ -34,6 +35,20 @@ def default_jobs() -> int:
         return max(1, len(os.sched_getaffinity(0)))  # type: ignore[attr-defined,unused-ignore]
     except (AttributeError, OSError):
         return max(1, os.cpu_count() or 1)
+
+
+@contextlib.contextmanager
+def _sigint_blocked() -> Iterator[None]:
+    """SIGINT blocked in this thread for the block (a Ctrl-C then waits), where
+    the platform has signal masks; processes started inside inherit the mask."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def _ignore_sigint() -> None:
@@ -81,14 +96,8 @@ class Runner:
         if self.pool is None:
             # SIGINT blocked while the workers start (they inherit the mask), so that a
             # Ctrl-C then cannot hit a worker before its initializer ignores it
-            blocked = hasattr(signal, "pthread_sigmask")
-            if blocked:
-                signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-            try:
+            with _sigint_blocked():
                 self.pool = multiprocessing.get_context("spawn").Pool(jobs, initializer=_ignore_sigint)
-            finally:
-                if blocked:
-                    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
         try:
             for result in self.pool.imap_unordered(fn, tasks, chunksize=1):
                 receive(result)
@@ -117,10 +126,15 @@ class Runner:
         if not ray.is_initialized():
             options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
                                        "configure_logging": False}
-            if self.address is not None:
-                ray.init(address=self.address, **options)
-            else:
-                ray.init(num_cpus=self.jobs or default_jobs(), **options)
+            # SIGINT blocked while a local Ray starts: its processes (GCS, raylet, and the
+            # workers the raylet starts) inherit the mask, so a Ctrl-C at the terminal reaches
+            # this process alone, which cancels the tasks and shuts Ray down in order — rather
+            # than killing the raylet under a waiting driver
+            with _sigint_blocked():
+                if self.address is not None:
+                    ray.init(address=self.address, **options)
+                else:
+                    ray.init(num_cpus=self.jobs or default_jobs(), **options)
             self.ray = ray  # ours to shut down
         pending: list[Any] = []
         try:
