@@ -312,8 +312,14 @@ class Session:
         total = 0.0
         for req in self.holds:
             if req.state == GRANTED:
-                for k, p in enumerate(req.pools):
-                    if p is pool and req.held[k]:
+                pools = req.pools
+                if pools[0] is pool and len(pools) == 1:  # (the usual hold of one pool)
+                    if req.held[0]:
+                        total += req.alloc[0]
+                    continue
+                held = req.held
+                for k, p in enumerate(pools):
+                    if p is pool and held[k]:
                         total += req.alloc[k]
         return total
 

@@ -507,10 +507,8 @@ def _add_iters(segs: list[list], cur: float, n: int, t: float, t_end: float) -> 
 def _minus(w: float, tokens: float, k: int) -> float:
     """``w`` less ``tokens`` ``k`` times in turn (one subtraction when every
     step is exact: whole tokens off a float of at most 53 bits that stays ≥ 0)."""
-    if tokens == 1.0 and w >= k:
-        num, den = w.as_integer_ratio()
-        if num < 1 << 53:
-            return w - k
+    if tokens == 1.0 and w >= k and w < 9007199254740992.0:  # (a finite w ≥ 1 below 2**53 is
+        return w - k  # at most 53 bits: its numerator as_integer_ratio() is below 2**53)
     return reduce(sub, repeat(tokens, k), w)
 
 
