@@ -878,6 +878,20 @@ def _fold_runs(runs: list[list], acc: float) -> float:
     return acc
 
 
+def _fold_runs2(runs: list[list], a: float, b: float) -> tuple[float, float]:
+    """``_fold_runs`` of the same runs into two sums, in one loop."""
+    for r in runs:
+        x = r[0]
+        c = r[1]
+        if c < _SHORT:
+            a = fold(repeat(x, c), a)
+            b = fold(repeat(x, c), b)
+        else:
+            a = fold_same(x, c, a)
+            b = fold_same(x, c, b)
+    return a, b
+
+
 def _length_runs(segs: list[list]) -> list[list]:
     """The lengths (end minus the end before) of a planned run's iterations
     2 … m as runs ``[length, count]``, in order.  The iterations of one run of
@@ -999,9 +1013,11 @@ def replay(self: "StepEngine", assign: list[tuple["Job", float]], m: int) -> Non
     if spans and not smin > 0.0:
         spans = [r for r in spans if r[0] > 0.0]
     if spans:
-        self.t_decode_only = _fold_runs(spans, self.t_decode_only)
-        # (x * 1.0 is x for every float: one decoder adds the spans themselves)
-        self.t_decoders = _fold_runs(spans if nf == 1.0 else [[nf * x, c] for x, c in spans], self.t_decoders)
+        if nf == 1.0:  # (x * 1.0 is x for every float: one decoder adds the spans themselves)
+            self.t_decode_only, self.t_decoders = _fold_runs2(spans, self.t_decode_only, self.t_decoders)
+        else:
+            self.t_decode_only = _fold_runs(spans, self.t_decode_only)
+            self.t_decoders = _fold_runs([[nf * x, c] for x, c in spans], self.t_decoders)
     if stats:
         self.dec_iters += k
         d = self.dec_sum  # whole numbers: one addition is exact below 2**53
