@@ -307,42 +307,56 @@ class _Heads:
     invalid is an error as when it is the one chosen (docs/simulator.md,
     "Coalesced decode runs").  A request whose other amounts read only its
     session's ``cachedin`` (besides what a run does not change) is evaluated
-    again only when an eviction changed that; one that reads ``used`` or
-    ``free``, at every such event."""
+    again only when an eviction changed that (a prefix only shrinks inside a
+    run: one of 0 never changes); one that reads ``used`` or ``free``, at
+    every such event."""
 
-    __slots__ = ("engine", "left", "blocking", "watched", "spec", "session", "caches", "totals")
+    __slots__ = ("engine", "left", "blocking", "reqs", "always", "watched", "spec", "session", "caches", "totals")
 
     def __init__(self, engine: "StepEngine", watched: list[tuple[Any, int, list[Any] | None]]) -> None:
         self.engine = engine
         self.left = engine.left  # the budget_left the run's attempts read (a last iteration's may differ)
         self.blocking = [(req, k) for req, k, _pools in watched]
-        self.watched = [(req, pools, _cached(req, pools)) for req, _k, pools in watched]
+        self.reqs = [req for req, _k, _pools in watched]
+        self.always = [i for i, (_r, _k, pools) in enumerate(watched) if pools is None]
+        # (queue index, request, pools, their cached prefixes of its session) where one is > 0
+        self.watched = []
+        for i, (req, _k, pools) in enumerate(watched):
+            if pools is not None:
+                sizes = _cached(req, pools)
+                if any(sizes):
+                    self.watched.append((i, req, pools, sizes))
         self.spec = self
         self.session = None
         # an entry shrinks only by eviction inside a run, which lowers its cache's total
-        self.caches = list({id(p.cache): p.cache for _r, _k, pools in watched for p in pools or ()}.values())
+        self.caches = list({id(p.cache): p.cache for _i, _r, pools, _s in self.watched for p in pools}.values())
         self.totals = [c.total for c in self.caches]
 
     def amounts(self, _s: Any) -> None:
-        watched = self.watched
+        reqs = self.reqs
+        if self.engine.admitting_left != self.left:  # another budget_left: every one reads it anew
+            for req in reqs:
+                req.spec.amounts(req.session)
+            return
+        due = list(self.always)
         totals = [c.total for c in self.caches]
-        evicted = totals != self.totals
-        self.totals = totals
-        every = self.engine.admitting_left != self.left
-        for i, (req, pools, seen) in enumerate(watched):
-            if pools is None or every:
-                req.spec.amounts(req.session)
-                continue
-            if not evicted:
-                continue
-            now = _cached(req, pools)
-            if now != seen:
-                req.spec.amounts(req.session)
-                watched[i] = (req, pools, now)
+        if totals != self.totals:
+            self.totals = totals
+            watched = self.watched
+            for n, (i, req, pools, seen) in enumerate(watched):
+                now = _cached(req, pools)
+                if now != seen:
+                    due.append(i)
+                    watched[n] = (i, req, pools, now)
+            due.sort()
+        for i in due:
+            req = reqs[i]
+            req.spec.amounts(req.session)
 
 
-def _cached(req: Any, pools: list[Any] | None) -> list[float] | None:
-    return None if pools is None else [p.cached_of(req.session) for p in pools]
+def _cached(req: Any, pools: list[Any]) -> list[float]:
+    serial = req.session.serial
+    return [p.cache.size_of(serial) for p in pools]
 
 
 # -- a run ----------------------------------------------------------------------------------
