@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
-from ..errors import SerqError, UsageError
+from ..errors import UsageError
 from ..report import _encode, shortest
 from .grid import Axis, parse_class_axis, parse_seeds, parse_set_axis, parse_slo
 from .sweep import SweepInterrupted, SweepRunError, class_axes, make_plan, run_plan

@@ -25,7 +25,6 @@ import math
 import os
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..errors import SerqError, UsageError, suggest
