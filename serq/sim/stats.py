@@ -19,7 +19,7 @@ from functools import reduce
 from collections import Counter
 from itertools import chain, repeat
 from operator import add
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -28,16 +28,18 @@ from ..report import ObserveSummary
 NAN = math.nan
 INF = math.inf
 
-if sys.implementation.name == "cpython" and sys.version_info < (3, 12):
-    #: ``fold(xs, start)`` is ``reduce(add, xs, start)``: the additions one at a
-    #: time, left to right.  CPython before 3.12 sums floats that way in a C
-    #: double, without a float object per step (the same IEEE additions, five
-    #: times faster); 3.12 made ``sum`` compensated (Neumaier), so there and on
-    #: other interpreters it is the ``reduce``.
-    fold = sum
-else:  # pragma: no cover
-    def fold(xs: Iterable[Any], start: Any) -> Any:
-        return reduce(add, xs, start)
+
+def _reduce_add(xs: Iterable[Any], start: Any) -> Any:
+    return reduce(add, xs, start)
+
+
+#: ``fold(xs, start)`` is ``reduce(add, xs, start)``: the additions one at a
+#: time, left to right.  CPython before 3.12 sums floats that way in a C
+#: double, without a float object per step (the same IEEE additions, five
+#: times faster); 3.12 made ``sum`` compensated (Neumaier), so there and on
+#: other interpreters it is the ``reduce``.
+fold: Callable[[Iterable[Any], Any], Any] = (
+    sum if sys.implementation.name == "cpython" and sys.version_info < (3, 12) else _reduce_add)
 
 _NORMAL = sys.float_info.min  # the smallest positive normal float
 #: Below this many terms `fold` of a `repeat` costs less than `fold_same`'s tests.

@@ -994,20 +994,39 @@ def replay(self: "StepEngine", assign: list[tuple["Job", float]], m: int) -> Non
             ra[kk] = a
             req.pools[kk].allocate_run(needs, times)  # type: ignore[union-attr]
         events = []
+    # growths in one pool, in turn, go to Pool.allocate_run together, up to an admission
+    # attempt that reads them or a growth in another pool
+    pending: Any = None
+    needs = []
+    times = []
     for _j, growths, again, end in events:
         if growths:
             for i, need in growths:
                 job = assign[i][0]
                 req = job.hold
                 kk = job.k
-                req.pools[kk].allocate(need, end)  # type: ignore[union-attr]
+                pool = req.pools[kk]  # type: ignore[union-attr]
+                if pool is not pending:
+                    if needs:
+                        pending.allocate_run(needs, times)
+                        needs = []
+                        times = []
+                    pending = pool
+                needs.append(need)
+                times.append(end)
                 req.alloc[kk] = req.alloc[kk] + need  # type: ignore[union-attr]
         if again is not None:  # the admission attempt of that iteration reads what changed
+            if needs:
+                pending.allocate_run(needs, times)
+                needs = []
+                times = []
             self.admitting_left = again  # (its budget_left)
             try:
                 head.spec.amounts(head.session)
             finally:
                 self.admitting_left = None
+    if needs:
+        pending.allocate_run(needs, times)
     # -- statistics of iterations 2 … m (as `_account`) ------------------------------------------
     # span = min(end, horizon) − max(start, warm-up), added when positive; a run
     # ends by the horizon, and one that starts after the warm-up spans its lengths
