@@ -313,9 +313,12 @@ class Session:
         for req in self.holds:
             if req.state == GRANTED:
                 pools = req.pools
-                if pools[0] is pool and len(pools) == 1:  # (the usual hold of one pool)
-                    if req.held[0]:
+                n = len(pools)
+                if n == 1 or n == 2:  # (the usual holds: one pool, or a slot and memory) unrolled, in order
+                    if pools[0] is pool and req.held[0]:
                         total += req.alloc[0]
+                    if n == 2 and pools[1] is pool and req.held[1]:
+                        total += req.alloc[1]
                     continue
                 held = req.held
                 for k, p in enumerate(pools):
