@@ -290,3 +290,29 @@ def test_an_out_file_that_cannot_be_written_stops_the_sweep_before_any_run(tmp_p
                           "--out", str(tmp_path / "no" / "rows.csv"))
     assert code == 1
     assert text.strip() == f"error: cannot write {tmp_path / 'no' / 'rows.csv'}: No such file or directory"
+
+
+SCRIPT = f"""
+import serq
+result = serq.sweep({str(ROOT / MG1)!r}, {{"lam": [0.5, 0.6]}}, seeds=[1, 2], horizon=200, warmup=0, jobs=2)
+print(len(result.rows), result.rows[3]["events"])
+"""
+
+
+def test_a_script_without_a_main_guard_can_sweep_on_spawned_workers(tmp_path: Path) -> None:
+    # the workers do not re-run the caller's script (which would start a sweep in each)
+    script = tmp_path / "unguarded.py"
+    script.write_text(SCRIPT)
+    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    expected = serq.sweep(MG1, {"lam": [0.6]}, seeds=[2], horizon=200, warmup=0, jobs=1).rows[0]["events"]
+    assert done.stdout.split() == ["4", str(expected)]
+    assert done.stderr == ""
+
+
+def test_a_script_read_from_standard_input_can_sweep_on_spawned_workers(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-"], input=SCRIPT, cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[0] == "4" and done.stderr == ""

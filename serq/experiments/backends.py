@@ -22,6 +22,7 @@ import contextlib
 import multiprocessing
 import os
 import signal
+import sys
 from typing import Any, Callable, Iterator, Sequence
 
 from ..errors import SerqError, UsageError
@@ -49,6 +50,34 @@ def _sigint_blocked() -> Iterator[None]:
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+@contextlib.contextmanager
+def _main_not_rerun() -> Iterator[None]:
+    """Start spawned workers without re-running the caller's ``__main__``.
+
+    A spawned worker normally re-imports the parent's main script (as
+    ``__mp_main__``) so that functions defined there can be unpickled.  A
+    sweep's workers never need it — a task is plain data and the function it
+    runs lives in serq — and re-running it fails in the two common cases: a
+    script without an ``if __name__ == "__main__":`` guard (each worker would
+    start a sweep of its own; multiprocessing refuses, and the pool restarts
+    the dying workers for ever) and a script read from standard input (there
+    is no file to import).  So while the workers start, the main module shows
+    neither a ``__spec__`` nor a ``__file__``, which is how multiprocessing
+    tells an interactive session, whose workers skip the step."""
+    main = sys.modules.get("__main__")
+    if main is None:
+        yield
+        return
+    saved = {k: main.__dict__[k] for k in ("__spec__", "__file__") if k in main.__dict__}
+    main.__dict__["__spec__"] = None
+    main.__dict__.pop("__file__", None)
+    try:
+        yield
+    finally:
+        main.__dict__.pop("__spec__", None)
+        main.__dict__.update(saved)
 
 
 def _ignore_sigint() -> None:
@@ -96,7 +125,7 @@ class Runner:
         if self.pool is None:
             # SIGINT blocked while the workers start (they inherit the mask), so that a
             # Ctrl-C then cannot hit a worker before its initializer ignores it
-            with _sigint_blocked():
+            with _sigint_blocked(), _main_not_rerun():
                 self.pool = multiprocessing.get_context("spawn").Pool(jobs, initializer=_ignore_sigint)
         try:
             for result in self.pool.imap_unordered(fn, tasks, chunksize=1):
