@@ -334,6 +334,25 @@ def test_sjf_gives_the_report_of_queue_by_prompt(lam: str, tmp_path: Path) -> No
         assert a.to_json() == b.to_json()
 
 
+def test_lpm_gives_the_report_of_queue_by_cachedin(tmp_path: Path) -> None:
+    (tmp_path / "plain.sq").write_text(_vllm_text())
+    (tmp_path / "queue_by.sq").write_text(_vllm_text(" queue by (-cachedin(kv));"))
+    subclass = serq.load(tmp_path / "plain.sq", sets={"Lambda": "0.6"})
+    language = serq.load(tmp_path / "queue_by.sq", sets={"Lambda": "0.6"})
+    a = serq.run(subclass, seed=1, horizon=300, warmup=30, engines={"engine": resolve("lpm")})
+    b = serq.run(language, seed=1, horizon=300, warmup=30)
+    assert a.to_json() == b.to_json()
+
+
+def test_priority_gives_the_report_of_queue_by_prio() -> None:
+    language = SCENARIO.replace("pool reqs { cap 1; admit via engine; }",
+                                "pool reqs { cap 1; admit via engine; queue by (prio); }")
+    a = serq.run(serq.load(SCENARIO), engines={"engine": resolve("priority")})
+    b = serq.run(serq.load(language))
+    assert a.to_json() == b.to_json()
+    assert a.to_json() != serq.run(serq.load(SCENARIO)).to_json()
+
+
 # -- names -------------------------------------------------------------------------------------
 
 
