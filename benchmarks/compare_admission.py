@@ -3,7 +3,7 @@
     python benchmarks/compare_admission.py [--seeds 10] [--horizon 1000] [--jobs N]
                                            [--policies fcfs,sjf,lpm,fair,slo]
                                            [--loads 0.4,0.55,0.65] [--trace-load 30]
-                                           [--figures DIR] [--no-trace]
+                                           [--figures DIR] [--no-trace] [--azure FILE]
 
 Two experiments, each one :func:`serq.sweep`:
 
@@ -16,8 +16,8 @@ Two experiments, each one :func:`serq.sweep`:
    than either figure's own, and the Student-t interval of the mean difference
    says whether the policy really differs.
 2. **A replayed trace**: the Azure LLM inference trace 2023 (conversation)
-   from ``../shared/data/azure-llm-2023/conv.csv`` (not part of serQ; its
-   README says where to get it), one single-turn session per request in file
+   from ``../shared/data/azure-llm-2023/conv.csv`` or ``--azure FILE`` (not
+   part of serQ; docs/policies.md says where to get it), one single-turn session per request in file
    order (``trace … ordered``: prompt and output lengths from the trace,
    arrivals Poisson at ``--trace-load`` requests per second), on the same
    engine.  Skipped when the file is absent or with ``--no-trace``.
@@ -166,6 +166,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--trace-load", type=float, default=30.0, help="replay arrivals per second")
     ap.add_argument("--figures", type=Path, default=None, help="write policies_agent.svg here")
     ap.add_argument("--no-trace", action="store_true", help="skip the replayed trace")
+    ap.add_argument("--azure", type=Path, default=AZURE,
+                    help="the Azure conversation trace (arrived_at,num_prefill_tokens,num_decode_tokens)")
     args = ap.parse_args(argv)
     policies = [p.strip() for p in args.policies.split(",") if p.strip()]
     if "fcfs" not in policies:
@@ -188,12 +190,12 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.no_trace:
         return 0
-    if not AZURE.is_file():
-        print(f"\n(no replayed trace: {AZURE} is absent; see docs/policies.md for where to get it)")
+    if not args.azure.is_file():
+        print(f"\n(no replayed trace: {args.azure} is absent; see docs/policies.md for where to get it)")
         return 0
     with tempfile.TemporaryDirectory() as tmp:
         trace = Path(tmp) / "conv.csv"
-        n = azure_trace(AZURE, trace)
+        n = azure_trace(args.azure, trace)
         program = Path(tmp) / "replay.sq"
         program.write_text(REPLAY.format(lib=ROOT / "lib" / "vllm.sq", trace=trace.name))
         t0 = time.perf_counter()
