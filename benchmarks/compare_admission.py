@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import csv
 import math
-import os
 import sys
 import tempfile
 import time

@@ -22,7 +22,7 @@ import json
 import os
 import stat
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from ..errors import SerqError, UsageError
 from ..files import write_text_atomic
@@ -35,6 +35,23 @@ FORMATS = {".jsonl": "jsonl", ".csv": "csv"}
 def _cell(v: Any) -> str:
     return "" if v is None else value_text(v)
 
+
+
+def jsonl_rows(text: str, bad_line: Callable[[int], Exception]) -> list[dict[str, Any]]:
+    """The JSON objects of ``text``, one a line (blank lines skipped); a
+    line that is not an object raises ``bad_line(line number)``."""
+    rows = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            row = None
+        if not isinstance(row, dict):
+            raise bad_line(n)
+        rows.append(row)
+    return rows
 
 class Journal:
     """One results file; see the module's rules."""
@@ -69,19 +86,9 @@ class Journal:
         if not text.endswith("\n"):  # a line cut short by a crash
             text = text[: text.rfind("\n") + 1]
         if self.format == "jsonl":
-            rows = []
-            for n, line in enumerate(text.splitlines(), 1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError:
-                    row = None
-                if not isinstance(row, dict):
-                    raise SerqError(f"{self.shown}:{n}: not a row of a sweep (a JSON object)",
-                                    helps=["resume only from a file a sweep wrote, or drop --resume to start over"])
-                rows.append(row)
-            return rows
+            return jsonl_rows(text, lambda n: SerqError(
+                f"{self.shown}:{n}: not a row of a sweep (a JSON object)",
+                helps=["resume only from a file a sweep wrote, or drop --resume to start over"]))
         reader = csv.DictReader(io.StringIO(text))
         rows = []
         for row in reader:

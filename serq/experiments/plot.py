@@ -21,11 +21,10 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 import os
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from ..errors import SerqError, UsageError, suggest
 from ..report import shortest
@@ -89,18 +88,9 @@ def read_rows(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
         if not header:
             raise UsageError(f"`{shown}` is empty")
         return [{k: _cell(c) for k, c in zip(header, cells)} for cells in reader if cells]
-    rows = []
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
-            row = None
-        if not isinstance(row, dict):
-            raise UsageError(f"{shown}:{n}: not a row of a sweep (a JSON object on one line)")
-        rows.append(row)
-    return rows
+    from .journal import jsonl_rows
+
+    return jsonl_rows(text, lambda n: UsageError(f"{shown}:{n}: not a row of a sweep (a JSON object on one line)"))
 
 
 def _read_text(shown: str) -> str:

@@ -234,42 +234,9 @@ class LogHistogram:
         else:
             self.total = fold(chain.from_iterable(map(repeat, xs, repeat(n, len(xs)))), self.total)
         self.count += n * len(xs)
-        buckets = self._buckets
         if lo is None:
             lo = min(xs)
-        hi = max(xs)
-        if lo > 0.0 and hi != INF and self.total == self.total:  # (a NaN makes min and max unreliable)
-            k = math.floor(math.log(lo) / _LOG_W)
-            if math.floor(math.log(hi) / _LOG_W) == k:  # one bucket holds them all (the usual case)
-                one = buckets.get(k)
-                if one is None:
-                    one = buckets[k] = [0, lo, hi]
-                one[0] += n * len(xs)
-                if lo < one[1]:
-                    one[1] = lo
-                if hi > one[2]:
-                    one[2] = hi
-                self._last_x = xs[-1]
-                self._last_b = one
-                return
-        last: list[float] = []
-        x = NAN
-        for x, c in Counter(xs).items():
-            if x > 0.0:
-                k = math.floor(math.log(x) / _LOG_W) if x != INF else _INF_KEY
-            else:
-                k = _ZERO_KEY
-            b = buckets.get(k)
-            if b is None:
-                b = buckets[k] = [0, x, x]
-            b[0] += c * n
-            if x < b[1]:
-                b[1] = x
-            elif x > b[2]:
-                b[2] = x
-            last = b
-        self._last_x = x
-        self._last_b = last
+        self._fill(lambda: Counter(xs).items(), n, lo, max(xs), len(xs), xs[-1])
 
     def add_runs(self, runs: list[list], n: int, lo: float) -> None:
         """:meth:`add_many` of the values of ``runs``, each ``[x, count]``
@@ -286,9 +253,15 @@ class LogHistogram:
             m += c
         self.total = total
         self.count += n * m
+        self._fill(lambda: runs, n, lo, max([x for x, _c in runs]), m, runs[-1][0])
+
+    def _fill(self, pairs: Callable[[], Iterable[Any]], n: int, lo: float, hi: float, m: int,
+              last_x: float) -> None:
+        """Count into the buckets the values ``pairs()`` gives as ``(x,
+        count)``, each recorded ``n`` times: ``m`` values in all, the smallest
+        ``lo``, the largest ``hi``, the last recorded ``last_x``."""
         buckets = self._buckets
-        hi = max([x for x, _c in runs])
-        if lo > 0.0 and hi != INF and total == total:  # (a NaN makes min and max unreliable)
+        if lo > 0.0 and hi != INF and self.total == self.total:  # (a NaN makes min and max unreliable)
             k = math.floor(math.log(lo) / _LOG_W)
             if math.floor(math.log(hi) / _LOG_W) == k:  # one bucket holds them all (the usual case)
                 one = buckets.get(k)
@@ -299,12 +272,12 @@ class LogHistogram:
                     one[1] = lo
                 if hi > one[2]:
                     one[2] = hi
-                self._last_x = runs[-1][0]
+                self._last_x = last_x
                 self._last_b = one
                 return
         last: list[float] = []
         x = NAN
-        for x, c in runs:
+        for x, c in pairs():
             if x > 0.0:
                 k = math.floor(math.log(x) / _LOG_W) if x != INF else _INF_KEY
             else:

@@ -25,8 +25,8 @@ from math import fmod, frexp, ulp
 from bisect import bisect_left, bisect_right
 from heapq import heapify, heappop, heappush
 from functools import reduce
-from itertools import accumulate, chain, islice, repeat, starmap
-from operator import add, mul, sub
+from itertools import accumulate, islice, repeat
+from operator import add, sub
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ... import expr, ir
@@ -207,25 +207,7 @@ def _waiting(self: "StepEngine") -> tuple[frozenset[int], frozenset[int], Any] |
     rs = [r for r in header_reads if r is not None]
     if len(rs) != len(header_reads):
         return None
-    spec, s = req.spec, req.session
-    blocking = None
-    self.admitting_left = self.left
-    try:
-        for k in sorted(range(len(rs)), key=lambda k: len(rs[k])):  # pure amounts first
-            u = spec.units[k](s)
-            need = u
-            r_fn = spec.reserve[k]
-            if r_fn is not None:
-                r = r_fn(s)
-                need = max(u, r)
-            if not (u >= 0.0 and need >= 0.0):
-                return None
-            p = req.pools[k]
-            if p.used + p.round_up(need) > p.cap + EPS:
-                blocking = k
-                break
-    finally:
-        self.admitting_left = None
+    blocking = _blocking_pool(self, req, rs)
     if blocking is None:
         return None
     self._blocking = blocking
