@@ -40,7 +40,7 @@ from ... import expr, ir
 from ...errors import SerqRuntimeError
 from ..order import total_key
 from ..stats import LogHistogram
-from . import candidate, coalesce
+from . import candidate, coalesce, waiting
 from .base import Job, Stage, check_work
 from .candidate import Candidate
 
@@ -149,7 +149,7 @@ class StepEngine(Stage):
         # `select_waiting` overridden: admit_next asks it (else pool.select(), unchanged)
         self._default_select = type(self).select_waiting is StepEngine.select_waiting
         self._slots: dict[str, int] | None = None  # session attribute name → slot, for candidates
-        self._watch_pools: dict[tuple[int, int], Any] = {}  # coalesce._watch, per (hold, blocking pool)
+        self._watch_pools: dict[tuple[int, int], Any] = {}  # waiting._watch, per (hold, blocking pool)
         if type(self) is not StepEngine:
             from ..engines import guard_hooks  # a user's class: its overridden hooks are checked
             guard_hooks(self)
@@ -337,12 +337,12 @@ class StepEngine(Stage):
         safe_hooks = not overridden or (self.coalesce_safe and not overridden & {"start_iteration", "_launch"})
         steady = all(_steady(e) for e in (step.budget, step.chunk, step.cost))
         ordered = self.serve in ("admission", "exclusive_prefill", "decode_first") or (
-            isinstance(step.serve, tuple) and coalesce.constant_keys(step.serve))
+            isinstance(step.serve, tuple) and waiting.constant_keys(step.serve))
         self._coalescable = self.coalesce and safe_hooks and steady and ordered
         sim = self.sim
         self._state_pools = frozenset(
-            coalesce.state_pools(step.budget, sim, self.memory) | coalesce.state_pools(step.chunk, sim, self.memory)
-            | coalesce.state_pools(step.cost, sim, None))
+            waiting.state_pools(step.budget, sim, self.memory) | waiting.state_pools(step.chunk, sim, self.memory)
+            | waiting.state_pools(step.cost, sim, None))
         self._headers: dict[int, list] = {}
         self._hold_ir: dict[int, Any] = {}
         self._view = StepView() if cls.iteration_cost is StepEngine.iteration_cost else None
