@@ -118,6 +118,15 @@ def test_an_unknown_axis_gets_a_did_you_mean() -> None:
     assert "help: did you mean `lam`?" in out
 
 
+def test_an_unknown_figure_with_no_single_near_name_lists_its_siblings() -> None:
+    # p98 is as near to p90 as to p99: no did-you-mean, but the row's figures under that name
+    code, out = cli_main("sweep", MG1, "--quiet", "--jobs", "1", "--set", "lam=0.5", "--horizon", "20",
+                         "--warmup", "0", "--show", "observes.response.p98")
+    assert code == 2, out
+    assert "help: the figures `observes.response.*`: observes.response.count, observes.response.mean," in out
+    assert "observes.response.p99" in out
+
+
 def test_an_unknown_policy_is_a_usage_error() -> None:
     pytest.importorskip("serq.policies")
     code, out = cli_main("sweep", "programs/multi-turn/vllm.sq", "--policy", "engine=fcfs,nosuch")

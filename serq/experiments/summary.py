@@ -82,7 +82,11 @@ def summarize(result: "SweepResult", show: Sequence[str] | None) -> Summary:
         for f in figures:
             if f not in columns:
                 best = suggest(f, columns)
-                helps = [f"did you mean `{best}`?"] if best else ["the figures are the columns of --out (see --json)"]
+                stem = f.rpartition(".")[0] + "."
+                near = [c for c in columns if c.startswith(stem)] if stem != "." else []
+                helps = ([f"did you mean `{best}`?"] if best
+                         else [f"the figures `{stem}*`: {', '.join(near)}"] if near
+                         else ["the figures are the columns of --out (see --json)"])
                 raise UsageError(f"unknown figure `{f}` in the sweep's rows", helps=helps)
     points: list[tuple[dict[str, Any], dict[str, Interval]]] = []
     groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
