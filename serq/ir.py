@@ -237,9 +237,29 @@ class ServerEnd:
     """Where a spliced ``server`` block ends: the answer is back (client metrics)."""
 
 
+@dataclass(frozen=True, slots=True)
+class Spawn:
+    """``spawn (count) into handle { set slot = expr; … }``: ``sets`` are
+    evaluated in the parent at the spawn; each child gets their values after
+    its ``init`` (docs/subagents.md).  ``handle`` indexes ``Program.handles``."""
+
+    handle: int
+    count: Expr
+    sets: tuple[Set, ...] = ()
+    label: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Join:
+    """``join handle;``: wait until the children spawned into it since its last join have ended."""
+
+    handle: int
+    label: str = ""
+
+
 Stmt = Union[
     Set, Observe, Turn, End, Hold, Grow, Drop, Release, Load, Run, Branch, Loop, Choose,
-    ServerBegin, ServerEnd,
+    ServerBegin, ServerEnd, Spawn, Join,
 ]
 Block = tuple[Stmt, ...]
 
@@ -341,6 +361,11 @@ BUILTIN_ATTRIBUTES: tuple[str, ...] = (
 )
 SERIAL, TURN_NO, CACHED, COMPUTED, NEW, OUT, THINK, FORCED, MORE = range(9)
 
+#: The session tree's read-only attributes; slots after the program's own
+#: attributes, only in a program that spawns (otherwise every session is a
+#: root and they read as -1, 0 and ``serial``).
+TREE_ATTRIBUTES: tuple[str, ...] = ("parent", "depth", "root")
+
 
 @dataclass(frozen=True, slots=True)
 class Program:
@@ -365,6 +390,7 @@ class Program:
     two_sided: bool = False
     path: str | None = None  # the program file, if it came from one
     block_count: int = 0  # statement blocks, for `serq check`'s summary
+    handles: tuple[str, ...] = ()  # spawn handles, their own namespace; empty: the program never spawns
 
     def pool_index(self, name: str) -> int:
         return next(i for i, p in enumerate(self.pools) if p.name == name)

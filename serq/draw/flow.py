@@ -295,6 +295,11 @@ class _Builder:
         if isinstance(stmt, ir.Choose):
             count = clip(expr_text(p, stmt.count), 12)
             return Node("cmd", (f"choose {p.attributes[stmt.slot]} in {count}",))
+        if isinstance(stmt, ir.Spawn):  # a box of its own for now; the fork to a child lane is to come
+            count = clip(expr_text(p, stmt.count), 12)
+            return Node("cmd", (f"spawn ({count}) into {p.handles[stmt.handle]}",))
+        if isinstance(stmt, ir.Join):
+            return Node("cmd", (f"join {p.handles[stmt.handle]}",))
         return None  # set, observe, and the markers handled by `block`
 
     def work_text(self, work: ir.Expr) -> str:

@@ -236,6 +236,29 @@ class ChooseStmt:
 
 
 @dataclass(frozen=True, slots=True)
+class SpawnStmt:
+    """``spawn (COUNT) into NAME { set …; }``: ``sets`` are evaluated in the
+    parent at the spawn and assigned in each child (docs/subagents.md)."""
+
+    count: Expr
+    name: str
+    sets: tuple["SetStmt", ...]
+    span: Span
+    head: Span
+    name_span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class JoinStmt:
+    """``join NAME;``: wait for the children spawned into NAME since its last join."""
+
+    name: str
+    span: Span
+    head: Span
+    name_span: Span
+
+
+@dataclass(frozen=True, slots=True)
 class UseStmt:
     """``NAME(args);``: a statement definition's use."""
 
@@ -267,7 +290,7 @@ class ServerMark:
 Stmt = Union[
     SetStmt, ObserveStmt, TurnStmt, RequestStmt, EndStmt, HoldStmt, GrowStmt, DropStmt,
     ReleaseStmt, RunStmt, ServingStmt, BranchStmt, LoopStmt, ChooseStmt, UseStmt, UnknownStmt,
-    ServerMark,
+    ServerMark, SpawnStmt, JoinStmt,
 ]
 Block = tuple[Stmt, ...]
 
@@ -439,6 +462,8 @@ def stmt_exprs(s: Stmt) -> tuple[Expr, ...]:
         out += [s.count, *s.keys]
     elif isinstance(s, UseStmt):
         out += list(s.args)
+    elif isinstance(s, SpawnStmt):
+        out += [s.count, *(x.expr for x in s.sets)]
     return tuple(x for x in out if x is not None)
 
 

@@ -391,6 +391,18 @@ class Builder(ExprVisits, NodeVisitor):
             raise error("a `choose` needs at least one key", self.span(node.children[5]))
         return A.ChooseStmt(ch[1].text, ch[3], tuple(keys), self.span(node), ch[1].span)
 
+    def visit_spawn_stmt(self, node, ch):
+        body = ch[6]
+        for s in body:
+            if not isinstance(s, A.SetStmt):
+                span = getattr(s, "head", None) or getattr(s, "name_span", None) or s.span
+                raise error("a `spawn` block may only `set` the children's attributes", span,
+                            helps=["write `set NAME = EXPR;`: EXPR is evaluated in the parent, at the spawn"])
+        return A.SpawnStmt(ch[2], ch[5].text, tuple(body), self.span(node), ch[0].span, ch[5].span)
+
+    def visit_join_stmt(self, node, ch):
+        return A.JoinStmt(ch[1].text, self.span(node), ch[0].span, ch[1].span)
+
     def visit_serving_stmt(self, node, ch):
         role: Tok = ch[0]
         target = self.opt(ch[1])

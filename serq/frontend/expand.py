@@ -210,6 +210,8 @@ class Expander:
     def xs1(self, s: A.Stmt, env: Env) -> list[A.Stmt]:
         self.tick(s.span)
         side, rs = env.side, self.rs
+        if isinstance(s, (A.SpawnStmt, A.JoinStmt)):
+            return [self.subagent(s, env)]
         if side in ("init", "turn") and not isinstance(s, (A.SetStmt, A.ObserveStmt, A.UseStmt, A.UnknownStmt)):
             raise error("workload blocks may only `set` and `observe`", rs(head(s), env), prefix=side)
         if isinstance(s, A.SetStmt):
@@ -263,6 +265,23 @@ class Expander:
         if isinstance(s, A.UnknownStmt):
             self.unknown(s, env)
         raise AssertionError(type(s).__name__)  # pragma: no cover
+
+    def subagent(self, s: "A.SpawnStmt | A.JoinStmt", env: Env) -> A.Stmt:
+        """``spawn``/``join``: a session's statements, never a server's or a workload block's."""
+        rs = self.rs
+        word = "spawn" if isinstance(s, A.SpawnStmt) else "join"
+        if env.side not in ("session", "workload"):
+            where = {"server": "a server", "init": "the workload's `init`", "turn": "the workload's `turn`"}.get(
+                env.side, "this block")
+            raise error(f"`{word}` is a session's statement, not allowed in {where}", rs(s.head, env),
+                        helps=["spawn and join children in the workload's `session` block "
+                               "or in a top-level `session`"])
+        if isinstance(s, A.JoinStmt):
+            return A.JoinStmt(s.name, rs(s.span, env), rs(s.head, env), rs(s.name_span, env))
+        sets = tuple(A.SetStmt(x.name, self.xe(x.expr, env), rs(x.span, env), rs(x.name_span, env))
+                     for x in s.sets)
+        return A.SpawnStmt(self.xe(s.count, env), s.name, sets, rs(s.span, env), rs(s.head, env),
+                           rs(s.name_span, env))
 
     def request(self, s: A.RequestStmt, env: Env) -> list[A.Stmt]:
         span = self.rs(s.span, env)

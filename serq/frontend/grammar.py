@@ -41,7 +41,7 @@ KEYWORDS = (
     "arrive trace ordered hidden init turn poisson renewal closed batch "
     "horizon warmup seed arrivals "
     "request end set observe hold reserve reuse at cache lease grow drop release "
-    "branch with else loop choose in tool on growing "
+    "branch with else loop choose in tool on growing spawn into join "
     "max min sum args number"
 ).split()
 
@@ -143,7 +143,7 @@ block          = lbrace stmt* block_end
 block_end      = "}" _
 stmt           = turn_stmt / request_stmt / end_stmt / set_stmt / observe_stmt / hold_stmt
                / grow_stmt / drop_stmt / release_stmt / run_stmt / branch_stmt / loop_stmt
-               / choose_stmt / serving_stmt / use_stmt / other_stmt
+               / choose_stmt / spawn_stmt / join_stmt / serving_stmt / use_stmt / other_stmt
 turn_stmt      = kw_turn semi
 request_stmt   = kw_request name? semi
 end_stmt       = kw_end semi
@@ -168,6 +168,9 @@ branch_stmt    = kw_branch kw_with? lparen expr rparen block else_clause?
 else_clause    = kw_else block
 loop_stmt      = kw_loop block
 choose_stmt    = kw_choose name kw_in expr kw_by lparen expr_list? rparen semi
+# subagents (docs/subagents.md): the block holds only `set`s, checked by the builder
+spawn_stmt     = kw_spawn lparen expr rparen kw_into name block
+join_stmt      = kw_join name semi
 # the serving forms (§5.6): the work is any expression, ending at `growing` or `;`
 serving_stmt   = role serve_target? expr growing? semi
 role           = kw_prefill / kw_decode / kw_tool
@@ -180,7 +183,7 @@ use_end        = ";" _
 # an unknown word; also `load`, `transfer`, `mark`, `while`, queue calls, retired words
 other_stmt     = !stmt_kw name soup (semi / braces)?
 stmt_kw        = kw_turn / kw_request / kw_end / kw_set / kw_observe / kw_hold / kw_grow
-               / kw_drop / kw_release / kw_run / kw_branch / kw_loop / kw_choose
+               / kw_drop / kw_release / kw_run / kw_branch / kw_loop / kw_choose / kw_spawn / kw_join
                / kw_prefill / kw_decode / kw_tool
 ref            = name index?
 index          = lbrack expr rbrack

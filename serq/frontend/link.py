@@ -17,7 +17,7 @@ from ..errors import SerqError, Source, Span
 from . import ast as A
 from . import pretty
 from .declare import Declarations
-from .diag import at, did_you_mean, error
+from .diag import at, at_from, did_you_mean, error
 from .expand import Expanded, head
 from .parse import parse_expression
 from .resolve import Where
@@ -52,11 +52,26 @@ class Linker(Declarations):
     def attributes(self) -> None:
         for name in ir.BUILTIN_ATTRIBUTES:
             self.attrs[name] = len(self.attrs)
+        spawns = False
         for block in (self.ex.init, self.ex.turn, self.ex.session):
             for s in A.walk_stmts(block or ()):
-                if isinstance(s, (A.SetStmt, A.ChooseStmt)) and s.name not in self.attrs:
-                    self.check_declared_name(s.name, s.name_span, "a session attribute")
-                    self.attrs[s.name] = len(self.attrs)
+                targets: list = [s] if isinstance(s, (A.SetStmt, A.ChooseStmt)) else []
+                if isinstance(s, A.SpawnStmt):
+                    spawns = True
+                    targets = list(s.sets)
+                    if s.name not in self.handles:
+                        self.handles[s.name] = len(self.handles)
+                for x in targets:
+                    if x.name in ir.TREE_ATTRIBUTES:
+                        raise error(f"`{x.name}` is a built-in attribute of the session tree; it is read-only",
+                                    x.name_span, helps=["`parent`, `depth` and `root` are set when a session "
+                                                        "starts; keep your own value under another name"])
+                    if x.name not in self.attrs:
+                        self.check_declared_name(x.name, x.name_span, "a session attribute")
+                        self.attrs[x.name] = len(self.attrs)
+        if spawns:
+            for name in ir.TREE_ATTRIBUTES:
+                self.attrs[name] = len(self.attrs)
 
     @staticmethod
     def check_declared_name(name: str, span: Span, what: str) -> None:
@@ -156,6 +171,23 @@ class Linker(Declarations):
             return ir.Branch(guard, self.block(s.then, ctx), orelse, pretty.branch_label(s))
         if isinstance(s, A.LoopStmt):
             return ir.Loop(self.block(s.body, ctx))
+        if isinstance(s, A.SpawnStmt):
+            sets = tuple(ir.Set(self.attrs[x.name], self.expr(x.expr, w)) for x in s.sets)
+            label = f"`spawn ({pretty.show(s.count)}) into {s.name}` at {at_from(s.head, None)}"
+            return ir.Spawn(self.handles[s.name], self.expr(s.count, w), sets, label)
+        if isinstance(s, A.JoinStmt):
+            if s.name not in self.handles:
+                helps, notes = did_you_mean(s.name, "handle", {h: None for h in self.handles})
+                raise error(f"`join {s.name}`: no `spawn … into {s.name}` in this program", s.name_span,
+                            prefix=ctx.prefix, helps=helps or ["a handle is named by the `spawn` that fills it"],
+                            notes=notes)
+            if ctx.holds:
+                pools = ", ".join(f"`{text}`" for _, text in ctx.holds)
+                raise error(f"`join {s.name}` inside a hold of {pools}: hold-and-wait", s.head, prefix=ctx.prefix,
+                            helps=["a parent that keeps its slots while it waits for its children can deadlock "
+                                   "the pool: the children may need exactly the units it holds; end or leave "
+                                   "the hold before `join`"])
+            return ir.Join(self.handles[s.name], f"`join {s.name}` at {at_from(s.head, None)}")
         if isinstance(s, A.ChooseStmt):
             keys = tuple(self.expr(k, w) for k in s.keys)
             return ir.Choose(self.attrs[s.name], self.expr(s.count, w), keys, pretty.choose_label(s))
@@ -272,6 +304,7 @@ class Linker(Declarations):
             session=session, init=init, turn=turn, arrival=arrival, trace=trace_decl,
             hidden=frozenset(self.hidden), run=run, constants=dict(self.lets),
             two_sided=ex.two_sided, path=self.path, block_count=self.blocks,
+            handles=tuple(self.handles),
         )
 
 

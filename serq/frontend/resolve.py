@@ -56,6 +56,7 @@ class Resolver:
         self.lets: dict[str, float] = {}
         self.let_spans: dict[str, Span] = {}
         self.attrs: dict[str, int] = {}
+        self.handles: dict[str, int] = {}  # spawn handles: a namespace of their own
         self.hidden: set[int] = set()
         self.pools: dict[str, Decl] = {}
         self.stages: dict[str, Decl] = {}
@@ -146,6 +147,15 @@ class Resolver:
             return ir.Attr(slot, n)
         if n in self.lets:
             return ir.Num(self.lets[n])
+        if n in ir.TREE_ATTRIBUTES:  # a program that never spawns: every session is a root
+            if not w.attrs or w.only:
+                self.defer(error(w.only or f"`{n}` is a session attribute, but {MOMENT_TEXT[w.moment]}, has no session",
+                                 e.span, prefix=w.prefix))
+            return ir.Attr(ir.SERIAL, "serial") if n == "root" else ir.Num(-1.0 if n == "parent" else 0.0)
+        if n in self.handles:
+            raise error(f"`{n}` is a spawn handle, not a number", e.span, prefix=w.prefix,
+                        helps=[f"a handle is only named by `spawn … into {n}` and `join {n};`; "
+                               "count the children in an attribute of your own"])
         if n in CONTEXT:
             moments = CONTEXT[n]
             if w.only:

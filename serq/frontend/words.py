@@ -11,7 +11,7 @@ KEYWORDS = frozenset((
     "from grow growing hidden hold horizon in init lease let lifo link load loop lru maxmin memory "
     "none observe on ordered poisson pool preempt prefill ps queue release renewal request reserve "
     "reuse run seed serve server session set share spill stage step to tool trace transfer turn use "
-    "via warmup when with workload"
+    "via warmup when with workload spawn into join"
 ).split())
 
 #: Retired words (§5.4) and what to write instead.

@@ -214,6 +214,15 @@ class Compiler:
             growing = self._poolx(st.growing) if st.growing is not None else "None"
             emit(d, f"yield {self._stagex(st.stage)}.submit(s, {self._x(st.work)}, {st.mode!r}, {growing}, {st.label!r})")
             self._woke(d)
+        elif isinstance(st, ir.Spawn):
+            values = "".join(f"{self._x(x.expr)}, " for x in st.sets)
+            slots = "".join(f"{x.slot}, " for x in st.sets)
+            emit(d, f"s.spawn_kids({st.handle}, {self._x(st.count)}, ({values}), ({slots}), {st.label!r})")
+        elif isinstance(st, ir.Join):
+            emit(d, f"_ev = s.join({st.handle})")
+            emit(d, "if _ev is not None:")
+            emit(d + 1, "yield _ev")
+            self._woke(d + 1)
         elif isinstance(st, ir.Hold):
             self._hold(st, d)
         elif isinstance(st, ir.Grow):

@@ -23,6 +23,7 @@ import numpy as np
 # kinds (the last part of a key)
 WORKLOAD = 1  # a session's init (turn 0) and turn blocks
 SESSION = 2  # a session's own statements, server included
+CHILD = 3  # a spawned child: (parent's prefix, child index, CHILD) is the child's prefix
 ARRIVAL = 10
 MACHINE = 11  # cost, budget, chunk, ps capacity, serve keys
 EVICTION = 12  # eviction keys
@@ -103,6 +104,17 @@ def session_stream(root: int, serial: int) -> Stream:
 
 def workload_stream(root: int, serial: int, turn: int) -> Stream:
     return Stream(root, serial, turn, WORKLOAD)
+
+
+def child_keys(parent_prefix: int, index: int) -> tuple[int, int, int]:
+    """A spawned child's keys, as :meth:`SessionKeys.get` gives a root's: the
+    prefix ``(…parent…, index, CHILD)`` its turns continue from, and the keys
+    of ``(prefix, 0, SESSION)`` and ``(prefix, 0, WORKLOAD)``.  A child's keys
+    follow from its place in the tree (root serial, then the index of each
+    child among its parent's children), never from a counter roots share, so
+    no root's keys move when a design spawns more or fewer children."""
+    prefix = key(parent_prefix, index, CHILD)
+    return prefix, key(prefix, 0, SESSION), key(prefix, 0, WORKLOAD)
 
 
 def global_stream(root: int, kind: int) -> Stream:

@@ -143,15 +143,22 @@ class Session:
         "sim", "serial", "a", "_srng", "wrng", "proc", "holds", "job", "queued_at", "ending", "ended",
         "adm_seq", "preempt_pos", "stuck", "requeued", "turns", "trace", "trace_pos",
         "sent", "first_tok", "last_tok", "n_after", "stall", "resumed", "woke_at", "woke_n", "rkey",
+        "up", "handle", "n_kids", "waits",
     )
 
-    def __init__(self, sim: "Simulator", serial: int) -> None:
+    def __init__(self, sim: "Simulator", serial: int, keys: tuple[int, int, int] | None = None) -> None:
         self.sim = sim
         self.serial = serial
         a = self.a = [0.0] * sim.n_attrs
         a[_SERIAL] = float(serial)
         # the keys of (serial,), (serial, 0, SESSION) and (serial, 0, WORKLOAD), mixed in blocks
-        self.rkey, own, work = sim.session_keys.get(serial)
+        self.rkey, own, work = sim.session_keys.get(serial) if keys is None else keys
+        # the session tree (docs/subagents.md): its parent and the parent's handle it was spawned into,
+        # how many children it has spawned, and per handle [children outstanding, the join's event]
+        self.up: Session | None = None
+        self.handle = -1
+        self.n_kids = 0
+        self.waits: dict[int, list] | None = None
         self._srng: Any = own  # the key until the stream is first asked for (most never are)
         self.wrng: rng.Stream = _Keyed(work)
         self.proc: Any = None
@@ -221,6 +228,44 @@ class Session:
             if best is None or k < best:
                 best_j, best = float(j), k
         return best_j
+
+    # -- subagents (docs/subagents.md) -------------------------------------------------
+
+    def spawn_kids(self, handle: int, count: float, values: tuple[float, ...], slots: tuple[int, ...],
+                   label: str) -> None:
+        """``spawn (count) into handle { set … }``: the values were evaluated in this session."""
+        if not (count >= 0.0 and count == int(count) if count == count and count != float("inf") else False):
+            shown = f"{count:g}" if count == count else "NaN"
+            raise SerqRuntimeError(f"{label}: the count is {shown}, not a non-negative whole number")
+        n = int(count)
+        if n == 0:
+            return
+        waits = self.waits
+        if waits is None:
+            waits = self.waits = {}
+        w = waits.get(handle)
+        if w is None:
+            w = waits[handle] = [0, None]
+        w[0] += n
+        sim = self.sim
+        for _ in range(n):
+            sim.spawn_child(self, handle, values, slots)
+
+    def kid_ended(self, handle: int) -> None:
+        w = self.waits[handle]  # type: ignore[index]
+        w[0] -= 1
+        if w[0] == 0 and w[1] is not None:
+            ev, w[1] = w[1], None
+            ev.succeed()
+
+    def join(self, handle: int) -> Event | None:
+        """``join handle;``: None when no child spawned into it is outstanding."""
+        waits = self.waits
+        w = waits.get(handle) if waits is not None else None
+        if w is None or w[0] == 0:
+            return None
+        ev = w[1] = Event(self.sim.env)
+        return ev
 
     # -- the guards of §1.3 ------------------------------------------------------------
 

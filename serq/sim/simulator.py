@@ -43,6 +43,9 @@ from .trace import read_trace
 #: Run limits (docs/simulator.md, "Run guards and limits").  The first two
 #: can be raised with an environment variable of the same name.
 SERQ_MAX_LIVE = 50_000  # sessions alive at once
+#: The serial of the first spawned child; later children count up from it, so
+#: roots keep their serials 0, 1, 2 … (and their streams) under any design.
+CHILD_SERIALS = 1 << 32
 SERQ_MAX_ARRIVALS = 100_000_000  # arrivals an open workload may make over a run
 #: Events handled at one instant (sessions' wake-ups included) before the run
 #: is declared not to settle: this many, plus ``EVENTS_PER_SESSION`` for every
@@ -110,6 +113,12 @@ class Simulator(Holds):
         self._instant = -1.0  # the instant the events-per-instant guard counts, and the events it has left
         self._room = self._cap = 0
         self._closed = program.arrival.kind == "closed"  # an ended session is replaced at once
+        # the session tree (docs/subagents.md): the slots of parent, depth and root, when the program spawns
+        self.tree_slots: tuple[int, int, int] | None = None
+        if program.handles:
+            at = {name: i for i, name in enumerate(program.attributes)}
+            self.tree_slots = (at["parent"], at["depth"], at["root"])
+        self.next_child = CHILD_SERIALS
         self.root = rng.root_key(seed)
         self.session_keys = rng.SessionKeys(self.root)
         self.machine_stream = rng.global_stream(self.root, rng.MACHINE)
@@ -448,9 +457,16 @@ class Simulator(Holds):
                        "--arrivals N",
                        _raise_with("SERQ_MAX_ARRIVALS", 10 * self.max_arrivals)])
 
-    def _too_many_live(self) -> SerqError:
+    def _too_many_live(self, tree: bool = False) -> SerqError:
         arr = self.program.arrival
         now = self.env._now
+        if tree:
+            return SerqRuntimeError(
+                f"at time {now:g}: a `spawn` would make more than {self.max_live:,} sessions live at once "
+                "(the limit): the session trees grow without end",
+                helps=["a tree whose sessions spawn one child or more on average never dies out: "
+                       "lower the count of the `spawn`, or spawn only on some branch",
+                       _raise_with("SERQ_MAX_LIVE", 10 * self.max_live)])
         if arr.kind in ("poisson", "renewal"):
             cause = (f"arrivals outpace the service: lower {self._rate_name()}, or shorten the horizon "
                      "(--horizon), or stop after N arrivals with --arrivals N")
@@ -473,6 +489,9 @@ class Simulator(Holds):
             raise self._too_many_live()
         s = Session(self, self.next_serial)
         self.next_serial += 1
+        if self.tree_slots is not None:
+            p, d, r = self.tree_slots
+            s.a[p], s.a[d], s.a[r] = -1.0, 0.0, float(s.serial)
         if self.corpus is not None:
             n = len(self.corpus.sessions)
             i = s.serial % n if self.program.trace.ordered else self.trace_stream.integers(n)  # type: ignore[union-attr]
@@ -497,8 +516,46 @@ class Simulator(Holds):
             s.proc = SessionProcess(env, self.code.body(s), s, self)
         return s
 
+    def spawn_child(self, parent: Session, handle: int, values: tuple[float, ...], slots: tuple[int, ...]) -> Session:
+        """A child of ``parent`` (docs/subagents.md): its keys from its place in
+        the tree, ``init``, then the spawn's values, then it is ready at this
+        instant, after the sessions already ready (so children go in order)."""
+        if self.live >= self.max_live:
+            raise self._too_many_live(tree=True)
+        keys = rng.child_keys(parent.rkey, parent.n_kids)
+        parent.n_kids += 1
+        s = Session(self, self.next_child, keys)
+        self.next_child += 1
+        s.up, s.handle = parent, handle
+        p, d, r = self.tree_slots  # type: ignore[misc]
+        a, pa = s.a, parent.a
+        a[p], a[d], a[r] = float(parent.serial), pa[d] + 1.0, pa[r]
+        env = self.env
+        live = self.live = self.live + 1
+        avg = self.live_avg
+        now = env._now
+        avg.integral += avg.value * (now - avg.last)
+        avg.last = now
+        avg.value = live
+        self.code.init(s)
+        for slot, v in zip(slots, values):
+            a[slot] = v
+        s.proc = SessionProcess(env, self.code.body(s), s, self)
+        return s
+
     def end_session(self, s: Session) -> None:
         s.ended = True
+        if s.up is not None:  # a child: its parent's join may be waiting; no closed-population replacement
+            live = self.live = self.live - 1
+            avg = self.live_avg
+            now = self.env._now
+            avg.integral += avg.value * (now - avg.last)
+            avg.last = now
+            avg.value = live
+            if self.stats_on:
+                self.ended += 1
+            s.up.kid_ended(s.handle)
+            return
         live = self.live = self.live - 1
         avg = self.live_avg  # avg.set(now, live), inline
         now = self.env._now
