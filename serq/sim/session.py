@@ -15,6 +15,7 @@ from . import rng
 from .pool import GRANTED, HoldRequest, HoldSpec
 
 _Keyed = rng.KeyedStream
+_INF = float("inf")
 _SERIAL = ir.SERIAL
 _new = object.__new__
 
@@ -234,7 +235,7 @@ class Session:
     def spawn_kids(self, handle: int, count: float, values: tuple[float, ...], slots: tuple[int, ...],
                    label: str) -> None:
         """``spawn (count) into handle { set … }``: the values were evaluated in this session."""
-        if not (count >= 0.0 and count == int(count) if count == count and count != float("inf") else False):
+        if not (0.0 <= count < _INF and count == int(count)):  # NaN and ±inf fail the first test
             shown = f"{count:g}" if count == count else "NaN"
             raise SerqRuntimeError(f"{label}: the count is {shown}, not a non-negative whole number")
         n = int(count)
