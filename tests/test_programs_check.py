@@ -18,6 +18,8 @@ ROOT = Path(__file__).resolve().parent.parent
 PROGRAMS = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "programs").glob("*/*.sq"))
 VLLM = ["programs/multi-turn/vllm.sq", "programs/multi-turn/vllm_chat.sq",
         "programs/single-turn/vllm_single_turn.sq", "programs/subagent/vllm_subagents.sq"]
+# the seed's subagents with spawn/join (issue 11): on the shared engine, but no seed block verbatim
+SPAWN = "programs/subagent/vllm_spawn.sq"
 
 SUMMARIES = {
     "programs/multi-turn/closed.sq": "OK: 0 pool(s), 2 stage(s), 11 attribute(s), 2 block(s)",
@@ -27,6 +29,7 @@ SUMMARIES = {
     "programs/single-turn/ps.sq": "OK: 0 pool(s), 1 stage(s), 11 attribute(s), 2 block(s)",
     "programs/single-turn/vllm_single_turn.sq": "OK: 2 pool(s), 1 stage(s), 16 attribute(s), 4 block(s)",
     "programs/subagent/vllm_subagents.sq": "OK: 2 pool(s), 3 stage(s), 19 attribute(s), 10 block(s)",
+    "programs/subagent/vllm_spawn.sq": "OK: 2 pool(s), 2 stage(s), 23 attribute(s), 10 block(s)",
 }
 
 
@@ -88,8 +91,8 @@ def engine_parts(source: str) -> tuple[str, str, str]:
     return consts, decls, "\n".join(lines[s:e + 1])
 
 
-def test_the_four_vllm_programs_share_the_engine_line_for_line():
-    parts = [engine_parts(text(p)) for p in VLLM]
+def test_the_vllm_programs_share_the_engine_line_for_line():
+    parts = [engine_parts(text(p)) for p in VLLM + [SPAWN]]
     assert all(p == parts[0] for p in parts[1:])
     consts, decls, server = parts[0]
     names = re.findall(r"^let (\w+) =", consts, re.M)
@@ -112,11 +115,11 @@ def test_the_engine_constants_and_declarations_have_the_seed_values():
     assert p.run == ir.RunSettings(2000.0, 200.0, 1, None)
 
 
-@pytest.mark.parametrize("path", VLLM)
+@pytest.mark.parametrize("path", VLLM + [SPAWN])
 def test_vllm_request_observes_only_hit_and_prefill_tokens_and_reserves_nothing(path):
     p = load(path)
     names = [o.name for o in p.observes]
-    assert names[:2] == ["hit", "prefill_tokens"] and set(names[2:]) <= {"subagent"}
+    assert names[:2] == ["hit", "prefill_tokens"] and set(names[2:]) <= {"subagent", "join_wait"}
     holds = [s for s in ir.walk_blocks(p.session) if isinstance(s, ir.Hold)]
     assert holds and all(hp.reserve is None for h in holds for hp in h.pools)
     assert all(h.cache is not None and h.reuse is None for h in holds)
@@ -127,6 +130,17 @@ def test_the_server_is_spliced_once_per_request():
     assert p.two_sided
     flat = list(ir.walk_blocks(p.session))
     assert flat.count(ir.ServerBegin()) == 1 and flat.count(ir.ServerEnd()) == 1
+
+
+def test_the_spawn_program_delegates_with_spawn_and_join_and_only_parents_arrive():
+    p = load(SPAWN)
+    assert p.handles == ("kids",) and p.arrival.kind == "poisson"
+    assert p.constants["kids"] == pytest.approx(8.1)  # the `let`, beside the handle of the same name
+    spawns = [s for s in ir.walk_blocks(p.session) if isinstance(s, ir.Spawn)]
+    joins = [s for s in ir.walk_blocks(p.session) if isinstance(s, ir.Join)]
+    assert len(spawns) == 1 and len(joins) == 1
+    assert [p.attributes[x.slot] for x in spawns[0].sets] == ["K", "sub"]
+    assert "delegate" not in [s.name for s in p.stages]
 
 
 def test_set_q_0_removes_the_subagents():
