@@ -265,3 +265,34 @@ def test_roots_draws_and_arrivals_do_not_change_with_the_number_of_children() ->
         return [v for v in values(r, "arrived") if v[1] < C0] + [v for v in values(r, "x") if v[1] < C0]
 
     assert roots(0) == roots(3)
+
+
+# ---------------------------------------------------------------- Little's law across the tree
+
+MM1 = """stage svc : fifo;
+workload { arrive poisson(0.5); init { set t0 = now; } }
+session {
+  branch (depth == 0) {
+    spawn (1) into kid {}
+    join kid;
+    observe root = now - t0;
+  } else {
+    run svc (~exp(1));
+    observe child = now - t0;
+  }
+}
+"""
+
+
+def test_one_child_each_on_a_fifo_server_is_mm1_and_the_tree_keeps_littles_law() -> None:
+    # the children arrive as the roots do (Poisson, λ = 0.5) on one exp(1) server: M/M/1 with
+    # response 1/(μ − λ) = 2, and the root's join waits exactly its child's response; the mean number
+    # of live sessions is λ · (root's time + child's time) = 0.5 · (2 + 2) = 2 (Little's law)
+    hits = 0
+    for seed in (1, 2, 3):
+        r = serq.run(load(MM1), seed=seed, horizon=40_000, warmup=2_000)
+        root, child = r.observe("root"), r.observe("child")
+        assert root.mean == pytest.approx(child.mean, rel=1e-9)
+        hits += abs(child.mean - 2.0) <= child.ci
+        assert r.mean_live == pytest.approx(0.5 * (root.mean + child.mean), rel=0.05)
+    assert hits >= 2
