@@ -296,3 +296,17 @@ def test_one_child_each_on_a_fifo_server_is_mm1_and_the_tree_keeps_littles_law()
         hits += abs(child.mean - 2.0) <= child.ci
         assert r.mean_live == pytest.approx(0.5 * (root.mean + child.mean), rel=0.05)
     assert hits >= 2
+
+
+def test_with_q_0_the_spawn_program_reports_the_approximations_figures() -> None:
+    # no delegation: the same parents, the same draws (docs/subagents.md, "The program")
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent / "programs/subagent"
+    a = serq.run(serq.load(root / "vllm_spawn.sq", sets={"q": "0"}))
+    b = serq.run(serq.load(root / "vllm_subagents.sq", sets={"q": "0"}))
+    assert a.observe("join_wait").count == 0
+    assert {n: o for n, o in a.observes.items() if n != "join_wait"} == b.observes
+    assert a.client == b.client
+    assert a.stages == [s for s in b.stages if s.name != "delegate"]
+    assert (a.events, a.arrivals, a.ended, a.turns, a.mean_live) == (b.events, b.arrivals, b.ended, b.turns, b.mean_live)
