@@ -545,17 +545,6 @@ class Simulator(Holds):
 
     def end_session(self, s: Session) -> None:
         s.ended = True
-        if s.up is not None:  # a child: its parent's join may be waiting; no closed-population replacement
-            live = self.live = self.live - 1
-            avg = self.live_avg
-            now = self.env._now
-            avg.integral += avg.value * (now - avg.last)
-            avg.last = now
-            avg.value = live
-            if self.stats_on:
-                self.ended += 1
-            s.up.kid_ended(s.handle)
-            return
         live = self.live = self.live - 1
         avg = self.live_avg  # avg.set(now, live), inline
         now = self.env._now
@@ -564,6 +553,9 @@ class Simulator(Holds):
         avg.value = live
         if self.stats_on:
             self.ended += 1
+        if s.up is not None:  # a child: its parent's join may be waiting; no closed-population replacement
+            s.up.kid_ended(s.handle)
+            return
         if self._closed:
             self._replaced_now()
             self.spawn()
