@@ -497,12 +497,7 @@ class Simulator(Holds):
             i = s.serial % n if self.program.trace.ordered else self.trace_stream.integers(n)  # type: ignore[union-attr]
             s.trace = self.corpus.sessions[i]
         env = self.env
-        live = self.live = self.live + 1
-        avg = self.live_avg  # avg.set(now, live), inline
-        now = env._now
-        avg.integral += avg.value * (now - avg.last)
-        avg.last = now
-        avg.value = live
+        self._live_by(1)
         self.arrivals += 1
         self.code.init(s)
         q = env._queue
@@ -531,26 +526,25 @@ class Simulator(Holds):
         a, pa = s.a, parent.a
         a[p], a[d], a[r] = float(parent.serial), pa[d] + 1.0, pa[r]
         env = self.env
-        live = self.live = self.live + 1
-        avg = self.live_avg
-        now = env._now
-        avg.integral += avg.value * (now - avg.last)
-        avg.last = now
-        avg.value = live
+        self._live_by(1)
         self.code.init(s)
         for slot, v in zip(slots, values):
             a[slot] = v
         s.proc = SessionProcess(env, self.code.body(s), s, self)
         return s
 
-    def end_session(self, s: Session) -> None:
-        s.ended = True
-        live = self.live = self.live - 1
+    def _live_by(self, delta: int) -> None:
+        """The live count moves by ``delta`` now (a session starts or ends)."""
+        live = self.live = self.live + delta
         avg = self.live_avg  # avg.set(now, live), inline
         now = self.env._now
         avg.integral += avg.value * (now - avg.last)
         avg.last = now
         avg.value = live
+
+    def end_session(self, s: Session) -> None:
+        s.ended = True
+        self._live_by(-1)
         if self.stats_on:
             self.ended += 1
         if s.up is not None:  # a child: its parent's join may be waiting; no closed-population replacement
