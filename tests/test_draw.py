@@ -31,6 +31,7 @@ BUNDLED = [
     "programs/multi-turn/vllm_chat.sq",
     "programs/single-turn/vllm_single_turn.sq",
     "programs/subagent/vllm_subagents.sq",
+    "programs/subagent/vllm_spawn.sq",
     "programs/single-turn/mg1.sq",
     "programs/single-turn/ps.sq",
     "programs/multi-turn/closed.sq",

@@ -74,7 +74,7 @@ def figure(program: ir.Program) -> sc.Scene:
     spine = y + flow.up
     flow.draw(scene, MARGIN, spine)
     y = spine + flow.down
-    kinds = [s.role for s in scene.shapes if isinstance(s, sc.Rect) and s.role in ("hold", "server")]
+    kinds = [s.role for s in scene.shapes if isinstance(s, sc.Rect) and s.role in ("hold", "server", "lane")]
     if kinds:
         y = _legend(scene, y + SECTION_GAP, sorted(set(kinds)))
     scene.width = round(inner + 2 * MARGIN)
@@ -85,6 +85,7 @@ def figure(program: ir.Program) -> sc.Scene:
 LEGEND = {
     "hold": "hold: its pools are taken at admission and given back where the box ends",
     "server": "server: what the deployment does with one request",
+    "lane": "child lane: the sessions a spawn starts, each runs the session; join waits",
 }
 
 
@@ -93,9 +94,12 @@ def _legend(scene: sc.Scene, y: float, kinds: list[str]) -> float:
     lh = sc.line_height(sc.SMALL) + 4.0
     for kind in kinds:
         hold = kind == "hold"
-        scene.add(sc.Rect(MARGIN, y + 2.0, 22.0, lh - 6.0, radius=4.0,
-                          stroke=sc.HOLD_STROKE if hold else sc.SERVER_STROKE,
-                          fill=sc.HOLD_FILL if hold else None, width=1.4 if hold else 1.1,
+        if kind == "lane":
+            stroke, fill, width = sc.LANE_STROKE, sc.LANE_FILL, 1.3
+        else:
+            stroke, fill = (sc.HOLD_STROKE, sc.HOLD_FILL) if hold else (sc.SERVER_STROKE, None)
+            width = 1.4 if hold else 1.1
+        scene.add(sc.Rect(MARGIN, y + 2.0, 22.0, lh - 6.0, radius=4.0, stroke=stroke, fill=fill, width=width,
                           dash=not hold, role="legend"))
         scene.add(sc.Text(MARGIN + 30.0, baseline(y + 1.0, sc.SMALL), LEGEND[kind], size=sc.SMALL,
                           fill=sc.GREY, role="legend-label"))

@@ -89,11 +89,12 @@ def clip(text: str, limit: int) -> str:
 @dataclass
 class Node:
     """One box in the flow: ``arrive``, ``run`` (on ``stage``), ``turn``,
-    ``end`` or ``cmd`` (grow, drop, release, load, choose)."""
+    ``end``, ``cmd`` (grow, drop, release, load, choose), ``spawn`` or ``join``."""
 
-    kind: Literal["arrive", "run", "turn", "end", "cmd"]
+    kind: Literal["arrive", "run", "turn", "end", "cmd", "spawn", "join"]
     lines: tuple[str, ...]
     stage: int | None = None
+    spawn: ir.Spawn | ir.Join | None = None  # the statement of a `spawn` or `join` node
 
 
 @dataclass
@@ -133,7 +134,37 @@ class Box:
     hold_id: int | None = None
 
 
-Item = Union[Node, Seq, Fork, Cycle, Box]
+@dataclass
+class Lane:
+    """The children spawned into one handle, drawn as one box beside the flow:
+    ``title`` (``kids × k``), what each child runs (``init · set … · session``:
+    the session is the one the figure draws, not drawn again, since a session
+    that spawns would recurse forever), and, when the lane has no merge in
+    its segment, a note on where (or whether) the parent waits for it."""
+
+    handle: str
+    title: str
+    runs: str
+    note: str = ""
+
+
+@dataclass
+class Span:
+    """A stretch of a sequence with a child lane below it: ``body`` runs on
+    the spine from a ``spawn`` (its items ``forks``, every spawn into the lane's
+    handle in the stretch) to the ``join`` that waits for them (``merge``), or
+    just the spawns when the join is elsewhere or absent (``merge`` None).  With
+    ``lane`` None, ``body`` is a lone ``join`` whose children were spawned
+    elsewhere: a dashed stub from below, labelled with the handle, merges into it."""
+
+    body: Seq
+    lane: Lane | None
+    forks: list[int]
+    merge: int | None
+    handle: str = ""
+
+
+Item = Union[Node, Seq, Fork, Cycle, Box, Span]
 
 
 def ends(item: Item) -> bool:
@@ -146,7 +177,7 @@ def ends(item: Item) -> bool:
         return any(ends(x) for x in item.items)
     if isinstance(item, Fork):
         return all(ends(a.body) for a in item.arms)
-    return ends(item.body)
+    return ends(item.body)  # Box, Span
 
 
 # ---------------------------------------------------------------------------
@@ -264,7 +295,67 @@ class _Builder:
                 i += 1
             if seq.items and ends(seq.items[-1]):
                 break
+        if self.program.handles:
+            seq.items = self.spans(seq.items)
         return seq
+
+    # -- spawn and join: forks to child lanes, merges into joins ------------
+
+    def spans(self, items: list[Item], keep: int | None = None) -> list[Item]:
+        """``items`` with every ``spawn`` and ``join`` node wrapped in a ``Span``.
+
+        A spawn whose handle has a join later in the same sequence opens a
+        stretch up to that join; the stretch's lane takes every spawn into the
+        handle on its way.  Stretches nest and never cross: a spawn inside a
+        stretch whose join lies beyond it gets a lane of its own, noted as
+        joined later, and that join a stub.  ``keep``: the handle whose spawns
+        the caller's stretch collects, left as they are."""
+        out: list[Item] = []
+        i = 0
+        while i < len(items):
+            item = items[i]
+            h = _handle(item)
+            if h is None or h == keep:
+                out.append(item)
+                i += 1
+                continue
+            assert isinstance(item, Node) and item.spawn is not None
+            if item.kind == "join":
+                out.append(Span(Seq([item]), None, [], 0, self.program.handles[h]))
+                i += 1
+                continue
+            j = next((k for k in range(i + 1, len(items))
+                      if _handle(items[k]) == h and isinstance(items[k], Node) and items[k].kind == "join"), None)
+            if j is None:
+                out.append(Span(Seq([item]), self.lane([item], False), [0], None))
+                i += 1
+                continue
+            body = [item] + self.spans(items[i + 1:j], keep=h) + [items[j]]
+            forks = [k for k, x in enumerate(body) if _handle(x) == h and isinstance(x, Node) and x.kind == "spawn"]
+            out.append(Span(Seq(body), self.lane([body[k] for k in forks], True), forks, len(body) - 1))
+            i = j + 1
+        return out
+
+    def lane(self, spawns: list[Item], merged: bool) -> Lane:
+        p = self.program
+        stmts = [x.spawn for x in spawns if isinstance(x, Node) and isinstance(x.spawn, ir.Spawn)]
+        name = p.handles[stmts[0].handle]
+        counts = [expr_text(p, s.count, 5) if len(stmts) > 1 else expr_text(p, s.count) for s in stmts]
+        title = f"{name} × {clip(' + '.join(counts), 24)}"
+        texts = {self.sets_text(s) for s in stmts}
+        sets = texts.pop() if len(texts) == 1 else "its spawn's sets"
+        runs = " · ".join(x for x in ("each child: init", sets, "session") if x)
+        note = ""
+        if not merged:
+            joined = any(isinstance(s, ir.Join) and s.handle == stmts[0].handle for s in ir.walk_blocks(p.session))
+            note = f"waited for by a later join {name}" if joined else "never joined: the parent goes on"
+        return Lane(name, title, runs, note)
+
+    def sets_text(self, spawn: ir.Spawn) -> str:
+        if not spawn.sets:
+            return ""
+        parts = [f"{self.program.attributes[s.slot]} = {expr_text(self.program, s.expr)}" for s in spawn.sets]
+        return "set " + clip(", ".join(parts), 40)
 
     def stmt(self, stmt: ir.Stmt) -> Item | None:
         p = self.program
@@ -295,11 +386,11 @@ class _Builder:
         if isinstance(stmt, ir.Choose):
             count = clip(expr_text(p, stmt.count), 12)
             return Node("cmd", (f"choose {p.attributes[stmt.slot]} in {count}",))
-        if isinstance(stmt, ir.Spawn):  # a box of its own for now; the fork to a child lane is to come
+        if isinstance(stmt, ir.Spawn):  # `_spans` gives it its fork to a child lane
             count = clip(expr_text(p, stmt.count), 12)
-            return Node("cmd", (f"spawn ({count}) into {p.handles[stmt.handle]}",))
-        if isinstance(stmt, ir.Join):
-            return Node("cmd", (f"join {p.handles[stmt.handle]}",))
+            return Node("spawn", (f"spawn ({count}) into {p.handles[stmt.handle]}",), spawn=stmt)
+        if isinstance(stmt, ir.Join):  # and this its merge
+            return Node("join", (f"join {p.handles[stmt.handle]}",), spawn=stmt)
         return None  # set, observe, and the markers handled by `block`
 
     def work_text(self, work: ir.Expr) -> str:
@@ -367,6 +458,13 @@ class _Builder:
         if ends(then) and not ends(orelse):
             arms.reverse()  # the arm that goes on stays on the spine; `{ end; }` turns off it
         return Fork(guard, arms)
+
+
+def _handle(item: Item) -> int | None:
+    """The handle of a ``spawn`` or ``join`` node, else None."""
+    if isinstance(item, Node) and item.spawn is not None:
+        return item.spawn.handle
+    return None
 
 
 def build(program: ir.Program) -> Seq:

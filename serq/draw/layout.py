@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from . import scene as sc
-from .flow import Box, Cycle, Fork, Item, Node, Seq
+from .flow import Box, Cycle, Fork, Item, Node, Seq, Span
 
 GAP = 26.0  # length of an edge between two items
 PAD = 7.0  # inside a node, around its text
@@ -23,6 +23,8 @@ BOX_PAD = 12.0  # inside an enclosure, around its body
 ARM_GAP = 18.0  # between two arms of a fork
 LOOP_RISE = 14.0  # between a loop's body and its back edge
 HEX_H = 26.0
+LANE_GAP = 24.0  # between the spine's items and a child lane below them
+STUB = 22.0  # length of the merge stub under a join whose children come from elsewhere
 
 
 @dataclass
@@ -64,12 +66,14 @@ def _node_style(node: Node) -> tuple[str, str, str, bool, bool]:
         return sc.GREY, sc.WHITE, sc.INK, False, True
     if node.kind == "arrive":
         return sc.INK, sc.LIGHT, sc.INK, True, False
+    if node.kind in ("spawn", "join"):
+        return sc.LANE_STROKE, sc.WHITE, sc.LANE_INK, False, False
     return sc.INK, sc.WHITE, sc.INK, True, False  # turn
 
 
 def place_node(node: Node) -> Placed:
     sizes = [sc.BODY] + [sc.SMALL] * (len(node.lines) - 1)
-    if node.kind == "cmd":
+    if node.kind in ("cmd", "spawn", "join"):
         sizes = [sc.SMALL] * len(node.lines)
     heights = [sc.line_height(s) for s in sizes]
     pad_x = PAD + (6.0 if node.kind in ("turn", "end", "arrive") else 0.0)
@@ -224,6 +228,103 @@ def place_box(box: Box) -> Placed:
     return Placed(w, up, down, body.exits, False, draw)
 
 
+# ---------------------------------------------------------------------------
+# spawn and join: a child lane below the spine
+
+
+def _dashed(scene: sc.Scene, points: list[tuple[float, float]], role: str) -> None:
+    pts = tuple((round(x, 2), round(y, 2)) for x, y in points)
+    scene.add(sc.Line(pts, stroke=sc.LANE_STROKE, width=1.3, dash=True, arrow=True, role=role))
+
+
+def place_span(span: Span) -> Placed:
+    """The body on the spine; below it the child lane (or, for a lone join,
+    the stub its children merge by).  A dashed edge forks from the bottom of
+    every spawn down into the lane, and one rises from the lane into the
+    bottom of the join, ending on a merge bar."""
+    parts = [place(item) for item in span.body.items]
+    offs, at = [], 0.0
+    for part in parts:
+        offs.append(at)
+        at += part.w + GAP
+    body_w = at - GAP
+    up = max(p.up for p in parts)
+    below = max(p.down for p in parts)
+    lane = span.lane
+    if lane is None:  # a lone join: a stub from below, labelled with the handle
+        label = f"from {span.handle}"
+        label_h = sc.line_height(sc.SMALL)
+        w = max(body_w, sc.text_width(label, sc.SMALL) + 4.0)
+        down = parts[0].down + STUB + label_h
+
+        def draw_stub(scene: sc.Scene, x: float, y: float) -> None:
+            left = x + (w - parts[0].w) / 2
+            parts[0].draw(scene, left, y)
+            cx, bottom = left + parts[0].w / 2, y + parts[0].down
+            _merge_bar(scene, cx, bottom)
+            _dashed(scene, [(cx, bottom + STUB), (cx, bottom + 3.0)], "merge-edge")
+            scene.add(sc.Text(cx, baseline(bottom + STUB, sc.SMALL), label, size=sc.SMALL, anchor="middle",
+                              fill=sc.LANE_INK, role="lane-stub"))
+            if w > parts[0].w:
+                edge(scene, [(x, y), (left, y)], parts[0].head)
+                if parts[0].exits:
+                    edge(scene, [(left + parts[0].w, y), (x + w, y)], False)
+
+        return Placed(w, up, down, parts[0].exits, parts[0].head if w == parts[0].w else False, draw_stub)
+
+    lines = [lane.title, lane.runs] + ([lane.note] if lane.note else [])
+    heights = [sc.line_height(sc.SMALL) for _ in lines]
+    text_w = max(sc.text_width(t, sc.SMALL) for t in lines)
+    lane_h = sum(heights) + 2 * PAD - 2.0
+    lane_top = below + LANE_GAP
+    first = span.forks[0]
+    last = span.merge if span.merge is not None else span.forks[-1]
+    x0 = offs[first]
+    lane_w = max(offs[last] + parts[last].w - x0, text_w + 2 * PAD)
+    w = max(body_w, x0 + lane_w)
+    exits = all(p.exits for p in parts)
+
+    def draw(scene: sc.Scene, x: float, y: float) -> None:
+        for k, part in enumerate(parts):
+            if k:
+                edge(scene, [(x + offs[k] - GAP, y), (x + offs[k], y)], part.head)
+            part.draw(scene, x + offs[k], y)
+        if exits and w > body_w:
+            edge(scene, [(x + body_w, y), (x + w, y)], False)
+        top = y + lane_top
+        scene.add(sc.Rect(x + x0, top, lane_w, lane_h, stroke=sc.LANE_STROKE, fill=sc.LANE_FILL, radius=6.0,
+                          width=1.3, dash=True, role="lane"))
+        line_top = top + PAD - 1.0
+        for i, (text, lh) in enumerate(zip(lines, heights)):
+            scene.add(sc.Text(x + x0 + PAD, baseline(line_top, sc.SMALL), text, size=sc.SMALL, bold=i == 0,
+                              fill=sc.LANE_INK if i == 0 else sc.GREY, role="lane-label"))
+            line_top += lh
+        for k in span.forks:
+            cx = x + offs[k] + parts[k].w / 2
+            _dashed(scene, [(cx, y + parts[k].down), (cx, top)], "fork-edge")
+            _edge_label(scene, cx, y + parts[k].down, top, "fork")
+        if span.merge is not None:
+            m = span.merge
+            cx = x + offs[m] + parts[m].w / 2
+            _merge_bar(scene, cx, y + parts[m].down)
+            _dashed(scene, [(cx, top), (cx, y + parts[m].down + 3.0)], "merge-edge")
+            _edge_label(scene, cx, y + parts[m].down + 3.0, top, "merge")
+
+    return Placed(w, up, lane_top + lane_h, exits, parts[0].head, draw)
+
+
+def _edge_label(scene: sc.Scene, cx: float, y0: float, y1: float, text: str) -> None:
+    """``fork`` or ``merge``, just right of a vertical edge from ``y0`` down to ``y1``."""
+    scene.add(sc.Text(cx + 5.0, baseline((y0 + y1 - sc.line_height(sc.SMALL)) / 2, sc.SMALL), text,
+                      size=sc.SMALL, fill=sc.LANE_INK, role=f"{text}-label"))
+
+
+def _merge_bar(scene: sc.Scene, cx: float, bottom: float) -> None:
+    """The bar under a join that its children's edge ends on."""
+    scene.add(sc.Rect(round(cx - 14.0, 2), round(bottom, 2), 28.0, 3.0, stroke=None, fill=sc.LANE_STROKE,
+                      role="merge-bar"))
+
+
 def place(item: Item) -> Placed:
     if isinstance(item, Node):
         return place_node(item)
@@ -233,4 +334,6 @@ def place(item: Item) -> Placed:
         return place_fork(item)
     if isinstance(item, Cycle):
         return place_cycle(item)
+    if isinstance(item, Span):
+        return place_span(item)
     return place_box(item)

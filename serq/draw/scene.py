@@ -57,6 +57,10 @@ HOLD_STROKE = "#b86e00"
 HOLD_FILL = "#fff4e0"
 HOLD_INK = "#8a5200"
 SERVER_STROKE = "#8c8c8c"
+#: A child lane (``spawn``/``join``): its dashed box, edges and labels.
+LANE_STROKE = "#4b54a8"
+LANE_FILL = "#eef0fb"
+LANE_INK = "#333b85"
 #: Stage colours, by stage index (cycled): stroke and a light fill.
 STAGE_COLOURS: tuple[tuple[str, str], ...] = (
     ("#2f6db5", "#e3eefa"),

@@ -17,7 +17,7 @@ _ESCAPES = {
     "\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"\&", "#": r"\#",
     "%": r"\%", "_": r"\_", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
     "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}",
-    "·": r"\textperiodcentered{}", "…": r"\dots{}", "→": r"\textrightarrow{}",
+    "·": r"\textperiodcentered{}", "…": r"\dots{}", "→": r"\textrightarrow{}", "×": r"\texttimes{}",
 }
 
 
