@@ -15,12 +15,11 @@ import re
 from pathlib import Path
 
 import pytest
+from test_draw import apart, assert_readable, of_class, parse, shape_box
 
 import serq
 from serq.draw import figure, render
 from serq.draw.flow import Span, build
-
-from test_draw import assert_readable, of_class, parse, shape_box, apart
 
 ROOT = Path(__file__).resolve().parent.parent
 SPAWN = ROOT / "programs" / "subagent" / "vllm_spawn.sq"
@@ -228,3 +227,18 @@ def test_a_program_that_never_spawns_has_no_span_and_no_lane() -> None:
         root = parse(render(program, "svg"))
         assert of_class(root, "rect", "lane") == [] and of_class(root, "polyline", "fork-edge") == []
         assert not any(isinstance(item, Span) for item in build(program).items)
+
+
+def test_the_tikz_of_the_spawn_program_compiles(tmp_path: Path) -> None:
+    import shutil
+    import subprocess
+
+    if shutil.which("pdflatex") is None or shutil.which("kpsewhich") is None:
+        pytest.skip("pdflatex is not installed")
+    if subprocess.run(["kpsewhich", "standalone.cls"], capture_output=True, text=True, check=False).stdout.strip() == "":
+        pytest.skip("the LaTeX class standalone is not installed")
+    (tmp_path / "spawn.tex").write_text(render(serq.load(SPAWN), "tikz"), encoding="utf-8")
+    done = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "spawn.tex"],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=120, check=False)
+    assert done.returncode == 0, done.stdout[-2000:]
+    assert (tmp_path / "spawn.pdf").stat().st_size > 0

@@ -4,8 +4,9 @@ The figure has two parts.  On top, the deployment: a card per pool (its cap,
 block, policies, and a ``cache`` badge when a hold leaves a prefix cached in
 it) and a card per stage.  Below, the session's flow from its arrival to its
 end, left to right: runs on stages, turns, branches with their
-probabilities, loops with their back edges, the spliced server, and for every
-``hold`` an enclosure around what it spans, labelled with its pools.
+probabilities, loops with their back edges, the spliced server, for every
+``hold`` an enclosure around what it spans, labelled with its pools, and for
+every ``spawn`` a fork to a child lane that merges back at its ``join``.
 
 ``render`` is pure: the same program always gives the same text.
 """

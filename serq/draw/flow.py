@@ -7,6 +7,10 @@ branch left with nothing visible in either arm (``branch (known == prompt) {
 observe ttft … }``) is left out with them.  Statements after ``end;`` or
 after a ``loop`` (which only ``end;`` leaves, language §5.2) are never
 reached and are not drawn.
+
+A ``spawn`` and the ``join`` that waits for its children become a ``Span``:
+the stretch of the sequence between them, with a ``Lane`` that sums up the
+children (docs/draw.md, "Spawn and join").
 """
 
 from __future__ import annotations
@@ -94,7 +98,7 @@ class Node:
     kind: Literal["arrive", "run", "turn", "end", "cmd", "spawn", "join"]
     lines: tuple[str, ...]
     stage: int | None = None
-    spawn: ir.Spawn | ir.Join | None = None  # the statement of a `spawn` or `join` node
+    stmt: ir.Spawn | ir.Join | None = None  # the statement of a `spawn` or `join` node
 
 
 @dataclass
@@ -319,7 +323,7 @@ class _Builder:
                 out.append(item)
                 i += 1
                 continue
-            assert isinstance(item, Node) and item.spawn is not None
+            assert isinstance(item, Node) and item.stmt is not None
             if item.kind == "join":
                 out.append(Span(Seq([item]), None, [], 0, self.program.handles[h]))
                 i += 1
@@ -338,7 +342,7 @@ class _Builder:
 
     def lane(self, spawns: list[Item], merged: bool) -> Lane:
         p = self.program
-        stmts = [x.spawn for x in spawns if isinstance(x, Node) and isinstance(x.spawn, ir.Spawn)]
+        stmts = [x.stmt for x in spawns if isinstance(x, Node) and isinstance(x.stmt, ir.Spawn)]
         name = p.handles[stmts[0].handle]
         counts = [expr_text(p, s.count, 5) if len(stmts) > 1 else expr_text(p, s.count) for s in stmts]
         title = f"{name} × {clip(' + '.join(counts), 24)}"
@@ -388,9 +392,9 @@ class _Builder:
             return Node("cmd", (f"choose {p.attributes[stmt.slot]} in {count}",))
         if isinstance(stmt, ir.Spawn):  # `_spans` gives it its fork to a child lane
             count = clip(expr_text(p, stmt.count), 12)
-            return Node("spawn", (f"spawn ({count}) into {p.handles[stmt.handle]}",), spawn=stmt)
+            return Node("spawn", (f"spawn ({count}) into {p.handles[stmt.handle]}",), stmt=stmt)
         if isinstance(stmt, ir.Join):  # and this its merge
-            return Node("join", (f"join {p.handles[stmt.handle]}",), spawn=stmt)
+            return Node("join", (f"join {p.handles[stmt.handle]}",), stmt=stmt)
         return None  # set, observe, and the markers handled by `block`
 
     def work_text(self, work: ir.Expr) -> str:
@@ -462,8 +466,8 @@ class _Builder:
 
 def _handle(item: Item) -> int | None:
     """The handle of a ``spawn`` or ``join`` node, else None."""
-    if isinstance(item, Node) and item.spawn is not None:
-        return item.spawn.handle
+    if isinstance(item, Node) and item.stmt is not None:
+        return item.stmt.handle
     return None
 
 

@@ -5,8 +5,8 @@ below the *spine*, the horizontal line the session travels along — and then
 drawn at a position.  A sequence puts its items side by side on one spine; a
 fork keeps its first arm on the spine and stacks the others below; a loop
 draws its back edge above its body; an enclosure pads its body and puts its
-label on top.  Since every extent is known before anything is drawn, no two
-items overlap.
+label on top; a spawn's stretch puts its child lane below its items.  Since
+every extent is known before anything is drawn, no two items overlap.
 """
 
 from __future__ import annotations
