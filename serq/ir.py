@@ -151,8 +151,18 @@ class Lease:  # [A] parsed, refused by the checker in this version
 
 
 @dataclass(frozen=True, slots=True)
+class Segment:
+    """``KEY: LENGTH`` of a hold's ``prefix`` (moment Admit; neither draws nor
+    reads state: checked by the linker)."""
+
+    key: Expr
+    length: Expr
+    label: str = ""  # ```prefix (k: L)```, for run-time errors about the length
+
+
+@dataclass(frozen=True, slots=True)
 class Hold:
-    """``hold P(u) [reserve (r)], … [reuse (ρ)] { body } [cache (ℓ)]``.
+    """``hold P(u) [reserve (r)], … [prefix (k: L, …)] [reuse (ρ)] { body } [cache (ℓ)]``.
 
     ``id`` is unique in the program.  Bindings of ``at admission`` are already
     substituted into the header, and ``set x = e;`` is already at the top of
@@ -165,6 +175,7 @@ class Hold:
     cache: Expr | None = None  # moment Session, read at release
     lease: Lease | None = None
     label: str = ""
+    prefix: tuple[Segment, ...] = ()  # the listed segments of the chain (shared prefix cache)
 
 
 @dataclass(frozen=True, slots=True)

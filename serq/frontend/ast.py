@@ -153,6 +153,15 @@ class Binding:
 
 
 @dataclass(frozen=True, slots=True)
+class Segment:
+    """``KEY: LENGTH`` of a hold's ``prefix`` (docs/simulator.md, "Shared prefix cache")."""
+
+    key: Expr
+    length: Expr
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
 class HoldStmt:
     pools: tuple[HoldPool, ...]
     reuse: Expr | None
@@ -161,6 +170,7 @@ class HoldStmt:
     cache: Expr | None
     span: Span
     head: Span  # the `hold` keyword
+    prefix: tuple[Segment, ...] = ()  # `prefix (KEY: LENGTH, …)`, in order
 
 
 @dataclass(frozen=True, slots=True)
@@ -450,6 +460,8 @@ def stmt_exprs(s: Stmt) -> tuple[Expr, ...]:
         for p in s.pools:
             out += [p.units, p.reserve]
         out += [s.reuse, s.cache] + [b.expr for b in s.bindings]
+        for g in s.prefix:
+            out += [g.key, g.length]
     elif isinstance(s, GrowStmt):
         out.append(s.amount)
     elif isinstance(s, RunStmt):

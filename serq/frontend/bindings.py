@@ -103,8 +103,10 @@ class Bindings:
                 prelude.append(A.SetStmt(b.name, resolved[b.name], b.span, b.name_span))
         pools = tuple(replace(p, units=replace_names(p.units, resolved), reserve=_opt(p.reserve, resolved))
                       for p in h.pools)
+        prefix = tuple(replace(g, key=replace_names(g.key, resolved), length=replace_names(g.length, resolved))
+                       for g in h.prefix)
         out = replace(h, pools=pools, reuse=_opt(h.reuse, resolved), cache=_opt(h.cache, resolved),
-                      bindings=(), body=tuple(prelude) + body)
+                      bindings=(), body=tuple(prelude) + body, prefix=prefix)
         self.bound[id(out)] = frozenset(s.name for s in prelude)  # type: ignore[union-attr]
         return out
 

@@ -326,15 +326,23 @@ class Builder(ExprVisits, NodeVisitor):
 
     def visit_hold_stmt(self, node, ch):
         pools = [ch[1]] + [pair[1] for pair in ch[2]] if isinstance(ch[2], list) else [ch[1]]
-        lease = self.opt(ch[7])
+        lease = self.opt(ch[8])
         if lease is not None:
             raise not_supported("`lease`", lease)
-        bindings = self.opt(ch[4]) or ()
-        return A.HoldStmt(tuple(pools), self.opt(ch[3]), tuple(bindings), ch[5], self.opt(ch[6]),
-                          self.span(node), ch[0].span)
+        bindings = self.opt(ch[5]) or ()
+        prefix = self.opt(ch[3]) or ()
+        return A.HoldStmt(tuple(pools), self.opt(ch[4]), tuple(bindings), ch[6], self.opt(ch[7]),
+                          self.span(node), ch[0].span, tuple(prefix))
 
     def visit_hold_pool(self, node, ch):
         return A.HoldPool(ch[0], ch[2], self.opt(ch[4]), self.span(node))
+
+    def visit_prefix_clause(self, node, ch):
+        rest = [pair[1] for pair in ch[3]] if isinstance(ch[3], list) else []
+        return [ch[2]] + rest
+
+    def visit_segment(self, node, ch):
+        return A.Segment(ch[0], ch[2], self.span(node))
 
     def visit_admission(self, node, ch):
         rest = [pair[1] for pair in ch[4]] if isinstance(ch[4], list) else []

@@ -76,6 +76,7 @@ class Lints:
         first = self.p.pools[h.pools[0].ref.pool].name
         parts = [(self.p.pools[hp.ref.pool].name, e) for hp in h.pools for e in (hp.units, hp.reserve)]
         parts += [(first, h.reuse), (first, h.cache)]
+        parts += [(first, e) for g in h.prefix for e in (g.key, g.length)]
         for pool, e in parts:
             if e is None:
                 continue

@@ -237,8 +237,9 @@ class Expander:
                                      rs(p.span, env)) for p in s.pools)
             bindings = tuple(A.Binding(b.name, self.xe(b.expr, env), rs(b.span, env), rs(b.name_span, env))
                              for b in s.bindings)
+            prefix = tuple(A.Segment(self.xe(g.key, env), self.xe(g.length, env), rs(g.span, env)) for g in s.prefix)
             return [A.HoldStmt(pools, self.xopt(s.reuse, env), bindings, self.xs(s.body, env),
-                               self.xopt(s.cache, env), rs(s.span, env), rs(s.head, env))]
+                               self.xopt(s.cache, env), rs(s.span, env), rs(s.head, env), prefix)]
         if isinstance(s, A.GrowStmt):
             return [A.GrowStmt(self.xref(s.ref, env), self.xe(s.amount, env), rs(s.span, env), rs(s.head, env))]
         if isinstance(s, A.DropStmt):

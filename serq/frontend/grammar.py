@@ -40,7 +40,7 @@ KEYWORDS = (
     "step budget cost chunk memory serve admission decode first exclusive prefill ps delay "
     "arrive trace ordered hidden init turn poisson renewal closed batch "
     "horizon warmup seed arrivals "
-    "request end set observe hold reserve reuse at cache lease grow drop release "
+    "request end set observe hold reserve reuse at cache lease grow drop release prefix "
     "branch with else loop choose in tool on growing spawn into join "
     "max min sum args number"
 ).split()
@@ -149,9 +149,12 @@ request_stmt   = kw_request name? semi
 end_stmt       = kw_end semi
 set_stmt       = kw_set name eq expr semi
 observe_stmt   = kw_observe name eq expr semi
-hold_stmt      = kw_hold hold_pool (comma hold_pool)* reuse_clause? admission? block
+hold_stmt      = kw_hold hold_pool (comma hold_pool)* prefix_clause? reuse_clause? admission? block
                  cache_clause? lease_clause? semi?
 hold_pool      = ref lparen expr rparen reserve_clause?
+# the shared prefix cache (docs/simulator.md "Shared prefix cache"): `KEY: LENGTH` segments
+prefix_clause  = kw_prefix lparen segment (comma segment)* rparen
+segment        = expr colon expr
 reserve_clause = kw_reserve lparen expr rparen
 reuse_clause   = kw_reuse lparen expr rparen
 admission      = kw_at kw_admission lparen binding (comma binding)* rparen

@@ -14,6 +14,7 @@ from typing import Sequence
 
 from .. import ir
 from ..errors import SerqError, Source, Span
+from ..expr import walk as expr_walk
 from . import ast as A
 from . import pretty
 from .declare import Declarations
@@ -25,6 +26,8 @@ from .words import ADMIT, CONTEXT, RETIRED, SESSION
 
 _HEADER_DRAW = ("a hold's header may not draw: it is read again at every admission attempt; "
                 "sample into an attribute with `set` first")
+_PREFIX_DRAW = ("a prefix key or length may not draw: it names cached content and is read again at every "
+                "admission attempt; sample into an attribute with `set` first")
 _TESTS = {"<", "<=", ">", ">=", "==", "!=", "&&", "||"}
 
 
@@ -240,11 +243,42 @@ class Linker(Declarations):
                         "session's cached prefix", s.reuse.span, prefix=ctx.prefix)
         reuse = self.expr(s.reuse, w) if s.reuse is not None else None
         cache = self.expr(s.cache, Where(SESSION, ctx.prefix)) if s.cache is not None else None
+        prefix = self.prefix(s, pools, ctx) if s.prefix else ()
         hold_id = self.next_hold
         self.next_hold += 1
         inner = Ctx(ctx.prefix, ctx.holds + tuple((hp.ref.pool, pretty.ref(p.ref)) for hp, p in zip(pools, s.pools)))
         body = self.block(s.body, inner)
-        return ir.Hold(hold_id, tuple(pools), body, reuse, cache, None, pretty.hold_label(s))
+        return ir.Hold(hold_id, tuple(pools), body, reuse, cache, None, pretty.hold_label(s), prefix)
+
+    def prefix(self, s: A.HoldStmt, pools: list[ir.HoldPool], ctx: Ctx) -> tuple[ir.Segment, ...]:
+        """A hold's ``prefix`` segments (docs/simulator.md, "Shared prefix cache"): keys and
+        lengths are read at admission and may neither draw nor read live state (a key that read
+        state would move under the cache); the chain is written by ``cache`` and shared on the
+        hold's pools that have a ``block``."""
+        first = s.prefix[0].span
+        if s.cache is None:
+            raise error("`prefix` needs a `cache` clause: a hold without `cache` neither reads nor writes "
+                        "the prefix cache", first, prefix=ctx.prefix,
+                        helps=["add `cache (…)` after the hold's block, as `cache (prompt + o)`"])
+        if not any(self.pool_decls[hp.ref.pool].block for hp in pools):
+            names = ", ".join(f"`{self.pool_decls[hp.ref.pool].name}`" for hp in pools)
+            raise error(f"`prefix` shares blocks, but no pool of this hold ({names}) has a `block`", first,
+                        prefix=ctx.prefix, helps=["give the paged pool a block size: `block 16;`"])
+        w = Where(ADMIT, ctx.prefix, draw=_PREFIX_DRAW)
+        out = []
+        for g in s.prefix:
+            key = self.expr(g.key, w)
+            length = self.amount(g.length, w, pretty.segment_label(g))
+            for part, x, what in ((g.key, key, "key"), (g.length, length, "length")):
+                state = next((y for y in expr_walk(x) if isinstance(y, (ir.Probe, ir.Ctx))), None)
+                if state is not None:
+                    read = f"`{state.name}`" if isinstance(state, ir.Ctx) else f"`{state.fn}(…)`"
+                    raise error(f"a prefix {what} may not read state, and this one reads {read}: a key or "
+                                "length that read state would move under the cache", part.span,
+                                prefix=ctx.prefix,
+                                helps=["key a segment by attributes and constants, as `prefix (sys: n_sys)`"])
+            out.append(ir.Segment(key, length, pretty.segment_label(g)))
+        return tuple(out)
 
     def fits_cap(self, p: A.HoldPool, ref: ir.PoolRef, units: ir.Expr, reserve: ir.Expr | None,
                  label: str, ctx: Ctx) -> None:

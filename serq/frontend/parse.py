@@ -48,6 +48,7 @@ _WHAT = {
     "ref": "a pool or stage name",
     "hold_pool": "a pool and its units, as in `kv (n)`",
     "binding": "a binding `name = expression`",
+    "segment": "a prefix segment `key: length`",
     "params": "a parameter name",
     "array": "`[`",
     "role": "a serving form",

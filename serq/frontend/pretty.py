@@ -80,6 +80,10 @@ def hold_label(s: A.HoldStmt) -> str:
     return "`hold " + ", ".join(f"{ref(p.ref)} (...)" for p in s.pools) + "`"
 
 
+def segment_label(g: A.Segment) -> str:
+    return f"`prefix ({show(g.key)}: {show(g.length)})`"
+
+
 def hold_pool_labels(p: A.HoldPool) -> tuple[str, str]:
     reserve = f"`hold {ref(p.ref)} reserve ({show(p.reserve)})`" if p.reserve is not None else ""
     return f"`hold {ref(p.ref)} ({show(p.units)})`", reserve
