@@ -314,9 +314,14 @@ def place_span(span: Span) -> Placed:
 
 
 def _edge_label(scene: sc.Scene, cx: float, y0: float, y1: float, text: str) -> None:
-    """``fork`` or ``merge``, just right of a vertical edge from ``y0`` down to ``y1``."""
-    scene.add(sc.Text(cx + 5.0, baseline((y0 + y1 - sc.line_height(sc.SMALL)) / 2, sc.SMALL), text,
-                      size=sc.SMALL, fill=sc.LANE_INK, role=f"{text}-label"))
+    """``fork`` just right of a vertical edge from ``y0`` down to ``y1``, ``merge``
+    just left of it: a spawn box is wide enough to cover its label, and a
+    narrow join's label reaches into the gap before it, never into what
+    follows the stretch (a branch's merge dot may be half a gap away)."""
+    right = text == "fork"
+    scene.add(sc.Text(cx + 5.0 if right else cx - 5.0, baseline((y0 + y1 - sc.line_height(sc.SMALL)) / 2, sc.SMALL),
+                      text, size=sc.SMALL, anchor="start" if right else "end", fill=sc.LANE_INK,
+                      role=f"{text}-label"))
 
 
 def _merge_bar(scene: sc.Scene, cx: float, bottom: float) -> None:
