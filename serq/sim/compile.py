@@ -281,8 +281,15 @@ class Compiler:
             [self.fn(hp.reserve) if hp.reserve is not None else None for hp in st.pools],
             self.fn(st.reuse) if st.reuse is not None else None,
             self.fn(st.cache) if st.cache is not None else None,
+            [(self.fn(g.key), self.fn(g.length), g.label) for g in st.prefix],
         )
         self.holds[st.id] = spec
+        if st.prefix:  # the pools it names with a `block` share a trie (docs/simulator.md, "Shared prefix cache")
+            for hp in st.pools:
+                if self.sim.program.pools[hp.ref.pool].block is not None:
+                    for pool in self.sim.pools[hp.ref.pool]:
+                        if pool.shared is None:
+                            pool.make_shared(pool.cache.keys, self.sim.eviction_stream)
         return spec
 
     def _resolver(self, ref: ir.PoolRef) -> Callable[[Any], Any]:

@@ -30,13 +30,17 @@ class Holds:
     next_adm: int
     next_release: int
     preemptions: int
+    probing: HoldRequest | None = None  # a hold whose header `enqueue` reads (a shared cache's `cachedin`)
 
     # -- holds: join, admit, release (§2.2–§2.6) ----------------------------------------------
 
     def enqueue(self, req: HoldRequest) -> None:
         """A hold joins its first pool's queue, unless some pool can never fit it."""
         s = req.session
-        for pool, (_u, need) in zip(req.pools, req.spec.amounts(s)):
+        self.probing = req  # `cachedin` of a shared-cache pool reads its chain
+        amounts = req.spec.amounts(s)
+        self.probing = None
+        for pool, (_u, need) in zip(req.pools, amounts):
             if pool.round_up(need) > pool.cap + EPS:
                 pool.rejected += 1
                 req.state = REJECTED
@@ -56,19 +60,22 @@ class Holds:
         for k, pool in enumerate(req.pools):
             need = pool.round_up(amounts[k][0])
             own = 0.0
-            if spec.cache is not None:
-                entry = pool.cache.take(s.serial)
-                if entry is not None:
-                    own = entry.size
-                    if reuse is not None:
-                        bound = pool.round_down(reuse)
-                        if own > bound:
-                            pool.cache.put_dead(entry, own - bound)
-                            own = bound
+            if pool.shared is not None and spec.cache is not None:
+                own = self.admit_shared(req, k, need, reuse)
+            else:
+                if spec.cache is not None:
+                    entry = pool.cache.take(s.serial)
+                    if entry is not None:
+                        own = entry.size
+                        if reuse is not None:
+                            bound = pool.round_down(reuse)
+                            if own > bound:
+                                pool.cache.put_dead(entry, own - bound)
+                                own = bound
+                pool.make_room(need)
+                pool.used += need
             if own > own_max:
                 own_max = own
-            pool.make_room(need)
-            pool.used += need
             pool.holders.append(req)
             pool.admissions += 1
             req.alloc[k] = need
@@ -102,12 +109,62 @@ class Holds:
             s.a[ir.COMPUTED] = 0.0
             self.try_admit_all()
 
+    def admit_shared(self, req: HoldRequest, k: int, need: float, reuse: float | None) -> float:
+        """One pool of an admission on a shared prefix cache (docs/simulator.md,
+        "Shared prefix cache"): the hold reads the first ``r`` units of its chain
+        (the cached prefix, at most ``need`` and the ``reuse`` bound), whose nodes
+        count in ``used`` once, and allocates the ``need − r`` units beyond; ``r``."""
+        s = req.session
+        pool = req.pools[k]
+        sh = pool.shared
+        assert sh is not None
+        segs = sh.segments(req.spec.chain(s), s.serial)
+        r, _delta = sh.cost(segs, need, pool.round_down(reuse) if reuse is not None else None)
+        nodes, moved = sh.lock(segs, r, s.serial)
+        pool.used += moved
+        pool.make_room(need - r)  # the nodes read are no longer evictable
+        pool.used += need - r
+        if req.shares is None:
+            req.shares = {}
+        req.shares[pool] = (segs, nodes, r)
+        return r
+
+    def release_shared(self, req: HoldRequest, k: int) -> None:
+        """``release_part`` on a shared prefix cache: the hold's own units go, the
+        nodes it read return to ``cached`` with their last reader, and ``cache``
+        writes ``min(cache, computed)`` units of its chain, rounded down to blocks."""
+        s = req.session
+        pool = req.pools[k]
+        sh = pool.shared
+        assert sh is not None and req.shares is not None
+        segs, nodes, r = req.shares[pool]
+        alloc = req.alloc[k]
+        now = self.env._now
+        seq = self.next_release
+        self.next_release += 1
+        snap = list(s.a)
+        pool.used -= alloc - r
+        pool.used -= sh.unlock(nodes, now, seq, snap, s)
+        if pool.used < EPS:
+            pool.used = 0.0 if pool.used > -EPS else pool.used
+        pool.holders.remove(req)
+        req.held[k] = False
+        want = req.spec.cache(s)  # type: ignore[misc]
+        want = want if want > 0.0 else 0.0
+        computed = req.pos[k] if req.grown else alloc
+        keep = pool.round_down(want if want < computed else computed)
+        pool.used += sh.write(segs, keep, now, seq, snap, s)
+        pool.record()
+
     def release_part(self, req: HoldRequest, k: int) -> None:
         """Give back one pool of a hold: ``min(cache, computed)`` stays cached,
         rounded down to blocks; computed is the position if a growing run
         advanced the hold, else the allocation."""
         s = req.session
         pool = req.pools[k]
+        if pool.shared is not None and req.spec.cache is not None:
+            self.release_shared(req, k)
+            return
         alloc = req.alloc[k]
         pool.used -= alloc
         if pool.used < EPS:

@@ -28,6 +28,7 @@ from simpy.resources.base import BaseResource
 from ..errors import SerqRuntimeError
 from .cache import _BIG, EPS, LRU, SCAN, PrefixCache, _exact, classify
 from .order import total_key
+from .prefix import SharedCache
 from .ready import make_ready
 from .stats import TimeAverage
 
@@ -59,6 +60,7 @@ class HoldSpec:
         reserve: list[Callable[[Any], float] | None],
         reuse: Callable[[Any], float] | None,
         cache: Callable[[Any], float] | None,
+        prefix: list[tuple[Callable[[Any], float], Callable[[Any], float], str]] | None = None,
     ) -> None:
         self.id = id
         self.label = label
@@ -67,6 +69,20 @@ class HoldSpec:
         self.reserve = reserve
         self.reuse = reuse
         self.cache = cache
+        self.prefix = prefix or []  # (key, length, label) per listed segment
+
+    def chain(self, s: "Session") -> list[tuple[float, float]]:
+        """The listed segments of the chain, (key, length) each, evaluated now (moment Admit)."""
+        out = []
+        for key_fn, len_fn, label in self.prefix:
+            key = key_fn(s)
+            if key != key:
+                raise SerqRuntimeError(f"{label}: the key is NaN, which names no content")
+            length = len_fn(s)
+            if not 0.0 <= length < math.inf:
+                raise bad_amount(label, length)
+            out.append((key, length))
+        return out
 
     def amounts(self, s: "Session") -> list[tuple[float, float]]:
         """(units, units that must fit) per pool, evaluated now."""
@@ -99,6 +115,7 @@ class HoldRequest(Event):
         self.pos = [0.0] * len(pools)  # computed tokens per pool, from the consumed prefix
         self.held = [False] * len(pools)
         self.grown = False  # a growing run advanced a position: positions, not allocations, were computed
+        self.shares: dict[Pool, tuple[Any, Any, float]] | None = None  # shared-cache pools: (segments, nodes read, r)
         self.joined = self.env.now
 
     def __enter__(self) -> "HoldRequest":
@@ -140,6 +157,7 @@ class Pool(BaseResource):
         self.admit_via = decl.admit_via
         self.queue_keys: Callable[[Any], tuple] | None = None  # `queue by`, set by the simulator
         self.cache = PrefixCache(self.block, None, None)
+        self.shared: SharedCache | None = None  # the trie, for a pool some hold names with `prefix`
         self.engines: list[Any] = []  # step stages whose `memory` this pool is
         # statistics (§2.8)
         now = sim.env.now
@@ -162,6 +180,53 @@ class Pool(BaseResource):
 
     def cached_of(self, s: "Session | None") -> float:
         return self.cache.size_of(s.serial) if s is not None else 0.0
+
+    # -- the shared prefix cache (docs/simulator.md, "Shared prefix cache") ---------
+
+    def make_shared(self, keys: Callable[[Any], tuple] | None, stream: Any) -> None:
+        """Give the pool a trie instead of the per-session cache (decided at
+        compile time: some hold names the pool with ``prefix``)."""
+        self.cache = self.shared = SharedCache(self.block, keys, stream)
+        self.cached_of = self._shared_cached_of  # type: ignore[method-assign]
+
+    def segments_of(self, req: HoldRequest) -> list[tuple[Any, float, float]]:
+        """The chain of ``req`` on this pool: fixed at its admission, else evaluated now."""
+        got = req.shares.get(self) if req.shares is not None else None
+        if got is not None:
+            return got[0]
+        s = req.session
+        return self.shared.segments(req.spec.chain(s), s.serial)  # type: ignore[union-attr]
+
+    def _shared_cached_of(self, s: "Session | None") -> float:
+        """``cachedin(P)``: the longest cached prefix along the chain of the
+        session's innermost hold on the pool (the one joining, waiting or held;
+        the session's own segment alone when there is none)."""
+        if s is None:
+            return 0.0
+        sh = self.shared
+        assert sh is not None
+        req = self.sim.probing
+        if req is None or req.session is not s or self not in req.pools:
+            req = None
+            for h in reversed(s.holds):
+                if self in h.pools:
+                    req = h
+                    break
+        segs = self.segments_of(req) if req is not None else sh.segments([], s.serial)
+        return sh.match(segs)[0]
+
+    def shared_extra(self, req: HoldRequest, need: float) -> float:
+        """What admitting ``req`` with ``need`` units adds to ``used``: the part beyond
+        its shared prefix, plus the shared nodes no live hold reads yet."""
+        sh = self.shared
+        assert sh is not None
+        need = self.round_up(need)
+        bound = None
+        if req.spec.reuse is not None:
+            rho = req.spec.reuse(req.session)
+            bound = self.round_down(rho if rho > 0.0 else 0.0)
+        r, delta = sh.cost(self.segments_of(req), need, bound)
+        return need - r + delta
 
     def holder_count(self) -> float:
         return float(len(self.holders))
@@ -327,7 +392,10 @@ class Pool(BaseResource):
         amounts = req.spec.amounts(req.session)
         for pool, (_u, need) in zip(req.pools, amounts):
             if pool.used + pool.round_up(need) > pool.cap + EPS:
-                return None
+                if pool.shared is None or req.spec.cache is None:
+                    return None
+                if pool.used + pool.shared_extra(req, need) > pool.cap + EPS:  # the shared part is free
+                    return None
         return amounts
 
     def select(self) -> HoldRequest | None:

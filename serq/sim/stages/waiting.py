@@ -222,6 +222,8 @@ def _watch(self: "StepEngine", spec: Any, k: int, ids: set[int]) -> list[Any] | 
                    for j, hp in enumerate(st.pools) if j != k
                    for e in (hp.units, hp.reserve) if e is not None for x in expr.walk(e))
         found = None if room else [p for p in self.sim.all_pools if id(p) in ids]
+        if found and any(p.shared is not None for p in found):
+            found = None  # a shared cache's `cachedin` moves with other sessions' releases
         self._watch_pools[key] = found
     return found  # type: ignore[return-value]
 
@@ -241,7 +243,8 @@ def _blocking_pool(self: "StepEngine", req: Any, rs: list[Any]) -> int | None:
             if not (u >= 0.0 and need >= 0.0):
                 return None
             p = req.pools[k]
-            if p.used + p.round_up(need) > p.cap + EPS:
+            if p.used + p.round_up(need) > p.cap + EPS and (
+                    p.shared is None or req.spec.cache is None or p.used + p.shared_extra(req, need) > p.cap + EPS):
                 return k
     finally:
         self.admitting_left = None
@@ -333,4 +336,6 @@ def _blocked_at(self: "StepEngine", req: Any, k: int, left: float) -> bool:
     if not (u >= 0.0 and need >= 0.0):
         return False
     p = req.pools[k]
-    return p.used + p.round_up(need) > p.cap + EPS
+    if p.used + p.round_up(need) > p.cap + EPS:
+        return p.shared is None or req.spec.cache is None or p.used + p.shared_extra(req, need) > p.cap + EPS
+    return False
