@@ -64,14 +64,18 @@ def run(
     warmup: float | None = None,
     arrivals: int | None = None,
     engines: Mapping[str, type] | None = None,
+    max_live: int | None = None,
 ) -> "Report":
     """Simulate a program and return its :class:`~serq.report.Report`.
 
     Unset arguments take the program's ``run { … }`` values (seed 1, warm-up
     0; the horizon must come from one or the other).  ``engines`` maps a step
-    stage's name to a :class:`serq.sim.stages.step.StepEngine` subclass."""
+    stage's name to a :class:`serq.sim.stages.step.StepEngine` subclass.
+    ``max_live`` caps the sessions live at once (default 1 000 000, or the
+    environment variable ``SERQ_MAX_LIVE``): past it the run ends with an error."""
     from .sim.simulator import simulate
 
     if not isinstance(program, Program):
         program = load(program)
-    return simulate(program, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals, engines=engines or {})
+    return simulate(program, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals, engines=engines or {},
+                    max_live=max_live)

@@ -129,6 +129,8 @@ def _emit(text: str, what: str) -> None:
 
 
 SetOpt = typer.Option(None, "--set", metavar="NAME=EXPR", help="Override a `let` constant (repeatable).")
+MaxLiveOpt = typer.Option(None, "--max-live", min=1, metavar="N",
+                          help="End the run with an error past N sessions live at once [default: 1000000].")
 
 
 @app.command()
@@ -154,6 +156,7 @@ def run(
     warmup: Optional[float] = typer.Option(None, help="Statistics start here (overrides run { warmup })."),
     seed: Optional[int] = typer.Option(None, min=0, help="Random seed, an unsigned integer."),
     arrivals: Optional[int] = typer.Option(None, min=1, help="Stop after exactly N open arrivals, then drain."),
+    max_live: Optional[int] = MaxLiveOpt,
     set_: Optional[List[str]] = SetOpt,
     trace: Optional[str] = typer.Option(None, metavar="F", help="Replace the workload's trace file."),
     json_: bool = typer.Option(False, "--json", help="Print the report as JSON."),
@@ -181,7 +184,8 @@ def run(
             from .policies import from_options
 
             engines = from_options(policy, engines)
-        report = api.run(program, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals, engines=engines)
+        report = api.run(program, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals, engines=engines,
+                         max_live=max_live)
     except SerqError as err:
         raise _fail(err, file) from None
     if dump is not None:
@@ -241,6 +245,7 @@ def sweep(
     horizon: Optional[float] = typer.Option(None, help="Simulated end time (overrides run { horizon })."),
     warmup: Optional[float] = typer.Option(None, help="Statistics start here (overrides run { warmup })."),
     arrivals: Optional[int] = typer.Option(None, min=1, help="Stop after exactly N open arrivals, then drain."),
+    max_live: Optional[int] = MaxLiveOpt,
     trace: Optional[str] = typer.Option(None, metavar="F", help="Replace the workload's trace file."),
     jobs: Optional[int] = typer.Option(None, min=1, help="Worker processes (default: the cores)."),
     out: Optional[str] = typer.Option(None, metavar="FILE", help="Rows to FILE.jsonl or FILE.csv, as runs end."),
@@ -261,7 +266,7 @@ def sweep(
     _need_stdout("the summary")
     opts = SweepOptions(file, set_ or [], seeds, policy or [], engine or [], horizon, warmup, arrivals, trace, jobs,
                         out, resume, quiet, [f for s in show or [] for f in s.split(",") if f], json_, backend,
-                        address, find_max, slo or [], slo_on, tol)
+                        address, find_max, slo or [], slo_on, tol, max_live)
     try:
         code = sweep_command(opts, lambda text: _emit(text, "the summary"), lambda line: typer.echo(line, err=True))
     except SerqError as err:

@@ -73,10 +73,11 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
     # over semantics §7.1's 10⁶, refused by the front end at its location
     ((str(CLOSED), "--set", "N=1e7"),
      "closed.sq:15:17: the closed population is 10,000,000; at most 1,000,000 sessions start at once", []),
-    # a million users for one second: was 47 s and 2.1 GB
-    ((str(CLOSED), "--set", "N=1e6", "--horizon", "1", "--warmup", "0"),
+    # a million users for one second: was 47 s and 2.1 GB; the default limit is now 10⁶
+    # (issue 11), so a run that wants it smaller says so with --max-live
+    ((str(CLOSED), "--set", "N=1e6", "--horizon", "1", "--warmup", "0", "--max-live", "50000"),
      "a population of 1,000,000 sessions is more than the limit of 50,000 live sessions",
-     ["lower `N` (--set N=…)", "SERQ_MAX_LIVE"]),
+     ["lower `N` (--set N=…)", "--max-live 1000000", "SERQ_MAX_LIVE"]),
 ])
 def test_the_reported_storms_end_with_a_message(args: tuple[str, ...], message: str, helps: list[str]) -> None:
     r = cli(*args)
@@ -91,9 +92,9 @@ def test_the_reported_storms_end_with_a_message(args: tuple[str, ...], message: 
 
 def test_a_population_over_the_limit_is_refused_before_any_session() -> None:
     with pytest.raises(serq.SerqError, match=r"a population of 200,000 sessions is more than the limit"):
-        serq.run(serq.load(CLOSED, sets={"N": "2e5"}))
+        serq.run(serq.load(CLOSED, sets={"N": "2e5"}), max_live=50_000)
     with pytest.raises(serq.SerqError, match=r"`arrive batch\(1000000\)`: a batch of 1,000,000 sessions"):
-        serq.run(serq.load("workload { arrive batch(1e6); }\nsession { end; }\nrun { horizon 5; }"))
+        serq.run(serq.load("workload { arrive batch(1e6); }\nsession { end; }\nrun { horizon 5; }"), max_live=999_999)
     # over semantics §7.1's 10⁶ the front end refuses it
     with pytest.raises(serq.SerqError, match=r"the batch size is 1,000,000,000; at most 1,000,000"):
         serq.load("workload { arrive batch(1e9); }\nsession { end; }\nrun { horizon 5; }")
@@ -116,6 +117,42 @@ def test_arrivals_that_outpace_the_service_stop_at_the_live_limit(monkeypatch: p
         serq.run(serq.load(MG1, sets={"lam": "1e4"}), horizon=100, warmup=0)
     assert any("`lam` (--set lam=…)" in h for h in err.value.helps)
     assert any("SERQ_MAX_LIVE" in h for h in err.value.helps)
+
+
+def test_the_live_limit_defaults_to_a_million_and_max_live_wins_over_the_environment(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from serq.sim.simulator import Simulator
+
+    program = serq.load("workload { arrive batch(B); }\nsession { end; }\nrun { horizon 5; }\nlet B = 11;")
+    assert Simulator(program, seed=1, horizon=5.0, warmup=0.0).max_live == 1_000_000
+    with pytest.raises(serq.SerqError, match=r"a batch of 11 sessions is more than the limit of 10 live") as err:
+        serq.run(program, max_live=10)
+    assert any("`--max-live 11`" in h for h in err.value.helps)
+    assert serq.run(program, max_live=11).arrivals == 11
+    monkeypatch.setenv("SERQ_MAX_LIVE", "10")
+    assert serq.run(program, max_live=11).arrivals == 11  # the argument wins over the variable
+    for bad in (0, -3):
+        with pytest.raises(serq.SerqError, match="max_live must be a positive whole number"):
+            serq.run(program, max_live=bad)
+    monkeypatch.delenv("SERQ_MAX_LIVE")
+    text = "workload { arrive batch(B); }\nsession { end; }\nrun { horizon 5; }\nlet B = 11;\n"
+    with pytest.raises(serq.SerqError, match="the run at B=11, seed 1 failed:\n.*more than the limit of 10 live"):
+        serq.sweep(text, {"B": [10, 11]}, jobs=1, max_live=10)
+    assert [row["arrivals"] for row in serq.sweep(text, {"B": [10]}, jobs=1, max_live=10).rows] == [10]
+
+
+def test_max_live_on_the_command_line(tmp_path: Path) -> None:
+    prog = tmp_path / "batch.sq"
+    prog.write_text("workload { arrive batch(11); }\nsession { end; }\nrun { horizon 5; }\n")
+    r = cli(str(prog), "--max-live", "10")
+    assert r.returncode == 1 and "more than the limit of 10 live sessions" in r.stderr, r.stderr
+    assert "--max-live 11" in r.stderr
+    assert cli(str(prog), "--max-live", "11").returncode == 0
+    r = cli(str(prog), "--max-live", "0")
+    assert r.returncode == 2 and "--max-live" in r.stderr
+    r = subprocess.run([sys.executable, "-m", "serq", "sweep", str(prog), "--max-live", "10", "--quiet", "--jobs", "1"],
+                       capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert r.returncode == 1 and "more than the limit of 10 live sessions" in r.stderr, r.stderr
 
 
 def test_the_limits_can_be_raised_and_lowered_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:

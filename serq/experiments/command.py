@@ -46,6 +46,7 @@ class SweepOptions:
     slo: list[str] = field(default_factory=list)
     slo_on: str = "every"
     tol: float | None = None
+    max_live: int | None = None
 
 
 def parse_axes(opts: SweepOptions) -> list[Axis]:
@@ -136,7 +137,7 @@ def sweep_command(opts: SweepOptions, emit: Callable[[str], None], warn: Callabl
         Journal(opts.out)  # a bad name is an error before any run
     progress = _Progress(not opts.quiet and _stderr_is_terminal())
     plan_options = {"horizon": opts.horizon, "warmup": opts.warmup, "arrivals": opts.arrivals,
-                    "trace": opts.trace}
+                    "trace": opts.trace, "max_live": opts.max_live}
     run_options: dict[str, Any] = {"jobs": opts.jobs, "backend": opts.backend, "address": opts.address,
                                    "out": opts.out, "resume": opts.resume,
                                    "on_start": progress.start, "on_row": progress.advance}

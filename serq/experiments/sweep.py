@@ -110,6 +110,7 @@ class Task:
     warmup: float | None
     arrivals: int | None
     trace: str | None
+    max_live: int | None = None
 
 
 @dataclass
@@ -123,6 +124,7 @@ class Plan:
     warmup: float | None = None
     arrivals: int | None = None
     trace: str | None = None
+    max_live: int | None = None
     points: list[tuple[Any, ...]] = field(default_factory=list)
     #: per point: the horizon and warm-up its runs use (for matching rows on resume)
     settings: list[tuple[float, float]] = field(default_factory=list)
@@ -136,7 +138,7 @@ class Plan:
         sets = tuple((a.target, value_text(v)) for a, v in zip(self.axes, values) if a.kind == "set")
         engines = tuple((a.target, a.kind, str(v)) for a, v in zip(self.axes, values) if a.kind != "set")
         return Task(point * len(self.seeds) + seed_no, point, self.seeds[seed_no], self.program, sets, engines,
-                    self.horizon, self.warmup, self.arrivals, self.trace)
+                    self.horizon, self.warmup, self.arrivals, self.trace, self.max_live)
 
     def tasks(self) -> list[Task]:
         return [self.task(p, s) for p in range(len(self.points)) for s in range(len(self.seeds))]
@@ -192,6 +194,7 @@ def make_plan(
     warmup: float | None = None,
     arrivals: int | None = None,
     trace: str | None = None,
+    max_live: int | None = None,
 ) -> Plan:
     """Check the axes against the program and expand the grid.
 
@@ -239,7 +242,7 @@ def make_plan(
     count = math.prod(len(a.values) for a in axes)
     if count * len(seeds) > MAX_POINTS * 10:
         raise UsageError(f"{count} points × {len(seeds)} seeds: more than {MAX_POINTS * 10} runs")
-    plan = Plan(ref, list(axes), seeds, horizon, warmup, arrivals, trace)
+    plan = Plan(ref, list(axes), seeds, horizon, warmup, arrivals, trace, max_live)
     for values in itertools.product(*(a.values for a in axes)):
         sets = [(a.target, value_text(v)) for a, v in zip(axes, values) if a.kind == "set"]
         loaded = api.load(ref[1], sets=sets, trace=trace) if sets else base
@@ -288,7 +291,7 @@ def execute(task: Task) -> tuple[int, dict[str, Any] | None, str | None]:
                 cls = _CLASSES[(kind, spec)] = resolve_engine(kind, spec)
             engines[stage] = cls
         report = api.run(program, seed=task.seed, horizon=task.horizon, warmup=task.warmup,
-                         arrivals=task.arrivals, engines=engines)
+                         arrivals=task.arrivals, engines=engines, max_live=task.max_live)
     except SerqError as err:
         return task.index, None, err.render()
     return task.index, flatten(report.to_dict()), None
@@ -464,6 +467,7 @@ def sweep(
     warmup: float | None = None,
     arrivals: int | None = None,
     trace: str | None = None,
+    max_live: int | None = None,
     policies: Mapping[str, Iterable[str]] | None = None,
     engines: Mapping[str, Iterable[str]] | None = None,
     out: str | os.PathLike[str] | None = None,
@@ -477,7 +481,9 @@ def sweep(
 
     Returns a :class:`SweepResult`; raises :class:`SerqError` for bad input or
     a failed run, :class:`SweepInterrupted` on Ctrl-C (``out`` then holds the
-    finished runs)."""
+    finished runs).  ``horizon``, ``warmup``, ``arrivals``, ``trace`` and
+    ``max_live`` apply to every run, as in :func:`serq.run`."""
     axes = grid_axes(grid or {}) + class_axes("policy", policies or {}) + class_axes("engine", engines or {})
-    plan = make_plan(program, axes, list(seeds), horizon=horizon, warmup=warmup, arrivals=arrivals, trace=trace)
+    plan = make_plan(program, axes, list(seeds), horizon=horizon, warmup=warmup, arrivals=arrivals, trace=trace,
+                     max_live=max_live)
     return run_plan(plan, jobs=jobs, backend=backend, address=address, out=out, resume=resume)

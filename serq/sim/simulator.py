@@ -33,7 +33,7 @@ from .compile import Compiler, pool_source, stage_source
 from .holds import Holds
 from .pool import Pool
 from .ready import make_ready, timer
-from .session import GO, Session, SessionProcess
+from .session import GO, Session, SessionProcess, Task
 from .stages.base import Stage
 from .stages.queueing import DelayStage, FifoStage, PsStage
 from .stages.step import StepEngine
@@ -41,8 +41,9 @@ from .stats import TimeAverage
 from .trace import read_trace
 
 #: Run limits (docs/simulator.md, "Run guards and limits").  The first two
-#: can be raised with an environment variable of the same name.
-SERQ_MAX_LIVE = 50_000  # sessions alive at once
+#: can be raised with an environment variable of the same name; the live
+#: limit also with ``--max-live`` / ``max_live=`` (which win over the variable).
+SERQ_MAX_LIVE = 1_000_000  # sessions alive at once (about 2.5 GB of sessions)
 #: The serial of the first spawned child; later children count up from it, so
 #: roots keep their serials 0, 1, 2 … (and their streams) under any design.
 CHILD_SERIALS = 1 << 32
@@ -80,7 +81,8 @@ class Simulator(Holds):
     """One run of one program."""
 
     def __init__(self, program: ir.Program, *, seed: int, horizon: float, warmup: float,
-                 arrivals: int | None = None, engines: Mapping[str, type] | None = None) -> None:
+                 arrivals: int | None = None, engines: Mapping[str, type] | None = None,
+                 max_live: int | None = None) -> None:
         self.program = program
         self.seed = seed
         self.horizon = horizon
@@ -106,7 +108,7 @@ class Simulator(Holds):
         self.dirty_ps: list[PsStage] = []
         self._replace_at = -1.0  # the instant closed-population sessions were last replaced at, and how often
         self._replaced = 0
-        self.max_live = run_limit("SERQ_MAX_LIVE", SERQ_MAX_LIVE)
+        self.max_live = run_limit("SERQ_MAX_LIVE", SERQ_MAX_LIVE) if max_live is None else max_live
         self.max_arrivals = run_limit("SERQ_MAX_ARRIVALS", SERQ_MAX_ARRIVALS)
         self._arrive_at = -1.0  # the instant of the latest open arrival, and how many there were
         self._arrived = 0
@@ -119,6 +121,12 @@ class Simulator(Holds):
             at = {name: i for i, name in enumerate(program.attributes)}
             self.tree_slots = (at["parent"], at["depth"], at["root"])
         self.next_child = CHILD_SERIALS
+        # task statistics (docs/subagents.md, "Task statistics"), in a program that spawns: the tasks
+        # completed after warm-up, not stuck, as (root, start, end, sessions, depth, root's turn_no) in
+        # completion order; the sessions of every tree live now; the tasks completed with a stuck session
+        self.task_log: list[tuple[int, float, float, int, int, float]] = []
+        self.tree_live: dict[Session, None] = {}
+        self.tasks_stuck = 0
         self.root = rng.root_key(seed)
         self.session_keys = rng.SessionKeys(self.root)
         self.machine_stream = rng.global_stream(self.root, rng.MACHINE)
@@ -377,7 +385,7 @@ class Simulator(Holds):
                 f"`arrive {arr.kind}({arr.n})`: a {what} of {arr.n:,} sessions is more than the limit of "
                 f"{self.max_live:,} live sessions",
                 helps=[f"lower {self._count_name(arr.n, f'the {arr.kind} count')}",
-                       _raise_with("SERQ_MAX_LIVE", arr.n)])
+                       _raise_live(arr.n)])
         if arr.kind == "poisson":
             expected = arr.rate * self.horizon
             if self.arrival_limit is not None:
@@ -466,7 +474,7 @@ class Simulator(Holds):
                 "(the limit): the session trees grow without end",
                 helps=["a tree whose sessions spawn one child or more on average never dies out: "
                        "lower the count of the `spawn`, or spawn only on some branch",
-                       _raise_with("SERQ_MAX_LIVE", 10 * self.max_live)])
+                       _raise_live(10 * self.max_live)])
         if arr.kind in ("poisson", "renewal"):
             cause = (f"arrivals outpace the service: lower {self._rate_name()}, or shorten the horizon "
                      "(--horizon), or stop after N arrivals with --arrivals N")
@@ -474,7 +482,7 @@ class Simulator(Holds):
             cause = "lower the number of sessions the workload creates"
         return SerqRuntimeError(
             f"at time {now:g}: more than {self.max_live:,} sessions are live at once (the limit)",
-            helps=[cause, _raise_with("SERQ_MAX_LIVE", 10 * self.max_live)])
+            helps=[cause, _raise_live(10 * self.max_live)])
 
     # -- sessions ---------------------------------------------------------------------------
 
@@ -492,6 +500,8 @@ class Simulator(Holds):
         if self.tree_slots is not None:
             p, d, r = self.tree_slots
             s.a[p], s.a[d], s.a[r] = -1.0, 0.0, float(s.serial)
+            s.task = Task(s.serial, self.env._now)
+            self.tree_live[s] = None
         if self.corpus is not None:
             n = len(self.corpus.sessions)
             i = s.serial % n if self.program.trace.ordered else self.trace_stream.integers(n)  # type: ignore[union-attr]
@@ -525,6 +535,12 @@ class Simulator(Holds):
         p, d, r = self.tree_slots  # type: ignore[misc]
         a, pa = s.a, parent.a
         a[p], a[d], a[r] = float(parent.serial), pa[d] + 1.0, pa[r]
+        task = s.task = parent.task
+        task.left += 1  # type: ignore[union-attr]
+        task.sessions += 1  # type: ignore[union-attr]
+        if a[d] > task.depth:  # type: ignore[union-attr]
+            task.depth = a[d]  # type: ignore[union-attr]
+        self.tree_live[s] = None
         env = self.env
         self._live_by(1)
         self.code.init(s)
@@ -547,12 +563,31 @@ class Simulator(Holds):
         self._live_by(-1)
         if self.stats_on:
             self.ended += 1
+        if s.task is not None:
+            self._task_session_ended(s, s.task)
         if s.up is not None:  # a child: its parent's join may be waiting; no closed-population replacement
             s.up.kid_ended(s.handle)
             return
         if self._closed:
             self._replaced_now()
             self.spawn()
+
+    def _task_session_ended(self, s: Session, task: Task) -> None:
+        """A session of ``task``'s tree ended: the task is complete when it was
+        the last; recorded when that is after warm-up and none of its sessions
+        was stuck at a pool (docs/subagents.md, "Task statistics")."""
+        del self.tree_live[s]
+        if s.stuck:
+            task.stuck = True
+        if s.up is None:
+            task.turn = s.a[ir.TURN_NO]
+        task.left -= 1
+        if task.left:
+            return
+        if task.stuck:
+            self.tasks_stuck += 1
+        elif self.stats_on:
+            self.task_log.append((task.root, task.start, self.env._now, task.sessions, int(task.depth), task.turn))
 
     def _replaced_now(self) -> None:
         """A closed population replaces an ended session at once; sessions that
@@ -592,6 +627,12 @@ def _raise_with(name: str, value: float) -> str:
     return f"or raise the limit with the environment variable {name} (e.g. `{name}={shown} serq run …`)"
 
 
+def _raise_live(value: float) -> str:
+    shown = f"{value:.0f}"
+    return (f"or raise the limit with `--max-live {shown}` (`max_live=` in serq.run and serq.sweep, or the "
+            f"environment variable SERQ_MAX_LIVE)")
+
+
 def _label(name: str, i: int, size: int | None) -> str:
     return name if size is None else f"{name}[{i}]"
 
@@ -611,7 +652,7 @@ def _keys(fns: list[Any]) -> Any:
 
 def simulate(program: ir.Program, *, seed: int | None = None, horizon: float | None = None,
              warmup: float | None = None, arrivals: int | None = None,
-             engines: Mapping[str, type] | None = None) -> Any:
+             engines: Mapping[str, type] | None = None, max_live: int | None = None) -> Any:
     """Run ``program`` and return its report (see :func:`serq.run`)."""
     from .results import build_report
 
@@ -630,8 +671,10 @@ def simulate(program: ir.Program, *, seed: int | None = None, horizon: float | N
         raise SerqError(f"the seed must be an unsigned integer, not {seed}")
     if arrivals is not None and not (arrivals >= 1 and float(arrivals).is_integer()):
         raise SerqError(f"arrivals must be a positive whole number, not {arrivals}")
+    if max_live is not None and not (isinstance(max_live, int) and max_live >= 1):
+        raise SerqError(f"max_live must be a positive whole number, not {max_live!r}")
     sim = Simulator(program, seed=int(seed), horizon=float(horizon), warmup=float(warmup),
-                    arrivals=arrivals, engines=engines)
+                    arrivals=arrivals, engines=engines, max_live=max_live)
     try:
         sim.run()
     except SerqError:
