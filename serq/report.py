@@ -34,6 +34,8 @@ NAN = math.nan
 
 #: The client rows in their report order (§8.5, decision 2).
 CLIENT_ROWS = ("ttft", "tpot", "response")
+#: The task table's rows in report order (docs/subagents.md, "Task statistics").
+TASK_ROWS = ("time", "sessions", "depth")
 
 
 # ---------------------------------------------------------------------------
@@ -234,13 +236,66 @@ class Sample(NamedTuple):
     value: float
 
 
+class TaskRecord(NamedTuple):
+    """One completed task (a row of ``tasks.csv``): the root's serial, its
+    arrival, the end of the last session of its tree, the tree's sessions
+    (the root included) and its greatest depth (0: the root alone)."""
+
+    root: int
+    start: float
+    end: float
+    sessions: int
+    depth: int
+
+
+@dataclass
+class TaskSummary:
+    """The task table of a program that spawns (docs/subagents.md, "Task
+    statistics").  A task is a root and all its descendants; it completes
+    when the last of them ends.  ``time`` (root's arrival to that end),
+    ``sessions`` (root included) and ``depth`` (0 for a root without children)
+    summarize, like the client rows, the tasks that completed after warm-up
+    with no session stuck at a pool, in completion order (``records``).
+    ``open`` counts the roots whose task had not completed when the run ended;
+    ``stuck`` the tasks (whole run, completed or not) with a session marked
+    stuck at a pool, which are never in the statistics."""
+
+    time: ObserveSummary
+    sessions: ObserveSummary
+    depth: ObserveSummary
+    open: int
+    stuck: int
+    records: list[TaskRecord] = field(default_factory=list, repr=False)
+
+    @property
+    def count(self) -> int:
+        """The tasks in the statistics."""
+        return int(self.time.count)
+
+    def rows(self) -> list[tuple[str, ObserveSummary]]:
+        """``time``, ``sessions``, ``depth`` with their statistics."""
+        return [(name, getattr(self, name)) for name in TASK_ROWS]
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{count, time, sessions, depth, open, stuck}``, each row a summary
+        like a client row's."""
+        out: dict[str, Any] = {"count": self.count}
+        out.update((name, s.to_dict()) for name, s in self.rows())
+        out["open"] = int(self.open)
+        out["stuck"] = int(self.stuck)
+        return out
+
+
 @dataclass
 class Report:
     """The result of a run.  ``observes`` and ``client`` keep report order;
     ``samples`` holds every observe's samples (recording order) for
     :meth:`dump`, and, for a program with a client, every client row's under
     ``client_ROW`` (``client_ttft``, ``client_tpot``, ``client_response``;
-    stamped with the turn's end); ``notes`` are the ``note:`` lines' text (§8.3)."""
+    stamped with the turn's end), and, for a program whose run spawned a child,
+    the task times under ``task_time`` (stamped with the task's end, the root's
+    serial and the root's last ``turn_no``); ``notes`` are the ``note:`` lines'
+    text (§8.3)."""
 
     horizon: float
     end: float
@@ -260,6 +315,10 @@ class Report:
     #: stderr-only warnings about stages (a step stage whose budget left work
     #: waiting to the end); not part of the text or JSON report
     stage_warnings: list[str] = field(default_factory=list)
+    #: the task table (docs/subagents.md, "Task statistics"): only for a program
+    #: that spawns and whose run spawned a child; ``None`` otherwise, and then
+    #: the text, JSON and dump have no task table, ``tasks`` or ``tasks.csv``
+    tasks: TaskSummary | None = None
 
     # -- lookups ------------------------------------------------------------
 
@@ -301,7 +360,9 @@ class Report:
             f"{p.stuck} session(s) stuck at pool `{p.label}`: the means are over the sessions that got through"
             for p in self.pools
             if p.stuck > 0
-        ] + list(self.stage_warnings)
+        ] + ([f"{self.tasks.stuck} task(s) with a session stuck at a pool: the task table is over the tasks "
+              "that got through"] if self.tasks is not None and self.tasks.stuck > 0 else []
+             ) + list(self.stage_warnings)
 
     # -- text (§9.1) ----------------------------------------------------------
 
@@ -322,6 +383,12 @@ class Report:
         if self.observes:
             out += [f"note: {n}" for n in self.notes]
         out += _table(("client", "count", "mean", "95% CI", "cv2", "p99"), [_client_row(k, s) for k, s in self.client_rows()])
+        if self.tasks is not None:
+            out += _table(("task", "count", "mean", "95% CI", "cv2", "p99"),
+                          [_client_row(k, s) for k, s in self.tasks.rows()])
+            if self.tasks.stuck > 0:
+                out.append(f"stuck: {self.tasks.stuck} task(s) with a session stuck at a pool (the root or a "
+                           "descendant): their times are not in the task table")
         out += _table(
             ("stage", "number", "util", "done", "thru", "wait", "service", "iters"),
             [
@@ -394,6 +461,7 @@ class Report:
             "client": {name: s.to_dict() for name, s in self.client_rows()},
             "stages": [st.to_dict() for st in self.stages],
             "pools": [p.to_dict() for p in self.pools],
+            **({"tasks": self.tasks.to_dict()} if self.tasks is not None else {}),
         }
 
     def to_json(self) -> str:
@@ -405,8 +473,10 @@ class Report:
 
     def dump(self, folder: Path) -> None:
         """Write ``NAME.csv`` (``time,session,turn,value``, recording order) for
-        every observe, and ``client_ROW.csv`` for every client row (see
-        :attr:`samples`), into ``folder`` (created if missing).  The CLI calls this
+        every observe, ``client_ROW.csv`` for every client row and
+        ``task_time.csv`` (see :attr:`samples`), and with a task table
+        ``tasks.csv`` (``root,start,end,sessions,depth``, completion order),
+        into ``folder`` (created if missing).  The CLI calls this
         inside :func:`serq.files.write_dir_atomic`; each file is also written
         through a rename, so a direct call leaves no half-written file."""
         from .files import write_text_atomic
@@ -419,6 +489,10 @@ class Report:
                 for s in self.samples.get(name, ())
             ]
             write_text_atomic(folder / f"{name}.csv", "time,session,turn,value\n" + "".join(rows))
+        if self.tasks is not None:
+            rows = [f"{shortest(t.root)},{shortest(t.start)},{shortest(t.end)},{shortest(t.sessions)},{shortest(t.depth)}\n"
+                    for t in self.tasks.records]
+            write_text_atomic(folder / "tasks.csv", "root,start,end,sessions,depth\n" + "".join(rows))
 
 
 # ---------------------------------------------------------------------------

@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from ..report import PoolSummary, Report, Sample, StageSummary
+from ..report import PoolSummary, Report, Sample, StageSummary, TaskRecord, TaskSummary
+from .session import Task
 from .stages.step import StepEngine
 from .stats import summarize
 
@@ -94,11 +95,40 @@ def build_report(sim: "Simulator") -> Report:
                 preemptions=pool.preemptions, spills=0, rejected=pool.rejected, stuck=pool.stuck,
             ))
     stage_warnings = [w for w in map(_starved, sim.engines) if w is not None]
+    tasks = _tasks(sim, samples)
     return Report(
         horizon=sim.horizon, end=end, warmup=sim.warmup, seed=sim.seed, events=sim.events,
         arrivals=sim.arrivals, ended=sim.ended, turns=sim.turns, mean_live=sim.live_avg.mean(end, start),
         observes=observes, client=client, stages=stages, pools=pools, notes=notes, samples=SampleLists(samples),
-        stage_warnings=stage_warnings,
+        stage_warnings=stage_warnings, tasks=tasks,
+    )
+
+
+def _tasks(sim: "Simulator", samples: dict[str, Any]) -> TaskSummary | None:
+    """The task table (docs/subagents.md, "Task statistics"): for a program
+    that spawns, once the run has spawned a child (so that a `spawn (0)`
+    leaves the report as it is without the statement); its task times join
+    ``samples`` as ``task_time`` (an observe of that name keeps it)."""
+    from .simulator import CHILD_SERIALS
+
+    if sim.tree_slots is None or sim.next_child == CHILD_SERIALS:
+        return None
+    log = sim.task_log
+    open_tasks: dict[int, Task] = {}
+    for s in sim.tree_live:  # the sessions not ended: their tasks are open, stuck if one of them is
+        task = s.task
+        assert task is not None, "a session of a program that spawns belongs to a task"
+        open_tasks[id(task)] = task
+        if s.stuck:
+            task.stuck = True
+    stuck = sim.tasks_stuck + sum(1 for task in open_tasks.values() if task.stuck)
+    samples.setdefault("task_time", [(end, root, int(turn), end - start) for root, start, end, _n, _d, turn in log])
+    return TaskSummary(
+        time=summarize([end - start for _r, start, end, _n, _d, _t in log]),
+        sessions=summarize([n for _r, _s, _e, n, _d, _t in log]),
+        depth=summarize([d for _r, _s, _e, _n, d, _t in log]),
+        open=len(open_tasks), stuck=stuck,
+        records=[TaskRecord(root, start, end, n, d) for root, start, end, n, d, _t in log],
     )
 
 

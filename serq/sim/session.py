@@ -137,6 +137,25 @@ class SessionProcess(Process):
             sim._room -= 1  # the end event this run skips still counts against the instant
 
 
+class Task:
+    """A root and its descendants (docs/subagents.md, "Task statistics"),
+    kept only in a program that spawns: the sessions of the tree not yet
+    ended (the root counts itself), how many it has had and its greatest
+    depth, whether one of them was marked stuck at a pool, and the root's
+    ``turn_no`` when it ended (the stamp of its ``task_time`` sample)."""
+
+    __slots__ = ("root", "start", "left", "sessions", "depth", "stuck", "turn")
+
+    def __init__(self, root: int, start: float) -> None:
+        self.root = root
+        self.start = start
+        self.left = 1
+        self.sessions = 1
+        self.depth = 0.0
+        self.stuck = False
+        self.turn = 0.0
+
+
 class Session:
     """One session.  ``a`` is its attribute list (slots of ``Program.attributes``)."""
 
@@ -144,7 +163,7 @@ class Session:
         "sim", "serial", "a", "_srng", "wrng", "proc", "holds", "job", "queued_at", "ending", "ended",
         "adm_seq", "preempt_pos", "stuck", "requeued", "turns", "trace", "trace_pos",
         "sent", "first_tok", "last_tok", "n_after", "stall", "resumed", "woke_at", "woke_n", "rkey",
-        "up", "handle", "n_kids", "waits",
+        "up", "handle", "n_kids", "waits", "task",
     )
 
     def __init__(self, sim: "Simulator", serial: int, keys: tuple[int, int, int] | None = None) -> None:
@@ -160,6 +179,7 @@ class Session:
         self.handle = -1
         self.n_kids = 0
         self.waits: dict[int, list] | None = None
+        self.task: Task | None = None  # its tree's record, in a program that spawns
         self._srng: Any = own  # the key until the stream is first asked for (most never are)
         self.wrng: rng.Stream = _Keyed(work)
         self.proc: Any = None
