@@ -153,7 +153,7 @@ class Holds:
         want = want if want > 0.0 else 0.0
         computed = req.pos[k] if req.grown else alloc
         keep = pool.round_down(want if want < computed else computed)
-        pool.used += sh.write(segs, keep, now, seq, snap, s)
+        sh.write(segs, keep, now, seq, snap, s)
         pool.record()
 
     def release_part(self, req: HoldRequest, k: int) -> None:

@@ -394,7 +394,7 @@ class Pool(BaseResource):
             if pool.used + pool.round_up(need) > pool.cap + EPS:
                 if pool.shared is None or req.spec.cache is None:
                     return None
-                if pool.used + pool.shared_extra(req, need) > pool.cap + EPS:  # the shared part is free
+                if pool.used + pool.shared_extra(req, need) > pool.cap + EPS:  # the shared part in use is free
                     return None
         return amounts
 

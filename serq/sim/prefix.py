@@ -15,17 +15,20 @@ blocks of 16.
 A :class:`Node` is a key under its parent, the span ``[start, end)`` of its
 segment's blocks (fixed when the node is made) and the units cached from
 ``start`` (``size``).  A node has children only when it is full, and only
-leaves lose units, tail first (no cached suffix outlives its prefix).  A
-node that live holds read through has ``readers > 0`` (SGLang's
-``lock_ref``): it is never evicted and its units count in the pool's
-``used`` once, however many holds read it (``held``); with its last reader
-it returns to ``cached`` (``total``).
+leaves lose units, tail first (no cached suffix outlives its prefix).  Live
+holds that read a node are its ``readers`` (SGLang's ``lock_ref``), each with
+the units it read of it; the first ``held_len`` units (the most any reader
+read) are in use — in the pool's ``used`` once, however many holds read
+them (``held``) — and never evicted; the rest of the node is cached
+(``total``) and, on a leaf, evictable, as vLLM's free blocks are.  With its
+last reader a node's units all return to ``cached``.
 
 Eviction takes the leaf with the smallest key — (release time, release
 sequence) under LRU, the ``evict by`` keys otherwise — one block at a time
-(the whole node without a block size), and searches again when it is gone:
-its parent may have become a leaf.  Under LRU the leaves are kept in a heap,
-checked lazily (a node's key changes when a release touches it).
+(the whole node without a block size) down to what its readers read, and
+searches again when it is gone: its parent may have become a leaf.  Under
+LRU the candidates are kept in a heap, checked lazily (a node's key changes
+when a release touches it).
 """
 
 from __future__ import annotations
@@ -49,8 +52,8 @@ Segs = list[tuple[Any, float, float]]  # (key, start, end) per segment of a chai
 
 
 class Node:
-    __slots__ = ("key", "parent", "kids", "start", "end", "size", "readers", "last", "seq", "snap", "owner",
-                 "solo", "alive")
+    __slots__ = ("key", "parent", "kids", "start", "end", "size", "readers", "reads", "held_len", "last", "seq",
+                 "snap", "owner", "solo", "alive")
 
     def __init__(self, key: Any, parent: "Node | None", start: float, end: float) -> None:
         self.key = key
@@ -60,6 +63,8 @@ class Node:
         self.end = end
         self.size = 0.0
         self.readers = 0
+        self.reads: list[float] = []  # the units each live reader read of it
+        self.held_len = 0.0  # max(reads): the units in use
         self.last = 0.0
         self.seq = -1
         self.snap: list[float] = []
@@ -91,6 +96,7 @@ class SharedCache:
         self.evicted_units = 0.0
         self._heap: list[tuple[float, int, int, Node]] = []  # LRU candidates, lazily checked
         self._n = 0  # heap tie-breaker
+        self.entries: dict = {}  # read (never used) by Pool.allocate_run before its fast-path test
 
     # -- chains ----------------------------------------------------------------
 
@@ -144,15 +150,18 @@ class SharedCache:
             r = bound
         delta = 0.0
         for n in path:
-            if n.start < r and n.readers == 0:
-                delta += n.size
+            if n.start < r:
+                amt = min(n.size, r - n.start)
+                if amt > n.held_len:
+                    delta += amt - n.held_len
         return r, delta
 
     # -- holds -----------------------------------------------------------------
 
-    def lock(self, segs: Segs, r: float, serial: int) -> tuple[list[Node], float]:
+    def lock(self, segs: Segs, r: float, serial: int) -> tuple[list[tuple[Node, float]], float]:
         """A hold reads the first ``r`` units of its chain: the nodes it runs
-        through and the units that moved from ``cached`` to ``used``."""
+        through with the units it read of each, and the units that moved
+        from ``cached`` to ``used``."""
         if r <= 0.0:
             return [], 0.0
         _m, path = self.match(segs)
@@ -161,39 +170,45 @@ class SharedCache:
         for n in path:
             if n.start >= r:
                 break
-            if n.readers == 0:
-                moved += n.size
+            amt = min(n.size, r - n.start)
+            if amt > n.held_len:
+                moved += amt - n.held_len
+                n.held_len = amt
+            n.reads.append(amt)
             n.readers += 1
             if n.solo != serial:
                 n.solo = -1
-            locked.append(n)
+            locked.append((n, amt))
         self.total -= moved
         self.held += moved
         return locked, moved
 
-    def unlock(self, nodes: list[Node], now: float, seq: int, snap: list[float], owner: "Session") -> float:
+    def unlock(self, nodes: list[tuple[Node, float]], now: float, seq: int, snap: list[float],
+               owner: "Session") -> float:
         """A hold's reads end (at its release): the units that return to ``cached``."""
         moved = 0.0
-        for n in nodes:
+        for n, amt in nodes:
+            n.reads.remove(amt)
             n.readers -= 1
             n.last, n.seq, n.snap, n.owner = now, seq, snap, owner
-            if n.readers == 0 and n.alive:
-                moved += n.size
-                if not n.kids:
-                    self._push(n)
+            new = max(n.reads) if n.reads else 0.0
+            if new < n.held_len:
+                moved += n.held_len - new
+                n.held_len = new
+            if not n.kids:
+                self._push(n)
         self.held -= moved
         self.total += moved
         return moved
 
-    def write(self, segs: Segs, keep: float, now: float, seq: int, snap: list[float], owner: "Session") -> float:
+    def write(self, segs: Segs, keep: float, now: float, seq: int, snap: list[float], owner: "Session") -> None:
         """``cache (ℓ)`` at a release: the first ``keep`` units of the chain
-        (blocks) are cached, extending or making nodes; the session's own node
-        becomes exactly its part of ``keep`` (as the per-session cache replaces
-        an entry) unless a live hold reads it.  Returns the units added to
-        nodes that live holds read (they count in ``used``)."""
+        (blocks) are cached, extending or making nodes (past what any reader
+        read: the new units are cached); the session's own node becomes
+        exactly its part of ``keep`` (as the per-session cache replaces an
+        entry), never below what a live hold reads of it."""
         node = self.root
         serial = owner.serial
-        to_used = 0.0
         for key, start, end in segs:
             if keep <= start + EPS:
                 break
@@ -209,23 +224,25 @@ class SharedCache:
             add = want - child.size
             if add > 0.0:
                 child.size = want
-                if child.readers:
-                    self.held += add
-                    to_used += add
-                else:
-                    self.total += add
-            elif add < 0.0 and isinstance(key, tuple) and child.readers == 0:
-                child.size = want  # the session's own segment, as the per-session entry is replaced
                 self.total += add
+            elif add < 0.0 and isinstance(key, tuple) and not child.kids:
+                cut = child.size - max(want, child.held_len)  # the session's own segment
+                child.size -= cut
+                self.total -= cut
             child.last, child.seq, child.snap, child.owner = now, seq, snap, owner
             if child.solo != serial:
                 child.solo = -1
-            if not child.kids and child.readers == 0:
+            stop = end < 0.0 or not child.full
+            if not child.kids:
+                if stop and child.size <= EPS and child.readers == 0:
+                    self._remove(child)  # a node written empty (`cache (0)` on the own segment)
+                    return
                 self._push(child)
-            if end < 0.0 or not child.full:
-                break
+            if stop:
+                return
             node = child
-        return to_used
+        if node is not self.root and not node.kids and node.size <= EPS and node.readers == 0:
+            self._remove(node)  # an empty segment (shorter than a block) with nothing written past it
 
     # -- eviction --------------------------------------------------------------
 
@@ -235,7 +252,7 @@ class SharedCache:
             heappush(self._heap, (n.last, n.seq, self._n, n))
 
     def _evictable(self, n: Node) -> bool:
-        return n.alive and not n.kids and n.readers == 0 and n is not self.root
+        return n.alive and not n.kids and n.size > n.held_len + EPS and n is not self.root
 
     def _lru_victim(self) -> Node | None:
         heap = self._heap
@@ -276,21 +293,23 @@ class SharedCache:
             parent = n.parent
             assert parent is not None
             del parent.kids[n.key]
-            if parent is self.root or parent.kids or parent.readers:
+            if parent is self.root or parent.kids:
                 return
-            if parent.size > EPS:
-                self._push(parent)
+            if parent.readers or parent.size > EPS:
+                self._push(parent)  # a leaf now: its unread tail can go
                 return
             n = parent  # an empty node (a segment shorter than a block) that is now a leaf
 
     def _take(self, n: Node, short: float) -> None:
-        """Evict from leaf ``n``: blocks covering ``short`` units, tail first (or the whole node)."""
+        """Evict from leaf ``n``: blocks covering ``short`` units, tail first (or
+        the whole node), never what a live hold reads of it."""
         b = self.block
-        piece = n.size
+        free = n.size - n.held_len
+        piece = free
         if b is not None:
             k = math.ceil(short / b - EPS)
-            piece = min(n.size, max(k, 1) * b)
-        if piece >= n.size - EPS:
+            piece = min(free, max(k, 1) * b)
+        if piece >= n.size - EPS and n.readers == 0:
             self.evicted_units += n.size
             self.evicted_entries += 1
             self._remove(n)

@@ -244,7 +244,7 @@ def _blocking_pool(self: "StepEngine", req: Any, rs: list[Any]) -> int | None:
                 return None
             p = req.pools[k]
             if p.used + p.round_up(need) > p.cap + EPS and (
-                    p.shared is None or req.spec.cache is None or p.used + p.shared_extra(req, need) > p.cap + EPS):
+                    p.shared is None or spec.cache is None or p.used + p.shared_extra(req, need) > p.cap + EPS):
                 return k
     finally:
         self.admitting_left = None
@@ -337,5 +337,5 @@ def _blocked_at(self: "StepEngine", req: Any, k: int, left: float) -> bool:
         return False
     p = req.pools[k]
     if p.used + p.round_up(need) > p.cap + EPS:
-        return p.shared is None or req.spec.cache is None or p.used + p.shared_extra(req, need) > p.cap + EPS
+        return p.shared is None or spec.cache is None or p.used + p.shared_extra(req, need) > p.cap + EPS
     return False
