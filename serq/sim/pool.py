@@ -186,7 +186,8 @@ class Pool(BaseResource):
     def make_shared(self, keys: Callable[[Any], tuple] | None, stream: Any) -> None:
         """Give the pool a trie instead of the per-session cache (decided at
         compile time: some hold names the pool with ``prefix``)."""
-        self.cache = self.shared = SharedCache(self.block, keys, stream)
+        self.shared = SharedCache(self.block, keys, stream)
+        self.cache = self.shared  # type: ignore[assignment]  # PrefixCache's interface, where a pool reads it
         self.cached_of = self._shared_cached_of  # type: ignore[method-assign]
 
     def segments_of(self, req: HoldRequest) -> list[tuple[Any, float, float]]:
