@@ -65,6 +65,7 @@ def run(
     arrivals: int | None = None,
     engines: Mapping[str, type] | None = None,
     max_live: int | None = None,
+    steps: bool = False,
 ) -> "Report":
     """Simulate a program and return its :class:`~serq.report.Report`.
 
@@ -72,10 +73,16 @@ def run(
     0; the horizon must come from one or the other).  ``engines`` maps a step
     stage's name to a :class:`serq.sim.stages.step.StepEngine` subclass.
     ``max_live`` caps the sessions live at once (default 1 000 000, or the
-    environment variable ``SERQ_MAX_LIVE``): past it the run ends with an error."""
+    environment variable ``SERQ_MAX_LIVE``): past it the run ends with an error.
+    ``steps=True`` records every iteration of every step stage in
+    ``report.steps[STAGE]`` (:class:`~serq.report.StepLog`: ``time``,
+    ``duration`` and the context variables of ``cost``, the input of ``serq
+    fit``); those stages then run iteration by iteration rather than in
+    coalesced runs, which is slower and gives the same report
+    (docs/calibration.md)."""
     from .sim.simulator import simulate
 
     if not isinstance(program, Program):
         program = load(program)
     return simulate(program, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals, engines=engines or {},
-                    max_live=max_live)
+                    max_live=max_live, steps=steps)

@@ -161,6 +161,8 @@ def run(
     trace: Optional[str] = typer.Option(None, metavar="F", help="Replace the workload's trace file."),
     json_: bool = typer.Option(False, "--json", help="Print the report as JSON."),
     dump: Optional[str] = typer.Option(None, metavar="DIR", help="Write one CSV per observation into DIR."),
+    steps: bool = typer.Option(False, "--steps", help="With --dump: write DIR/STAGE.steps.csv, one row per "
+                               "iteration of each step stage (for serq fit; docs/calibration.md)."),
     engine: Optional[List[str]] = typer.Option(
         None, metavar="STAGE=module:Class", help="Use a StepEngine subclass for a step stage (repeatable)."
     ),
@@ -177,6 +179,8 @@ def run(
     try:
         _finite_positive(horizon, "horizon")
         _finite_positive(warmup, "warmup", allow_zero=True)
+        if steps and dump is None:
+            raise UsageError("--steps needs --dump DIR: the step logs are written there as STAGE.steps.csv")
         sets = parse_sets(set_)
         program = api.load(Path(file), sets=sets, trace=trace)
         engines = load_engine_classes(engine or [])
@@ -185,7 +189,7 @@ def run(
 
             engines = from_options(policy, engines)
         report = api.run(program, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals, engines=engines,
-                         max_live=max_live)
+                         max_live=max_live, steps=steps)
     except SerqError as err:
         raise _fail(err, file) from None
     if dump is not None:
@@ -199,6 +203,9 @@ def run(
     _emit(report.to_json() if json_ else report.text(), "the report")
     for line in report.warnings():
         typer.echo(f"warning: {line}", err=True)
+    note = report.replay_note()
+    if note is not None:
+        typer.echo(f"note: {note}", err=True)
 
 
 @app.command()
@@ -292,6 +299,43 @@ def plot(
         command(files, x, y or [], hue, where or [], cdf, log_x, out)
     except SerqError as err:
         raise _fail(err, None) from None
+
+
+trace_app = typer.Typer(no_args_is_help=True, help="Trace files: import public LLM traces (docs/traces.md).")
+app.add_typer(trace_app, name="trace")
+
+
+@trace_app.command("import")
+def trace_import(
+    format_: str = typer.Argument(..., metavar="FORMAT", help="splitwise (vidur), azure, mooncake or burstgpt."),
+    src: str = typer.Argument(..., metavar="IN", help="The source trace (- for stdin; .gz is gunzipped)."),
+    out: str = typer.Option(..., "-o", "--out", metavar="OUT.csv", help="The serQ trace to write."),
+    limit: Optional[int] = typer.Option(None, min=1, metavar="N", help="Keep the first N requests (of the window)."),
+    start: float = typer.Option(0.0, metavar="S", help="Skip the requests before S seconds into the trace."),
+    duration: Optional[float] = typer.Option(None, metavar="D", help="Keep D seconds from --start."),
+    scale: float = typer.Option(1.0, metavar="F", help="Multiply arrival times by F (0.5: twice as fast)."),
+    model: Optional[List[str]] = typer.Option(None, metavar="NAME", help="burstgpt: keep this Model (repeatable)."),
+) -> None:
+    """Convert a public trace to serQ's trace CSV: one single-turn session per request, with its arrival."""
+    from .traces import import_trace
+    from .traces.importers import get_format
+
+    try:
+        try:
+            get_format(format_)
+        except SerqError as err:
+            raise UsageError(err.message, helps=err.helps) from None
+        summary = import_trace(format_, src, out, limit=limit, start=start, duration=duration, scale=scale,
+                               models=model or ())
+    except SerqError as err:
+        raise _fail(err, None) from None
+    except OSError as err:
+        typer.echo(f"cannot write {out}: {err.strerror or err}", err=True)
+        raise typer.Exit(1) from None
+    typer.echo(summary.text(out), err=True)
+    if summary.too_large:
+        typer.echo(f"warning: {out} is larger than the {summary.limit_text} a trace may hold; "
+                   "cut it with --limit or --duration", err=True)
 
 
 _FLOAT_TEXT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")

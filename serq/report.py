@@ -286,6 +286,66 @@ class TaskSummary:
         return out
 
 
+#: The columns of a step log (``serq run --dump DIR --steps``, ``serq.run(…,
+#: steps=True)``): an iteration's start, its duration, and the context
+#: variables its ``cost`` read (semantics §4, docs/calibration.md).
+STEP_COLUMNS = ("time", "duration", "tokens", "decoders", "prefilled", "kv_decode", "kv_prefill", "attention",
+                "residents")
+
+
+class StepRow(NamedTuple):
+    """One iteration of a step stage (see :data:`STEP_COLUMNS`)."""
+
+    time: float
+    duration: float
+    tokens: float
+    decoders: float
+    prefilled: float
+    kv_decode: float
+    kv_prefill: float
+    attention: float
+    residents: float
+
+
+class StepLog(Sequence):  # type: ignore[type-arg]
+    """A step stage's iterations in start order, as :class:`StepRow` rows
+    (``len``, indexing, iteration); kept as one flat array of floats, since a
+    long run has millions of iterations.  :meth:`column` gives one column."""
+
+    def __init__(self, flat: Any) -> None:
+        self._flat = flat
+        self._w = len(STEP_COLUMNS)
+
+    def __len__(self) -> int:
+        return len(self._flat) // self._w
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        n = len(self)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError("step log row out of range")
+        w = self._w
+        return StepRow(*self._flat[i * w:(i + 1) * w])
+
+    def column(self, name: str) -> list[float]:
+        """The values of column ``name`` (one of :data:`STEP_COLUMNS`)."""
+        if name not in STEP_COLUMNS:
+            raise _unknown("step log column", name, list(STEP_COLUMNS))
+        return list(self._flat[STEP_COLUMNS.index(name)::self._w])
+
+    def csv(self) -> str:
+        """The log as CSV text: the header :data:`STEP_COLUMNS`, one row per
+        iteration, numbers in their shortest round-trip form."""
+        flat = self._flat
+        w = self._w
+        out = [",".join(STEP_COLUMNS) + "\n"]
+        out.extend(",".join(map(shortest, flat[k:k + w])) + "\n" for k in range(0, len(flat), w))
+        return "".join(out)
+
+
 @dataclass
 class Report:
     """The result of a run.  ``observes`` and ``client`` keep report order;
@@ -319,6 +379,26 @@ class Report:
     #: that spawns and whose run spawned a child; ``None`` otherwise, and then
     #: the text, JSON and dump have no task table, ``tasks`` or ``tasks.csv``
     tasks: TaskSummary | None = None
+    #: how an `arrive trace` replay ended (docs/replay.md): ``sessions`` (trace
+    #: sessions to replay), ``arrived``, ``live`` at the end, ``exhausted`` (the
+    #: trace was used up and every session ended, so the run stopped then) and
+    #: ``end``; ``None`` for other arrivals, and then the JSON has no ``replay``
+    replay: dict[str, Any] | None = None
+
+    def replay_note(self) -> str | None:
+        """The stderr ``note:`` of an `arrive trace` run: which ended it, the trace or the horizon."""
+        r = self.replay
+        if r is None:
+            return None
+        if r["exhausted"]:
+            return (f"the trace ended: its {r['sessions']:,} sessions arrived and ended by time "
+                    f"{shortest(r['end'])}, before the horizon {shortest(self.horizon)}")
+        return (f"the horizon {shortest(self.horizon)} ended the replay: {r['arrived']:,} of the trace's "
+                f"{r['sessions']:,} sessions arrived, {r['live']:,} still live")
+    #: the step log of each step stage by label (``engine``, ``engine[1]``), with
+    #: ``serq.run(…, steps=True)``: one :class:`StepRow` per iteration; empty
+    #: otherwise.  Not part of the text or JSON report (docs/calibration.md)
+    steps: dict[str, StepLog] = field(default_factory=dict, repr=False)
 
     # -- lookups ------------------------------------------------------------
 
@@ -462,6 +542,7 @@ class Report:
             "stages": [st.to_dict() for st in self.stages],
             "pools": [p.to_dict() for p in self.pools],
             **({"tasks": self.tasks.to_dict()} if self.tasks is not None else {}),
+            **({"replay": {**self.replay, "end": _finite(self.replay["end"])}} if self.replay is not None else {}),
         }
 
     def to_json(self) -> str:
@@ -476,6 +557,7 @@ class Report:
         every observe, ``client_ROW.csv`` for every client row and
         ``task_time.csv`` (see :attr:`samples`), and with a task table
         ``tasks.csv`` (``root,start,end,sessions,depth``, completion order),
+        and with a step log (:attr:`steps`) ``STAGE.steps.csv`` per step stage,
         into ``folder`` (created if missing).  The CLI calls this
         inside :func:`serq.files.write_dir_atomic`; each file is also written
         through a rename, so a direct call leaves no half-written file."""
@@ -493,6 +575,8 @@ class Report:
             rows = [f"{shortest(t.root)},{shortest(t.start)},{shortest(t.end)},{shortest(t.sessions)},{shortest(t.depth)}\n"
                     for t in self.tasks.records]
             write_text_atomic(folder / "tasks.csv", "root,start,end,sessions,depth\n" + "".join(rows))
+        for label, log in self.steps.items():  # only with steps=True (serq run --steps)
+            write_text_atomic(folder / f"{label}.steps.csv", log.csv())
 
 
 # ---------------------------------------------------------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from ..report import PoolSummary, Report, Sample, StageSummary, TaskRecord, TaskSummary
+from ..report import PoolSummary, Report, Sample, StageSummary, StepLog, TaskRecord, TaskSummary
 from .session import Task
 from .stages.step import StepEngine
 from .stats import summarize
@@ -96,11 +96,12 @@ def build_report(sim: "Simulator") -> Report:
             ))
     stage_warnings = [w for w in map(_starved, sim.engines) if w is not None]
     tasks = _tasks(sim, samples)
+    steps = {e.label: StepLog(e.step_log) for e in sim.engines if e.step_log is not None}
     return Report(
         horizon=sim.horizon, end=end, warmup=sim.warmup, seed=sim.seed, events=sim.events,
         arrivals=sim.arrivals, ended=sim.ended, turns=sim.turns, mean_live=sim.live_avg.mean(end, start),
         observes=observes, client=client, stages=stages, pools=pools, notes=notes, samples=SampleLists(samples),
-        stage_warnings=stage_warnings, tasks=tasks,
+        stage_warnings=stage_warnings, tasks=tasks, steps=steps, replay=sim.replay,
     )
 
 

@@ -17,12 +17,12 @@ from __future__ import annotations
 import math
 import os
 from functools import partial
-from heapq import heappop
+from heapq import heappop, heappush
 from math import log as _log
 from typing import Any, Mapping
 
 import simpy
-from simpy.events import URGENT, Timeout
+from simpy.events import NORMAL, URGENT, Timeout
 
 from .. import ir
 from ..errors import SerqError, SerqRuntimeError
@@ -82,7 +82,7 @@ class Simulator(Holds):
 
     def __init__(self, program: ir.Program, *, seed: int, horizon: float, warmup: float,
                  arrivals: int | None = None, engines: Mapping[str, type] | None = None,
-                 max_live: int | None = None) -> None:
+                 max_live: int | None = None, steps: bool = False) -> None:
         self.program = program
         self.seed = seed
         self.horizon = horizon
@@ -139,7 +139,19 @@ class Simulator(Holds):
         # the client rows' samples, (time, session, turn, value) as an observe's
         self.client: dict[str, list[tuple[float, int, int, float]]] = {"ttft": [], "tpot": [], "response": []}
         self.corpus = read_trace(program.trace.path) if program.trace is not None else None
+        # `arrive trace` (docs/replay.md): the trace sessions in arrival order, the times they
+        # arrive at (the trace's, divided by the replay rate), how many arrive; how the run ended
+        self.replay_order: list[int] | None = None
+        self.replay_times: list[float] = []
+        self.replay_total = 0
+        self.replay: dict[str, Any] | None = None
         self._build(engines or {})
+        if steps:  # the step log (docs/calibration.md): every iteration as its own event, recorded
+            from array import array
+
+            for engine in self.engines:
+                engine.coalesce = False  # the plain path: the same report (docs/simulator.md)
+                engine.step_log = array("d")
         self.code = Compiler(self).compile(program)
 
     # -- building the deployment ------------------------------------------------------
@@ -217,6 +229,9 @@ class Simulator(Holds):
         settle = self.settle
         run_ready = self.run_ready
         limit = self.arrival_limit
+        # the run stops once `stop` sessions have arrived and none is live: --arrivals N, or the
+        # end of the trace under `arrive trace`
+        stop = self.replay_total if self.replay_order is not None else limit
         per_instant, per_session = EVENTS_PER_INSTANT, EVENTS_PER_SESSION
         # With no pool and no step stage, settling is running the ready sessions
         # and rescheduling the dirty ps stages: skipped when there are none.
@@ -249,10 +264,12 @@ class Simulator(Holds):
                     run_ready()
                 if self.dirty_ps:
                     settle()
-            if limit is not None and self.arrivals >= limit and self.live == 0:
+            if stop is not None and self.arrivals >= stop and self.live == 0:
                 break
         else:
             env._now = horizon
+        if self.replay_order is not None:
+            self._replay_ended()
         if limit is not None:
             if self.arrivals < limit:
                 raise SerqRuntimeError(
@@ -361,10 +378,12 @@ class Simulator(Holds):
         arr = self.program.arrival
         self._poisson_rate = arr.rate if arr.kind == "poisson" else None  # None: renewal
         self._arrive_cb = self._arrive
-        if self.arrival_limit is not None and arr.kind not in ("poisson", "renewal"):
-            raise SerqError("run: arrivals applies only to poisson or renewal workloads")
+        if self.arrival_limit is not None and arr.kind not in ("poisson", "renewal", "trace"):
+            raise SerqError("run: arrivals applies only to poisson, renewal or trace workloads")
         self._check_counts()
-        if arr.kind == "poisson":
+        if arr.kind == "trace":
+            self._start_replay(arr.rate)
+        elif arr.kind == "poisson":
             self._at(0.0, self._arrive)
         elif arr.kind == "renewal":
             assert arr.gap is not None
@@ -374,6 +393,73 @@ class Simulator(Holds):
         elif arr.kind in ("closed", "batch"):
             for _ in range(arr.n):
                 self.spawn()
+
+    # -- `arrive trace` (docs/replay.md) ---------------------------------------------------
+
+    def _start_replay(self, rate: float) -> None:
+        """Each trace session arrives at its first row's ``arrival`` divided by
+        ``rate``, in arrival order (ties in file order), once; the first
+        ``--arrivals N`` of them when N is given."""
+        corpus = self.corpus
+        assert corpus is not None, "`arrive trace` is checked to name a trace"
+        if corpus.arrivals is None:
+            raise SerqRuntimeError(
+                f"`arrive trace`: the trace `{corpus.path}` has no `arrival` column",
+                helps=["name the columns in a header, with `arrival` (seconds) among them: "
+                       "session,turn,new,out,think,arrival (docs/replay.md)",
+                       "a public trace can be converted with `serq trace import FORMAT FILE -o OUT.csv`"])
+        times = corpus.arrivals
+        order = sorted(range(len(times)), key=times.__getitem__)
+        total = len(order)
+        if self.arrival_limit is not None:
+            if self.arrival_limit > total:
+                raise SerqRuntimeError(
+                    f"--arrivals {self.arrival_limit}: the trace `{corpus.path}` has only {total:,} sessions",
+                    helps=[f"ask for at most {total:,} arrivals, or leave --arrivals out to replay the whole trace"])
+            total = self.arrival_limit
+        self.replay_order = order
+        self.replay_times = [times[i] / rate for i in order[:total]]
+        self.replay_total = total
+        self._replay_next = 0
+        self._replay_at(self.replay_times[0])
+
+    def _replay_at(self, when: float) -> None:
+        """The next trace arrival, at the instant ``when`` exactly (not ``now + (when - now)``)."""
+        t = object.__new__(Timeout)
+        t.env = self.env
+        t.callbacks = [self._replay_arrive]
+        t._value = None
+        t._delay = when - self.env._now
+        t._ok = True
+        heappush(self.env._queue, (when, NORMAL, next(self.env._eid), t))
+
+    def _replay_arrive(self, _ev: Any) -> None:
+        self.events += 1
+        now = self.env._now
+        if now != self._arrive_at:
+            self._arrive_at, self._arrived = now, 1
+        else:
+            self._arrived += 1
+            if self._arrived > ARRIVALS_PER_INSTANT:
+                raise SerqRuntimeError(
+                    f"the run does not settle at time {now:g}: more than {ARRIVALS_PER_INSTANT:,} trace sessions "
+                    f"arrive at that instant", helps=["spread the trace's arrival times, or lower the replay rate"])
+        self._replay_next += 1
+        if self._replay_next < self.replay_total:
+            self._replay_at(self.replay_times[self._replay_next])
+        self.spawn(True)
+
+    def _replay_ended(self) -> None:
+        """How a replay ended (``Report.replay``; a ``note:`` on stderr): the trace was
+        used up and every session ended, or the horizon came first."""
+        now = self.env._now
+        exhausted = self.arrivals >= self.replay_total and self.live == 0
+        self.replay = {"sessions": self.replay_total, "arrived": self.arrivals, "live": self.live,
+                       "exhausted": exhausted, "end": now}
+        if exhausted and now <= self.warmup:
+            raise SerqRuntimeError(
+                f"the trace ended at time {now:g}, at or before the warm-up {self.warmup:g}: nothing was measured",
+                helps=["lower the warm-up (--warmup), or replay a longer trace"])
 
     def _check_counts(self) -> None:
         """Refuse, before creating any session, a population or a stream of
@@ -503,8 +589,11 @@ class Simulator(Holds):
             s.task = Task(s.serial, self.env._now)
             self.tree_live[s] = None
         if self.corpus is not None:
-            n = len(self.corpus.sessions)
-            i = s.serial % n if self.program.trace.ordered else self.trace_stream.integers(n)  # type: ignore[union-attr]
+            if self.replay_order is not None:  # `arrive trace`: the trace session arriving now
+                i = self.replay_order[s.serial]
+            else:
+                n = len(self.corpus.sessions)
+                i = s.serial % n if self.program.trace.ordered else self.trace_stream.integers(n)  # type: ignore[union-attr]
             s.trace = self.corpus.sessions[i]
         env = self.env
         self._live_by(1)
@@ -652,7 +741,8 @@ def _keys(fns: list[Any]) -> Any:
 
 def simulate(program: ir.Program, *, seed: int | None = None, horizon: float | None = None,
              warmup: float | None = None, arrivals: int | None = None,
-             engines: Mapping[str, type] | None = None, max_live: int | None = None) -> Any:
+             engines: Mapping[str, type] | None = None, max_live: int | None = None,
+             steps: bool = False) -> Any:
     """Run ``program`` and return its report (see :func:`serq.run`)."""
     from .results import build_report
 
@@ -674,7 +764,7 @@ def simulate(program: ir.Program, *, seed: int | None = None, horizon: float | N
     if max_live is not None and not (isinstance(max_live, int) and max_live >= 1):
         raise SerqError(f"max_live must be a positive whole number, not {max_live!r}")
     sim = Simulator(program, seed=int(seed), horizon=float(horizon), warmup=float(warmup),
-                    arrivals=arrivals, engines=engines, max_live=max_live)
+                    arrivals=arrivals, engines=engines, max_live=max_live, steps=steps)
     try:
         sim.run()
     except SerqError:

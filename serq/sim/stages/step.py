@@ -143,6 +143,10 @@ class StepEngine(Stage):
         self._final: list[float] | None = None  # the tokens of a run's last iteration, if not all 1
         self._budget_now = 0.0  # the budget of the iteration in flight
         self._view: StepView | None = None
+        #: the step log (``serq run --steps``): None, or a flat array of the
+        #: columns :data:`serq.report.STEP_COLUMNS` per iteration; the simulator sets it, and
+        #: turns coalescing off for the stage (docs/calibration.md)
+        self.step_log: Any = None
         # B8: since when every attempt found work but no budget (None: it scheduled since)
         self.starved_at: float | None = None
         self.starved_budget = 0.0
@@ -326,6 +330,8 @@ class StepEngine(Stage):
         self._chunk_const = step.chunk.value if isinstance(step.chunk, ir.Num) else None
         reads = {x.name for x in expr.walk(step.cost) if isinstance(x, ir.Ctx)}
         self._kv_needed = self.memory is not None and bool(reads & {"kv_decode", "kv_prefill"})
+        if self.step_log is not None:  # the log records kv_decode and kv_prefill whatever the cost reads
+            self._kv_needed = self.memory is not None
         cls = type(self)
         overridden = {h for h in ("order_residents", "plan_tokens", "iteration_cost", "start_iteration",
                                   "_launch", "_iter_end", "admit_next")
@@ -484,6 +490,9 @@ class StepEngine(Stage):
         if not math.isfinite(cost):
             raise SerqRuntimeError(f"stage `{self.label}`: an iteration costs {cost:g}, not a finite time")
         now = self.env._now
+        if self.step_log is not None:
+            self.step_log.extend((now, cost, tokens, decoders, prefilled, kv_d, kv_p, attention,
+                                  float(len(self.residents))))
         self.iterations += 1
         self._account(now, cost, prefilled, decoders)
         self.iterating = True
