@@ -20,6 +20,10 @@ VLLM = ["programs/multi-turn/vllm.sq", "programs/multi-turn/vllm_chat.sq",
         "programs/single-turn/vllm_single_turn.sq", "programs/subagent/vllm_subagents.sq"]
 # the seed's subagents with spawn/join (issue 11): on the shared engine, but no seed block verbatim
 SPAWN = "programs/subagent/vllm_spawn.sq"
+# the Azure conversation trace replayed at its own arrival times (issue 12): on the shared engine too
+AZURE = "programs/replay/azure_conv.sq"
+# on the shared prefix cache (issue 14): the same engine; the server passes a prefix chain
+SHARED = ["programs/single-turn/vllm_system_prompt.sq", "programs/subagent/vllm_spawn_shared.sq"]
 
 SUMMARIES = {
     "programs/multi-turn/closed.sq": "OK: 0 pool(s), 2 stage(s), 11 attribute(s), 2 block(s)",
@@ -28,8 +32,12 @@ SUMMARIES = {
     "programs/single-turn/mg1.sq": "OK: 0 pool(s), 1 stage(s), 11 attribute(s), 2 block(s)",
     "programs/single-turn/ps.sq": "OK: 0 pool(s), 1 stage(s), 11 attribute(s), 2 block(s)",
     "programs/single-turn/vllm_single_turn.sq": "OK: 2 pool(s), 1 stage(s), 16 attribute(s), 4 block(s)",
+    "programs/single-turn/vllm_system_prompt.sq": "OK: 2 pool(s), 1 stage(s), 21 attribute(s), 4 block(s)",
     "programs/subagent/vllm_subagents.sq": "OK: 2 pool(s), 3 stage(s), 19 attribute(s), 10 block(s)",
     "programs/subagent/vllm_spawn.sq": "OK: 2 pool(s), 2 stage(s), 23 attribute(s), 10 block(s)",
+    "programs/subagent/vllm_spawn_shared.sq": "OK: 2 pool(s), 2 stage(s), 27 attribute(s), 10 block(s)",
+    "programs/replay/vllm_replay.sq": "OK: 2 pool(s), 4 stage(s), 16 attribute(s), 6 block(s)",
+    "programs/replay/azure_conv.sq": "OK: 2 pool(s), 1 stage(s), 16 attribute(s), 4 block(s)",
 }
 
 
@@ -92,7 +100,7 @@ def engine_parts(source: str) -> tuple[str, str, str]:
 
 
 def test_the_vllm_programs_share_the_engine_line_for_line():
-    parts = [engine_parts(text(p)) for p in VLLM + [SPAWN]]
+    parts = [engine_parts(text(p)) for p in VLLM + [SPAWN, AZURE]]
     assert all(p == parts[0] for p in parts[1:])
     consts, decls, server = parts[0]
     names = re.findall(r"^let (\w+) =", consts, re.M)
@@ -100,6 +108,20 @@ def test_the_vllm_programs_share_the_engine_line_for_line():
     assert "pool reqs { cap max_seqs; admit via engine; }" in decls
     assert "chunk long_prefill(reqs, chunk_cap);" in decls
     assert "observe" not in server
+
+
+def test_the_shared_prefix_programs_share_the_engine_and_pass_a_chain_in_the_server():
+    """The constants and declarations are the other vLLM programs' line for line; the
+    server is theirs with `vllm_request` → `vllm_request_prefix` and the chain
+    `seg1: len1, seg2: len2` (attributes the workload sets)."""
+    consts, decls, server = engine_parts(text(SPAWN))
+    want = server.replace("vllm_request(reqs, kv, engine, prompt, o);",
+                          "vllm_request_prefix(reqs, kv, engine, prompt, o, seg1, len1, seg2, len2);")
+    assert want != server
+    for path in SHARED:
+        assert engine_parts(text(path)) == (consts, decls, want), path
+        holds = [s for s in ir.walk_blocks(load(path).session) if isinstance(s, ir.Hold)]
+        assert len(holds) == 1 and len(holds[0].prefix) == 2
 
 
 def test_the_engine_constants_and_declarations_have_the_seed_values():
@@ -115,7 +137,7 @@ def test_the_engine_constants_and_declarations_have_the_seed_values():
     assert p.run == ir.RunSettings(2000.0, 200.0, 1, None)
 
 
-@pytest.mark.parametrize("path", VLLM + [SPAWN])
+@pytest.mark.parametrize("path", VLLM + [SPAWN, AZURE] + SHARED)
 def test_vllm_request_observes_only_hit_and_prefill_tokens_and_reserves_nothing(path):
     p = load(path)
     names = [o.name for o in p.observes]
