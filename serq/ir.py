@@ -329,10 +329,12 @@ class StageDecl:
 
 @dataclass(frozen=True, slots=True)
 class Arrival:
-    """``arrive …``: ``kind`` in ``poisson renewal closed batch none``.
-    ``rate`` for poisson; ``n`` for closed and batch; ``gap`` for renewal."""
+    """``arrive …``: ``kind`` in ``poisson renewal closed batch trace none``.
+    ``rate`` for poisson, and for trace the replay speed (the trace's arrival
+    times are divided by it; 1 without an argument); ``n`` for closed and
+    batch; ``gap`` for renewal."""
 
-    kind: Literal["poisson", "renewal", "closed", "batch", "none"] = "none"
+    kind: Literal["poisson", "renewal", "closed", "batch", "trace", "none"] = "none"
     rate: float = 0.0
     n: int = 0
     gap: Expr | None = None

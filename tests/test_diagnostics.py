@@ -85,8 +85,9 @@ PARSE = [
     case("an unmatched closing bracket", "let a = (1 + 2));", "unmatched `)`", 1, 16),
     case("an unclosed bracket at the end of input", "session {\n  turn;\n",
          "expected a statement, found end of input", 2, 8),
-    case("an arrival must be a known process", "workload { arrive trace(1); }",
-         "expected an arrival process (`poisson(rate)`, `renewal(gap)`, `closed(n)`, `batch(n)` or `none`), found `trace`", 1, 19),
+    case("an arrival must be a known process", "workload { arrive uniform(1); }",
+         "expected an arrival process (`poisson(rate)`, `renewal(gap)`, `closed(n)`, `batch(n)`, `trace` or `none`), "
+         "found `uniform`", 1, 19),
 ]
 
 
@@ -297,7 +298,7 @@ VALIDATE = [
          "workload: renewal arrival may use only constants and sampled distributions", 1, 37),
     case("arrivals must be positive", "workload { arrive poisson(1); }\nrun { horizon 9; arrivals 0; }", "run: arrivals must be positive", 2, 27),
     case("arrivals need an open workload", "workload { arrive closed(2); }\nrun { horizon 9; arrivals 5; }",
-         "run: arrivals applies only to poisson or renewal workloads", 2, 27),
+         "run: arrivals applies only to poisson, renewal or trace workloads", 2, 27),
     case("the warmup is below the horizon", "run { horizon 10; warmup 10; }", "warmup must be below the horizon", 1, 26),
     case("the warmup is not negative", "run { horizon 10; warmup -1; }", "run: need 0 <= warmup < horizon", 1, 26),
     case("the horizon is finite", "run { horizon inf; }", "the horizon must be finite and positive", 1, 15),

@@ -392,7 +392,7 @@ Item = Union[LetItem, UseItem, DefItem, PoolItem, StageItem, WorkloadItem, Serve
 
 @dataclass(frozen=True, slots=True)
 class Arrival:
-    kind: str  # poisson renewal closed batch none
+    kind: str  # poisson renewal closed batch trace none
     arg: Expr | None
     span: Span
 

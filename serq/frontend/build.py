@@ -257,6 +257,11 @@ class Builder(ExprVisits, NodeVisitor):
     def visit_counted_arrival(self, node, ch):
         return A.Arrival(ch[0].text, ch[2], self.span(node))
 
+    def visit_trace_arrival(self, node, ch):
+        """``arrive trace;`` or ``arrive trace(rate);`` (docs/replay.md)."""
+        rate = self.opt(ch[1])
+        return A.Arrival("trace", rate[1] if rate is not None else None, self.span(node))
+
     def visit_trace_clause(self, node, ch):
         path: Tok = ch[1]
         ordered = self.opt(ch[2]) is not None

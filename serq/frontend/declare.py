@@ -154,9 +154,20 @@ class Declarations(Resolver):
             decl = ir.TraceDecl(_relative_to(t.path, path), t.ordered)
         if trace is not None:
             decl = ir.TraceDecl(trace, decl.ordered if decl else False)
+        if arrival.kind == "trace" and decl is None:
+            raise error("`arrive trace` replays a trace's arrival times, and the workload names no trace",
+                        c["arrive"].value.span,  # type: ignore[union-attr]
+                        helps=['add `trace "FILE.csv";` to the workload: a trace with an `arrival` column '
+                               "(docs/replay.md)"])
         return arrival, decl
 
     def arrival(self, a: A.Arrival) -> ir.Arrival:
+        if a.kind == "trace":
+            rate = 1.0 if a.arg is None else self.const(a.arg, "the replay rate of `arrive trace`")
+            if not (rate > 0 and math.isfinite(rate)):
+                raise error("the replay rate of `arrive trace` must be positive and finite",
+                            a.arg.span if a.arg is not None else a.span)
+            return ir.Arrival("trace", rate=rate)
         if a.kind == "none" or a.arg is None:
             return ir.Arrival()
         if a.kind == "poisson":
@@ -215,8 +226,8 @@ class Declarations(Resolver):
             n = self.const(_expr(c["arrivals"]), "arrivals")
             if not (n >= 1 and math.isfinite(n)):
                 self.defer(error("run: arrivals must be positive", span))
-            elif arrival.kind not in ("poisson", "renewal"):
-                self.defer(error("run: arrivals applies only to poisson or renewal workloads", span))
+            elif arrival.kind not in ("poisson", "renewal", "trace"):
+                self.defer(error("run: arrivals applies only to poisson, renewal or trace workloads", span))
             else:
                 arrivals = int(n)
         return ir.RunSettings(horizon, warmup or 0.0, seed, arrivals)

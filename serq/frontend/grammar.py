@@ -118,9 +118,10 @@ wl_end         = "}" _
 wl_clause      = arrive_clause / trace_clause / hidden_clause / init_clause / turn_clause
                / wl_session / wl_other
 arrive_clause  = kw_arrive arrival semi
-arrival        = counted_arrival / kw_none
+arrival        = counted_arrival / trace_arrival / kw_none
 counted_arrival = arrival_kw lparen expr rparen
 arrival_kw     = kw_poisson / kw_renewal / kw_closed / kw_batch
+trace_arrival  = kw_trace (lparen expr rparen)?
 trace_clause   = kw_trace string kw_ordered? semi
 hidden_clause  = kw_hidden name (comma name)* semi
 init_clause    = kw_init block

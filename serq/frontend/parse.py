@@ -52,8 +52,9 @@ _WHAT = {
     "params": "a parameter name",
     "array": "`[`",
     "role": "a serving form",
-    "arrival": "an arrival process (`poisson(rate)`, `renewal(gap)`, `closed(n)`, `batch(n)` or `none`)",
-    "counted_arrival": "an arrival process (`poisson(rate)`, `renewal(gap)`, `closed(n)`, `batch(n)` or `none`)",
+    "arrival": "an arrival process (`poisson(rate)`, `renewal(gap)`, `closed(n)`, `batch(n)`, `trace` or `none`)",
+    "counted_arrival": "an arrival process (`poisson(rate)`, `renewal(gap)`, `closed(n)`, `batch(n)`, `trace` or "
+                       "`none`)",
 }
 _AFTER = {
     "evict_how": ("`lru` or `by`", "evict"),
