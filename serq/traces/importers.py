@@ -285,6 +285,8 @@ def read_burstgpt(f: TextIO, path: str, tally: Tally, opts: Options) -> Iterator
 # Mooncake (JSON lines)
 
 _MS = Decimal("0.001")
+#: floats as decimals (exact times); ints stay ints, as hash_ids are long lists of them
+_JSON = json.JSONDecoder(parse_float=Decimal)
 
 
 def read_mooncake(f: TextIO, path: str, tally: Tally, opts: Options) -> Iterator[Request]:
@@ -295,7 +297,7 @@ def read_mooncake(f: TextIO, path: str, tally: Tally, opts: Options) -> Iterator
         if not text:
             continue
         try:
-            obj = json.loads(text, parse_float=Decimal, parse_int=Decimal)
+            obj = _JSON.decode(text)
         except ValueError as err:
             msg = getattr(err, "msg", str(err))
             raise SerqError(f"invalid JSON: {msg}", helps=["each line is one JSON object"],
@@ -309,6 +311,8 @@ def read_mooncake(f: TextIO, path: str, tally: Tally, opts: Options) -> Iterator
                 raise SerqError(f"no `{key}`", helps=["each line has timestamp, input_length and output_length"],
                                 prefix=_where(path, line))
             v = obj[key]
+            if isinstance(v, int) and not isinstance(v, bool):
+                v = Decimal(v)
             if not isinstance(v, Decimal):
                 raise SerqError(f"`{key}`: expected a number, got `{json.dumps(v, default=str)[:40]}`",
                                 helps=["timestamp is in milliseconds; the lengths are token counts"],
@@ -387,9 +391,11 @@ def fmt_decimal(value: Decimal | None) -> str:
 @contextlib.contextmanager
 def _open_source(src: str, shown: str) -> Iterator[TextIO]:
     """The source as text: ``-`` is standard input, a name ending in ``.gz`` is gunzipped."""
+    stdin: io.TextIOWrapper | None = None
     try:
         if src == "-":
-            stream: TextIO = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8-sig", newline="")
+            stdin = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8-sig", newline="")
+            stream: TextIO = stdin
         elif src.endswith(".gz"):
             stream = gzip.open(src, "rt", encoding="utf-8-sig", newline="")
         else:
@@ -401,10 +407,10 @@ def _open_source(src: str, shown: str) -> Iterator[TextIO]:
     try:
         yield stream
     finally:
-        if src != "-":
-            stream.close()
+        if stdin is not None:
+            stdin.detach()  # leave sys.stdin open
         else:
-            stream.detach()
+            stream.close()
 
 
 def _decimal(value: float | int | str | Decimal, name: str) -> Decimal:
