@@ -248,6 +248,17 @@ def test_a_wrong_format_is_named_in_the_help(tmp_path: Path) -> None:
     assert any("`splitwise` format" in h for h in err.helps)
     err = error_of(tmp_path, "splitwise", MOONCAKE)
     assert any("`mooncake` format" in h for h in err.helps)
+    err = error_of(tmp_path, "mooncake", SPLITWISE)
+    assert err.headline().endswith("in.csv:1: invalid JSON: Expecting value")
+    assert any("looks like a CSV file" in h for h in err.helps)
+    err = error_of(tmp_path, "azure", SPLITWISE_OUT)
+    assert any("already a serQ trace" in h for h in err.helps)
+
+
+def test_a_window_with_no_request_is_an_error(tmp_path: Path) -> None:
+    err = error_of(tmp_path, "splitwise", SPLITWISE, start=100)
+    assert err.headline() == f"{tmp_path / 'in.csv'}: no requests in the window to write"
+    assert "widen --start/--duration" in err.helps[0]
 
 
 def test_the_output_is_left_as_it_was_on_an_error(tmp_path: Path) -> None:

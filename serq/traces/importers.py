@@ -188,7 +188,9 @@ def _csv_rows(f: TextIO, path: str, columns: Sequence[str]) -> Iterator[tuple[in
                 guess = next((_GUESS[n] for n in names if n in _GUESS), None)
                 if guess is None and names and names[0].startswith("{"):
                     guess = "mooncake"
-                if guess is not None:
+                if "session" in names and "new" in names and "out" in names:
+                    helps.append("this is already a serQ trace: a program reads it as it is")
+                elif guess is not None:
                     helps.append(f"this header looks like the `{guess}` format: "
                                  f"`serq trace import {guess} …`")
                 raise SerqError(
@@ -220,33 +222,36 @@ def read_splitwise(f: TextIO, path: str, tally: Tally, opts: Options) -> Iterato
         yield _need_positive(req, cols[1], cols[2], path)
 
 
-_STAMP = re.compile(r"\s*(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?"
+_STAMP = re.compile(r"\s*(\d{4}-\d{2}-\d{2})[ T]([01]\d|2[0-3]):([0-5]\d):([0-5]\d|60)(?:\.(\d+))?"
                     r"\s*(Z|[+-]\d{2}:?\d{2})?\s*\Z")
+_DAYS: dict[str, int] = {}  # "2023-11-16" → its ordinal, for the few days a trace spans
 
 
 def _timestamp(text: str, column: str, path: str, line: int) -> Decimal:
     """``2023-11-16 18:15:46.6805900`` (an optional ``Z`` or ``+HH:MM``) → seconds since 0001-01-01."""
     m = _STAMP.match(text)
-    bad = m is None
+    day = None
     if m is not None:
-        y, mo, d, h, mi, s, frac, zone = m.groups()
-        try:
-            day = date(int(y), int(mo), int(d)).toordinal()
-        except ValueError:
-            bad = True
-        if int(h) > 23 or int(mi) > 59 or int(s) > 60:
-            bad = True
-    if bad:
+        ymd = m.group(1)
+        day = _DAYS.get(ymd)
+        if day is None:
+            try:
+                day = date.fromisoformat(ymd).toordinal()
+            except ValueError:
+                day = None
+            else:
+                if len(_DAYS) < 4096:
+                    _DAYS[ymd] = day
+    if m is None or day is None:
         raise SerqError(f"column `{column}`: invalid timestamp `{text.strip()}`",
                         helps=["a timestamp reads like 2023-11-16 18:15:46.6805900"], prefix=_where(path, line))
-    value = Decimal(day * 86400 + int(h) * 3600 + int(mi) * 60 + int(s))
-    if frac:
-        value += Decimal(f"0.{frac}")
+    _, h, mi, s, frac, zone = m.groups()
+    secs = day * 86400 + int(h) * 3600 + int(mi) * 60 + int(s)
     if zone and zone != "Z":
         sign = -1 if zone[0] == "-" else 1
         digits = zone[1:].replace(":", "")
-        value -= sign * (int(digits[:2]) * 3600 + int(digits[2:]) * 60)
-    return value
+        secs -= sign * (int(digits[:2]) * 3600 + int(digits[2:]) * 60)
+    return Decimal(f"{secs}.{frac}") if frac else Decimal(secs)
 
 
 def read_azure(f: TextIO, path: str, tally: Tally, opts: Options) -> Iterator[Request]:
@@ -300,8 +305,10 @@ def read_mooncake(f: TextIO, path: str, tally: Tally, opts: Options) -> Iterator
             obj = _JSON.decode(text)
         except ValueError as err:
             msg = getattr(err, "msg", str(err))
-            raise SerqError(f"invalid JSON: {msg}", helps=["each line is one JSON object"],
-                            prefix=_where(path, line)) from None
+            helps = ["each line is one JSON object"]
+            if line == 1 and "," in text and not text.startswith(("{", "[")):
+                helps.append("this looks like a CSV file: the CSV formats are splitwise, azure and burstgpt")
+            raise SerqError(f"invalid JSON: {msg}", helps=helps, prefix=_where(path, line)) from None
         if not isinstance(obj, dict):
             raise SerqError("expected a JSON object", helps=["each line is one JSON object"],
                             prefix=_where(path, line))
