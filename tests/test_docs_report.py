@@ -110,3 +110,16 @@ def test_every_dump_file_is_explained():
     for name in ("client_ttft.csv", "task_time.csv", "tasks.csv", "STAGE.steps.csv", "time,session,turn,value",
                  ",".join(R.STEP_COLUMNS), "root,start,end,sessions,depth"):
         assert f"`{name}`" in DOC_TEXT, name
+
+
+def test_the_links_of_the_report_page_lead_somewhere():
+    from test_docs_language import anchors
+
+    prose = re.sub(r"^```.*?^```$", "", DOC_TEXT, flags=re.S | re.M)
+    broken = []
+    for target in re.findall(r"\]\(([^)\s]+)\)", prose):
+        file, _, anchor = target.partition("#")
+        path = DOC if not file else DOC.parent / file
+        if not path.exists() or (anchor and anchor not in anchors(path)):
+            broken.append(target)
+    assert not broken, f"docs/report.md links to missing files or headings: {broken}"
