@@ -3,8 +3,9 @@
 Writes a synthetic trace of N rows (default 1 000 000) in each of two formats —
 the Azure CSV (timestamps as dates, CRLF) and Mooncake JSON lines (with
 ``hash_ids``) — into a temporary folder, imports each in a child process
-(``python -m serq trace import …``) and prints the wall time, the rows per
-second and the child's peak resident set (``ru_maxrss`` from ``wait4``).  It
+(``python -m serq trace import …``) and prints its wall time, its CPU time
+(user + system, less sensitive to a busy machine), the rows per CPU second and
+its peak resident set (``ru_maxrss`` from ``wait4``).  It
 also imports a tenth of each file, and runs a child that only imports the
 package, so the table shows that the peak does not grow with the file::
 
@@ -52,8 +53,8 @@ def write_mooncake(path: Path, rows: int, seed: int = 1) -> None:
                     f'"hash_ids": {ids}}}\n')
 
 
-def child(args: list[str]) -> tuple[float, int, int]:
-    """(wall seconds, peak RSS in KiB, exit status) of ``python args…``."""
+def child(args: list[str]) -> tuple[float, float, int]:
+    """(wall seconds, CPU seconds, peak RSS in KiB) of ``python args…``."""
     start = time.perf_counter()
     proc = subprocess.Popen([sys.executable, *args], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)
@@ -62,7 +63,7 @@ def child(args: list[str]) -> tuple[float, int, int]:
     err = proc.stderr.read().decode() if proc.stderr else ""
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(args)} failed:\n{err}")
-    return wall, usage.ru_maxrss, proc.returncode  # ru_maxrss is in KiB on Linux
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss  # ru_maxrss is in KiB on Linux
 
 
 def main() -> None:
@@ -71,21 +72,21 @@ def main() -> None:
     ns = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        _, base_rss, _ = child(["-c", "import serq.cli, serq.traces"])
-        print(f"python {sys.version.split()[0]}; a child that only imports serq.cli and serq.traces: "
+        _, _, base_rss = child(["-c", "import serq.cli, serq.traces"])
+        print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; python {sys.version.split()[0]}; a child that only imports serq.cli and serq.traces: "
               f"peak RSS {base_rss / 1024:.1f} MiB")
-        print(f"{'format':<10} {'rows':>9} {'input':>9} {'output':>9} {'wall':>8} {'rows/s':>9} {'peak RSS':>9}")
+        print(f"{'format':<10} {'rows':>9} {'input':>9} {'output':>9} {'wall':>8} {'cpu':>8} {'rows/s':>9} {'peak RSS':>9}")
         for fmt, writer, suffix in (("azure", write_azure, "csv"), ("mooncake", write_mooncake, "jsonl")):
             for rows in (ns.rows // 10, ns.rows):
                 src = folder / f"{fmt}_{rows}.{suffix}"
                 writer(src, rows)
                 dst = folder / f"{fmt}_{rows}.out.csv"
-                wall, rss, _ = child(["-m", "serq", "trace", "import", fmt, str(src), "-o", str(dst)])
+                wall, cpu, rss = child(["-m", "serq", "trace", "import", fmt, str(src), "-o", str(dst)])
                 with dst.open() as f:
                     written = sum(1 for _ in f) - 1
                 assert written == rows, (written, rows)
                 print(f"{fmt:<10} {rows:>9} {src.stat().st_size / 2**20:>7.1f}MB {dst.stat().st_size / 2**20:>7.1f}MB "
-                      f"{wall:>7.2f}s {rows / wall:>9.0f} {rss / 1024:>7.1f}MB")
+                      f"{wall:>7.2f}s {cpu:>7.2f}s {rows / cpu:>9.0f} {rss / 1024:>7.1f}MB")
                 src.unlink()
                 dst.unlink()
 

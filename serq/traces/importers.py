@@ -5,8 +5,8 @@ Each importer reads one request per row of its source and yields
 source's own origin), the prompt tokens and the output tokens — one at a time.
 :func:`import_trace` writes them as ``session,turn,new,out,think,arrival``, one
 single-turn session per request, ``turn`` 1 and ``think`` 0, ``arrival`` the
-seconds since the first request (or since ``--start``), read and written row by
-row so that the memory used does not grow with the file.
+seconds since the first request kept (or since ``--start``), read and written
+row by row so that the memory used does not grow with the file.
 
 Times are kept as decimals (:class:`decimal.Decimal`) from the text to the
 output, so an arrival is the exact difference of the source's timestamps (no
@@ -85,7 +85,7 @@ class ImportSummary:
 
     format: str  #: the canonical format name
     rows: int  #: requests written
-    read: int  #: source requests read (before the window and the limit)
+    read: int  #: requests the format yielded (after its own filters, before the window and the limit)
     dropped: dict[str, int]  #: rows left out, by reason
     first: Decimal | None  #: first written arrival (seconds)
     last: Decimal | None  #: last written arrival (seconds)
@@ -98,6 +98,7 @@ class ImportSummary:
 
     @property
     def limit_text(self) -> str:
+        """The largest trace file, as text (``64 MiB``)."""
         return reading.size_text(MAX_TRACE_BYTES)
 
     def text(self, dst: str) -> str:
@@ -446,9 +447,11 @@ def import_trace(
 
     One single-turn session per request, in file order: ``session`` 0, 1, …,
     ``turn`` 1, ``new`` the prompt tokens, ``out`` the output tokens, ``think`` 0,
-    ``arrival`` the seconds since the first request, minus ``start``, times
-    ``scale``.  ``start`` and ``duration`` (seconds of the source's time, counted
-    from its first request) keep the requests in ``[start, start + duration)``,
+    ``arrival`` the seconds since the first request kept, minus ``start``, times
+    ``scale``.  (The first request kept is the first row the format does not
+    leave out: BurstGPT's failed requests and the rows of other ``models`` do not
+    count.)  ``start`` and ``duration`` (seconds of the source's time, counted
+    from that request) keep the requests in ``[start, start + duration)``,
     and reading stops at the window's end; ``limit`` keeps the first ``limit``
     requests of the window, and reading stops there.  ``models`` (BurstGPT only)
     keeps the rows whose ``Model`` is one of them.  ``src`` may be ``-``
