@@ -123,3 +123,12 @@ def test_the_links_of_the_report_page_lead_somewhere():
         if not path.exists() or (anchor and anchor not in anchors(path)):
             broken.append(target)
     assert not broken, f"docs/report.md links to missing files or headings: {broken}"
+
+
+def test_the_rej_and_stuck_lines_are_quoted_as_the_report_prints_them():
+    pool = R.PoolSummary("kv", None, 0.0, 0.0, 0.0, 0.0, R.NAN, 0, 0, 0.0, 0, 0, 47, 3)
+    report = R.Report(horizon=1, end=1, warmup=0, seed=1, events=0, arrivals=0, ended=0, turns=0, mean_live=0.0,
+                      pools=[pool])
+    for line in report.text().split("\n"):
+        if line.startswith(("rej:", "stuck:")):
+            assert "\n" + line + "\n" in DOC_TEXT, line
