@@ -338,6 +338,85 @@ def trace_import(
                    "cut it with --limit or --duration", err=True)
 
 
+@app.command()
+def fit(
+    file: str = typer.Argument(..., metavar="STEPS.csv", help="A step log: duration and context variables."),
+    terms: Optional[str] = typer.Option(None, metavar="c,decoders,...", help="A linear model of these columns "
+                                        "(c: the constant) [default: c,tokens]."),
+    roofline: bool = typer.Option(False, "--roofline", help="Fit c0 + max(omega + beta*kv, a*tokens) instead."),
+    no_c0: bool = typer.Option(False, "--no-c0", help="With --roofline: no constant c0."),
+    json_: bool = typer.Option(False, "--json", help="Print the fit as JSON."),
+    plot_: Optional[str] = typer.Option(None, "--plot", metavar="FILE.svg", help="A residual plot (matplotlib)."),
+    solver: str = typer.Option("auto", metavar="auto|scipy|numpy", help="The NNLS solver."),
+) -> None:
+    """Fit a step stage's cost to measured iterations (docs/calibration.md)."""
+    import json
+
+    from . import fit as fitting
+
+    _need_stdout("the fit")
+    try:
+        if solver not in ("auto", "scipy", "numpy"):
+            raise UsageError(f"invalid value for --solver: `{solver}` (expected auto, scipy or numpy)")
+        if roofline and terms is not None:
+            raise UsageError("--terms and --roofline are two models: give one")
+        if no_c0 and not roofline:
+            raise UsageError("--no-c0 goes with --roofline (in a linear model, leave `c` out of --terms)")
+        if solver == "scipy":
+            try:
+                import scipy.optimize  # noqa: F401
+            except ImportError:
+                raise SerqError("--solver scipy: SciPy is not installed",
+                                helps=["install the fit extra: pip install 'serq[fit]'"]) from None
+        header, cols = fitting.read_csv(file)
+        source = os.path.basename(file)
+        if roofline:
+            result = fitting.fit_roofline(cols, header, c0=not no_c0, source=source, method=solver)
+        else:
+            names = [t.strip() for t in (terms or "c,tokens").split(",") if t.strip()]
+            result = fitting.fit_linear(cols, header, names, source=source, method=solver)
+        if plot_ is not None:
+            fitting.plot_residuals(result, plot_)
+    except SerqError as err:
+        raise _fail(err, None) from None
+    _emit(json.dumps(result.to_json(), indent=2) if json_ else result.text(), "the fit")
+
+
+@app.command(name="roofline")
+def roofline_cmd(
+    model: Optional[str] = typer.Option(None, metavar="NAME", help="A built-in model (see --list)."),
+    params: Optional[float] = typer.Option(None, metavar="P", help="Parameters (e.g. 8.2e9)."),
+    layers: Optional[int] = typer.Option(None, metavar="L", help="Layers."),
+    kv_heads: Optional[int] = typer.Option(None, metavar="H", help="KV heads (grouped-query attention)."),
+    head_dim: Optional[int] = typer.Option(None, metavar="D", help="Head size."),
+    dtype: str = typer.Option("bf16", metavar="DTYPE", help="Weights: fp32, bf16, fp16, fp8, int8, int4."),
+    kv_dtype: Optional[str] = typer.Option(None, metavar="DTYPE", help="KV cache dtype [default: --dtype]."),
+    gpu: Optional[str] = typer.Option(None, metavar="NAME", help="A built-in GPU (see --list)."),
+    flops: Optional[float] = typer.Option(None, metavar="F", help="Peak dense FLOP/s at the dtype."),
+    bandwidth: Optional[float] = typer.Option(None, metavar="B", help="Memory bandwidth, bytes/s."),
+    flops_eff: float = typer.Option(1.0, metavar="X", help="Achieved fraction of the FLOP/s peak."),
+    bw_eff: float = typer.Option(1.0, metavar="X", help="Achieved fraction of the bandwidth."),
+    json_: bool = typer.Option(False, "--json", help="Print the constants as JSON."),
+    list_: bool = typer.Option(False, "--list", help="List the built-in GPUs and models with their sources."),
+) -> None:
+    """First-principles a, omega and beta from a model's shape and a GPU (docs/calibration.md)."""
+    import json
+
+    from . import roofline as rl
+
+    _need_stdout("the constants")
+    if list_:
+        _emit(rl.listing(), "the list")
+        return
+    try:
+        result = rl.compute(model_name=model, params=params, layers=layers, kv_heads=kv_heads, head_dim=head_dim,
+                            dtype=dtype, kv_dtype=kv_dtype, gpu_name=gpu, flops=flops, bandwidth=bandwidth,
+                            flops_eff=flops_eff, bw_eff=bw_eff)
+    except SerqError as err:
+        raise _fail(UsageError(err.message, helps=err.helps), None) from None
+    _emit(json.dumps(result.to_json(), indent=2) if json_ else result.text(), "the constants")
+
+
 _FLOAT_TEXT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
 _INT_TEXT = re.compile(r"[0-9]{1,18}\Z")
 _SLOW = object()  # "not a value the quick path is sure of"
