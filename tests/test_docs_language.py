@@ -220,3 +220,10 @@ def test_the_links_of_the_language_page_lead_somewhere():
         elif anchor and anchor not in anchors(path):
             broken.append(target)
     assert not broken, f"docs/language.md links to missing files or headings: {broken}"
+
+
+def test_a_quoted_check_summary_is_what_serq_check_prints():
+    quoted = re.findall(r"`(OK: [^`]+)` for `([^`]+)`", DOC_TEXT)
+    assert quoted
+    for summary, program in quoted:
+        assert serq.check(ROOT / program) == summary, f"docs/language.md: `serq check {program}` prints otherwise"
