@@ -127,6 +127,20 @@ def test_example_checks(block: Block, folder: Path):
     assert summary.startswith("OK: ")
 
 
+@pytest.mark.parametrize("block", EXAMPLES, ids=lambda b: f"line{b.line}")
+def test_example_runs(block: Block, folder: Path):
+    """Each example also runs: 50 simulated seconds at most (its own horizon when it
+    asks for a number of arrivals, which a shorter run could not reach)."""
+    program = serq.load(write(folder, block))
+    horizon = program.run.horizon or 50.0
+    if program.run.arrivals is None:
+        horizon = min(horizon, 50.0)
+    try:
+        serq.run(program, horizon=horizon, warmup=0)
+    except serq.SerqError as err:
+        pytest.fail(f"docs/language.md:{block.line}: the ```{block.tag} example checks but does not run:\n{err.render()}")
+
+
 @pytest.mark.parametrize("pair", REFUSED, ids=lambda p: f"line{p[0].line}")
 def test_refused_example_is_refused_with_the_quoted_message(pair, folder: Path):
     block, quoted = pair
