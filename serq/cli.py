@@ -520,7 +520,12 @@ def _quick_coercion(command: Any) -> None:
 
         cmd.get_help_option = quick_help_option
 
-    for cmd in [command, *getattr(command, "commands", {}).values()]:
+    def walk(cmd: Any) -> Any:  # a command, its subcommands, theirs (`serq trace import`)
+        yield cmd
+        for sub in getattr(cmd, "commands", {}).values():
+            yield from walk(sub)
+
+    for cmd in walk(command):
         for param in cmd.params:
             install(param)
         if callable(getattr(cmd, "get_help_option", None)):

@@ -8,6 +8,7 @@ memory; the round trip through the trace reader; the real Azure trace where
 from __future__ import annotations
 
 import gzip
+import json
 import subprocess
 import sys
 import tracemalloc
@@ -394,3 +395,21 @@ def test_the_azure_conversation_trace_imports_19366_requests(tmp_path: Path) -> 
         assert len(corpus.sessions) == 19_366 and corpus.arrivals[-1] == 3501.721937
     code = import_trace("splitwise", AZURE_DATA / "code.csv", tmp_path / "code.csv")
     assert code.rows == 8_819
+
+
+def test_the_command_coerces_its_options_without_pydantic(tmp_path: Path) -> None:
+    """`serq trace import` is a subcommand of a subcommand: its options get the quick
+    coercion of serq/cli.py too (tests/test_startup.py checks check and run)."""
+    src = tmp_path / "in.csv"
+    src.write_text(SPLITWISE)
+    argv = ["serq", "trace", "import", "vidur", str(src), "-o", str(tmp_path / "out.csv"), "--limit", "2",
+            "--start", "0", "--duration", "100", "--scale", "0.5"]
+    probe = ("import sys, json\nfrom serq import cli\n"
+             f"sys.argv = {argv!r}\n"
+             "try:\n    cli.main()\nexcept SystemExit as done:\n    assert done.code in (0, None), done.code\n"
+             "sys.__stdout__.write('@@' + json.dumps(sorted(sys.modules)))\n")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert "@@" in done.stdout, done.stderr
+    mods = json.loads(done.stdout.rsplit("@@", 1)[1])
+    assert not [m for m in mods if m.split(".")[0] in ("pydantic", "pydantic_core", "numpy", "simpy", "rich")]
+    assert (tmp_path / "out.csv").read_text() == f"{HEADER}\n0,1,374,44,0,0\n1,1,396,109,0,2.1572895\n"
