@@ -352,16 +352,12 @@ def test_memory_does_not_grow_with_the_file(tmp_path: Path) -> None:
 # the round trip through the trace reader
 
 
-def _reader_knows_arrival() -> bool:
+def test_the_reader_takes_the_importers_header() -> None:
     corpus = parse_trace(f"{HEADER}\n0,1,5,3,0,7.5\n", "probe.csv")
-    return getattr(corpus, "arrivals", None) is not None
+    assert corpus.arrivals == (7.5,)
+    assert corpus.sessions[0][0].forced == 0.0  # `arrival` is not read as the positional `forced`
 
 
-needs_arrival = pytest.mark.skipif(not _reader_knows_arrival(),
-                                   reason="the trace reader does not read the `arrival` column yet (issue 12, item 1)")
-
-
-@needs_arrival
 @pytest.mark.parametrize("fmt, text, out", [
     ("splitwise", SPLITWISE, SPLITWISE_OUT), ("azure", AZURE, AZURE_OUT),
     ("mooncake", MOONCAKE, MOONCAKE_OUT), ("burstgpt", BURSTGPT, BURSTGPT_OUT)])
@@ -390,9 +386,9 @@ def test_the_azure_conversation_trace_imports_19366_requests(tmp_path: Path) -> 
     lines = dst.read_text().splitlines()
     assert len(lines) == 19_367 and lines[0] == HEADER
     assert lines[1] == "0,1,374,44,0,0" and lines[2] == "1,1,396,109,0,4.314579"
-    if _reader_knows_arrival():
-        corpus = read_trace(str(dst))
-        assert len(corpus.sessions) == 19_366 and corpus.arrivals[-1] == 3501.721937
+    corpus = read_trace(str(dst))
+    assert len(corpus.sessions) == 19_366 and corpus.arrivals is not None
+    assert corpus.arrivals[:2] == (0.0, 4.314579) and corpus.arrivals[-1] == 3501.721937
     code = import_trace("splitwise", AZURE_DATA / "code.csv", tmp_path / "code.csv")
     assert code.rows == 8_819
 
@@ -413,3 +409,18 @@ def test_the_command_coerces_its_options_without_pydantic(tmp_path: Path) -> Non
     mods = json.loads(done.stdout.rsplit("@@", 1)[1])
     assert not [m for m in mods if m.split(".")[0] in ("pydantic", "pydantic_core", "numpy", "simpy", "rich")]
     assert (tmp_path / "out.csv").read_text() == f"{HEADER}\n0,1,374,44,0,0\n1,1,396,109,0,2.1572895\n"
+
+
+@pytest.mark.skipif(not (AZURE_DATA / "conv.csv").is_file(), reason="../shared/data/azure-llm-2023 is absent")
+def test_an_imported_azure_trace_replays_with_its_own_arrival_times(tmp_path: Path) -> None:
+    """`serq trace import` then `serq run programs/replay/azure_conv.sq --trace …`: the run's
+    arrivals are the trace's requests before the horizon."""
+    dst = tmp_path / "conv.csv"
+    done = serq("trace", "import", "vidur", str(AZURE_DATA / "conv.csv"), "-o", str(dst))
+    assert done.returncode == 0, done.stderr
+    h = 60
+    before = sum(1 for line in dst.read_text().splitlines()[1:] if float(line.rsplit(",", 1)[1]) < h)
+    assert before > 100
+    run = serq("run", "programs/replay/azure_conv.sq", "--trace", str(dst), "--horizon", str(h))
+    assert run.returncode == 0, run.stderr
+    assert f" arrivals {before} " in run.stdout.splitlines()[0]
