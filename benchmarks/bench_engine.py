@@ -16,6 +16,18 @@ Lambda 0.6 and 0.9; seed 1, horizon 2000, warm-up a tenth of it):
 * ``coalesced``: the share of iterations that ran inside coalesced decode runs
   (runs of two or more iterations advanced by one event).
 
+The shared prefix cache (issue 14): ``sys prompt`` is
+``programs/single-turn/vllm_system_prompt.sq`` (a trie, every request hits its
+system prompt); ``sys no prefix`` is the same program text with
+``vllm_request_prefix(…, seg1, len1, seg2, len2)`` replaced by
+``vllm_request(…)`` (the per-session cache: the issue's "same program without
+`prefix`", which prefills whole prompts, so it simulates more prefill work);
+``sys 0-chain`` passes the chain ``0, 0, 0, 0`` instead (a trie that shares
+nothing: the same report as ``sys no prefix``, so it times the trie's own
+cost on the same simulated work).  After the table, the ratios of these
+cases' in-process seconds (the issue's target: ``sys prompt`` within 1.3× of
+``sys no prefix``).
+
 Then the start-up time: ``serq check`` on a small program as a whole process.
 ``--plain`` also runs each case iteration by iteration (no coalescing), which
 must give the same report, and says whether it did.  Timings on a shared
@@ -28,6 +40,7 @@ import argparse
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -44,7 +57,33 @@ CASES: list[tuple[str, str, tuple[str, ...]]] = [
     ("single turn", "programs/single-turn/vllm_single_turn.sq", ()),
     ("subagents", "programs/subagent/vllm_subagents.sq", ()),
     ("subagents q=0", "programs/subagent/vllm_subagents.sq", ("q=0",)),
+    ("sys prompt", "programs/single-turn/vllm_system_prompt.sq", ()),
+    ("sys no prefix", "programs/single-turn/vllm_system_prompt.sq", ()),
+    ("sys 0-chain", "programs/single-turn/vllm_system_prompt.sq", ()),
 ]
+
+_CHAIN = "vllm_request_prefix(reqs, kv, engine, prompt, o, seg1, len1, seg2, len2);"
+#: Cases that run an edited copy of their program: (old, new) in its text.
+EDITS: dict[str, tuple[str, str]] = {
+    "sys no prefix": (_CHAIN, "vllm_request(reqs, kv, engine, prompt, o);"),
+    "sys 0-chain": (_CHAIN, "vllm_request_prefix(reqs, kv, engine, prompt, o, 0, 0, 0, 0);"),
+}
+#: (case, baseline) pairs whose in-process ratio is printed after the table.
+RATIOS = [("sys prompt", "sys no prefix"), ("sys 0-chain", "sys no prefix")]
+
+
+def program_path(label: str, path: str, tmp: Path) -> str:
+    """The program a case runs: ``path``, or an edited copy of it in ``tmp``
+    (its ``use`` made absolute) for the cases of :data:`EDITS`."""
+    if label not in EDITS:
+        return path
+    old, new = EDITS[label]
+    text = (ROOT / path).read_text()
+    assert text.count(old) == 1, f"{path}: the text {old!r} to replace is not there once"
+    text = text.replace(old, new).replace('use "../../lib/vllm.sq";', f'use "{ROOT / "lib" / "vllm.sq"}";')
+    out = tmp / (label.replace(" ", "_") + ".sq")
+    out.write_text(text)
+    return str(out)
 
 STARTUP_PROGRAM = "programs/single-turn/mg1.sq"
 
@@ -103,9 +142,12 @@ def main() -> None:
     print(f"horizon {horizon:g}, warm-up {warmup:g}, seed 1; best of {args.repeat}; python {sys.version.split()[0]}")
     print(f"{'case':<14} {'process':>8} {'p-cpu':>6} {'in-proc':>8} {'i-cpu':>6} {'iters':>8} {'events':>8} "
           f"{'simpy':>8} {'coalesced':>9}")
+    tmp = Path(tempfile.mkdtemp(prefix="bench_engine_"))
+    timed: dict[str, float] = {}
     for label, path, sets in CASES:
         if args.only and label not in args.only:
             continue
+        path = program_path(label, path, tmp)
         program = serq.load(ROOT / path, sets=[tuple(s.split("=", 1)) for s in sets])  # type: ignore[misc]
         best = best_cpu = float("inf")
         report = None
@@ -116,6 +158,7 @@ def main() -> None:
             best = min(best, time.perf_counter() - t)
             best_cpu = min(best_cpu, time.process_time() - c)
         assert report is not None
+        timed[label] = best
         iters = report.stage("engine").iterations
         simpy_events = next(Counting.env._eid)  # type: ignore[attr-defined]  # every event SimPy scheduled
         share = Counting.coalesced_iters / iters if iters else 0.0
@@ -135,6 +178,9 @@ def main() -> None:
             same = plain.to_json() == report.to_json()
             print(f"  iteration by iteration: {wall:.2f} s; report {'identical' if same else 'DIFFERENT'}",
                   flush=True)
+    for case, base in RATIOS:
+        if case in timed and base in timed:
+            print(f"{case} / {base}: {timed[case] / timed[base]:.2f}x in-process", flush=True)
     if not args.no_process:
         start, cpu = whole_process(["check", STARTUP_PROGRAM], max(args.repeat, 5))
         print(f"start-up: serq check {STARTUP_PROGRAM}: {start:.3f} s wall, {cpu:.3f} s CPU (whole process, "

@@ -4,8 +4,10 @@
                                            [--policies fcfs,sjf,lpm,fair,slo]
                                            [--loads 0.4,0.55,0.65] [--trace-load 30]
                                            [--figures DIR] [--no-trace] [--azure FILE]
+                                           [--system-loads 30,45,60] [--system-horizon 100]
+                                           [--no-agent] [--no-system]
 
-Two experiments, each one :func:`serq.sweep`:
+Three experiments, each one :func:`serq.sweep`:
 
 1. **The agent** (``programs/multi-turn/vllm.sq``) at three loads — below, near
    and past the knee (``Lambda`` 0.4, 0.55, 0.65) — for every policy and seeds
@@ -15,7 +17,14 @@ Two experiments, each one :func:`serq.sweep`:
    same seed is a *paired* difference: its spread across seeds is much smaller
    than either figure's own, and the Student-t interval of the mean difference
    says whether the policy really differs.
-2. **A replayed trace**: the Azure LLM inference trace 2023 (conversation)
+2. **System prompts on the shared prefix cache**
+   (``programs/single-turn/vllm_system_prompt.sq``, issue 14): single-turn
+   requests, each beginning with one of 8 system prompts that every request
+   with the same prompt shares in the cache, at three loads (``Lambda`` 30, 45,
+   60 requests per second: engine busy 0.84, 0.96 and 0.99 at seed 1).  ``lpm``
+   reads the shared cache here: a waiting request's ``cachedin(kv)`` is its
+   system prompt's cached blocks.  Skipped with ``--no-system``.
+3. **A replayed trace**: the Azure LLM inference trace 2023 (conversation)
    from ``../shared/data/azure-llm-2023/conv.csv`` or ``--azure FILE`` (not
    part of serQ; docs/policies.md says where to get it), one single-turn session per request in file
    order (``trace … ordered``: prompt and output lengths from the trace,
@@ -45,6 +54,7 @@ from serq.experiments.stats import across
 
 ROOT = Path(__file__).resolve().parent.parent
 AGENT = ROOT / "programs" / "multi-turn" / "vllm.sq"
+SYSTEM = ROOT / "programs" / "single-turn" / "vllm_system_prompt.sq"
 AZURE = ROOT.parent / "shared" / "data" / "azure-llm-2023" / "conv.csv"
 
 #: (column, heading, decimals) of the tables.
@@ -52,6 +62,14 @@ FIGURES: list[tuple[str, str, int]] = [
     ("client.ttft.mean", "ttft mean", 3),
     ("client.ttft.p99", "ttft p99", 3),
     ("client.response.mean", "response mean", 3),
+    ("pools.kv.preemptions", "preempt", 1),
+]
+#: The system-prompt experiment's: TTFT of 10–40 ms want more digits, and what the cache saved.
+SYSTEM_FIGURES: list[tuple[str, str, int]] = [
+    ("client.ttft.mean", "ttft mean", 4),
+    ("client.ttft.p99", "ttft p99", 4),
+    ("client.response.mean", "response mean", 4),
+    ("observes.prefill_tokens.mean", "prefill", 1),
     ("pools.kv.preemptions", "preempt", 1),
 ]
 
@@ -118,16 +136,17 @@ def cell(values: Sequence[Any], decimals: int) -> str:
     return f"{fmt(iv.mean, decimals)} ± {fmt(iv.half, decimals)}"
 
 
-def tables(rows: list[Mapping[str, Any]], axis: str, policies: Sequence[str], base: str = "fcfs") -> str:
+def tables(rows: list[Mapping[str, Any]], axis: str, policies: Sequence[str], base: str = "fcfs",
+           figures: Sequence[tuple[str, str, int]] = FIGURES) -> str:
     """Markdown: the means across seeds, then the paired differences against ``base``."""
     points = list(dict.fromkeys(r[axis] for r in rows))
     by = {(r[axis], r["policy"], r["seed"]): r for r in rows}
     seeds = sorted({r["seed"] for r in rows})
-    heads = [h for _, h, _ in FIGURES]
+    heads = [h for _, h, _ in figures]
     out = [f"| {axis} | policy | " + " | ".join(heads) + " |", "|---" * (2 + len(heads)) + "|"]
     for p in points:
         for pol in policies:
-            vals = [cell([by[p, pol, s].get(c) for s in seeds if (p, pol, s) in by], d) for c, _, d in FIGURES]
+            vals = [cell([by[p, pol, s].get(c) for s in seeds if (p, pol, s) in by], d) for c, _, d in figures]
             out.append(f"| {p} | {pol} | " + " | ".join(vals) + " |")
     out += ["", f"Paired differences against {base} (policy − {base}, same seed; mean ± 95 % half-width):", ""]
     out += [f"| {axis} | policy | " + " | ".join(f"Δ {h}" for h in heads) + " |", "|---" * (2 + len(heads)) + "|"]
@@ -136,7 +155,7 @@ def tables(rows: list[Mapping[str, Any]], axis: str, policies: Sequence[str], ba
             if pol == base:
                 continue
             vals = []
-            for c, _, d in FIGURES:
+            for c, _, d in figures:
                 diffs = []
                 for s in seeds:
                     a, b = by.get((p, pol, s)), by.get((p, base, s))
@@ -165,6 +184,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--trace-load", type=float, default=30.0, help="replay arrivals per second")
     ap.add_argument("--figures", type=Path, default=None, help="write policies_agent.svg here")
     ap.add_argument("--no-trace", action="store_true", help="skip the replayed trace")
+    ap.add_argument("--no-agent", action="store_true", help="skip the agent")
+    ap.add_argument("--system-loads", default="30,45,60", help="the system-prompt program's Lambda values")
+    ap.add_argument("--system-horizon", type=float, default=100.0,
+                    help="system-prompt runs' horizon (warm-up a tenth)")
+    ap.add_argument("--no-system", action="store_true", help="skip the system-prompt program")
     ap.add_argument("--azure", type=Path, default=AZURE,
                     help="the Azure conversation trace (arrived_at,num_prefill_tokens,num_decode_tokens)")
     args = ap.parse_args(argv)
@@ -174,18 +198,30 @@ def main(argv: list[str] | None = None) -> int:
     seeds = range(1, args.seeds + 1)
     loads = [float(x) for x in args.loads.split(",")]
 
-    t0 = time.perf_counter()
-    agent = serq.sweep(AGENT, grid={"Lambda": loads}, policies={"engine": policies}, seeds=seeds,
-                       jobs=args.jobs, horizon=args.horizon, warmup=args.horizon / 10)
-    print(f"## The agent (programs/multi-turn/vllm.sq), horizon {args.horizon:g}, "
-          f"seeds 1-{args.seeds}: {len(agent.rows)} runs in {time.perf_counter() - t0:.0f} s\n")
-    print(tables(agent.rows, "Lambda", policies))
-    if args.figures is not None:
-        from serq.experiments.plot import plot_sweep
+    if not args.no_agent:
+        t0 = time.perf_counter()
+        agent = serq.sweep(AGENT, grid={"Lambda": loads}, policies={"engine": policies}, seeds=seeds,
+                           jobs=args.jobs, horizon=args.horizon, warmup=args.horizon / 10)
+        print(f"## The agent (programs/multi-turn/vllm.sq), horizon {args.horizon:g}, "
+              f"seeds 1-{args.seeds}: {len(agent.rows)} runs in {time.perf_counter() - t0:.0f} s\n")
+        print(tables(agent.rows, "Lambda", policies))
+        if args.figures is not None:
+            from serq.experiments.plot import plot_sweep
 
-        args.figures.mkdir(parents=True, exist_ok=True)
-        plot_sweep(agent, x="Lambda", y="client.ttft.p99", hue="policy", out=args.figures / "policies_agent.svg")
-        print(f"\nwrote {args.figures / 'policies_agent.svg'}")
+            args.figures.mkdir(parents=True, exist_ok=True)
+            plot_sweep(agent, x="Lambda", y="client.ttft.p99", hue="policy",
+                       out=args.figures / "policies_agent.svg")
+            print(f"\nwrote {args.figures / 'policies_agent.svg'}")
+
+    if not args.no_system:
+        t0 = time.perf_counter()
+        system_loads = [float(x) for x in args.system_loads.split(",")]
+        system = serq.sweep(SYSTEM, grid={"Lambda": system_loads}, policies={"engine": policies}, seeds=seeds,
+                            jobs=args.jobs, horizon=args.system_horizon, warmup=args.system_horizon / 10)
+        print(f"\n## System prompts on the shared prefix cache (programs/single-turn/vllm_system_prompt.sq), "
+              f"horizon {args.system_horizon:g}, seeds 1-{args.seeds}: {len(system.rows)} runs in "
+              f"{time.perf_counter() - t0:.0f} s\n")
+        print(tables(system.rows, "Lambda", policies, figures=SYSTEM_FIGURES))
 
     if args.no_trace:
         return 0
