@@ -384,6 +384,10 @@ class Report:
     #: trace was used up and every session ended, so the run stopped then) and
     #: ``end``; ``None`` for other arrivals, and then the JSON has no ``replay``
     replay: dict[str, Any] | None = None
+    #: the step log of each step stage by label (``engine``, ``engine[1]``), with
+    #: ``serq.run(…, steps=True)``: one :class:`StepRow` per iteration; empty
+    #: otherwise.  Not part of the text or JSON report (docs/calibration.md)
+    steps: dict[str, StepLog] = field(default_factory=dict, repr=False)
 
     def replay_note(self) -> str | None:
         """The stderr ``note:`` of an `arrive trace` run: which ended it, the trace or the horizon."""
@@ -395,10 +399,6 @@ class Report:
                     f"{shortest(r['end'])}, before the horizon {shortest(self.horizon)}")
         return (f"the horizon {shortest(self.horizon)} ended the replay: {r['arrived']:,} of the trace's "
                 f"{r['sessions']:,} sessions arrived, {r['live']:,} still live")
-    #: the step log of each step stage by label (``engine``, ``engine[1]``), with
-    #: ``serq.run(…, steps=True)``: one :class:`StepRow` per iteration; empty
-    #: otherwise.  Not part of the text or JSON report (docs/calibration.md)
-    steps: dict[str, StepLog] = field(default_factory=dict, repr=False)
 
     # -- lookups ------------------------------------------------------------
 

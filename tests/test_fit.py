@@ -349,3 +349,18 @@ def test_the_residual_plot_without_matplotlib_says_which_extra(monkeypatch: pyte
         fitting.plot_residuals(_small_fit(), str(tmp_path / "res.svg"))
     assert "needs matplotlib" in err.value.render()
     assert "serq[plot]" in err.value.render()
+
+
+def test_without_scipy_the_fit_is_the_numpy_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(5)
+    n = 300
+    x = rng.uniform(0, 100, n)
+    z = rng.uniform(0, 10, n)
+    cols = {"duration": 0.5 + 0.01 * x + 0.2 * z + rng.normal(0, 0.05, n), "x": x, "z": z}
+    want = fitting.fit_linear(cols, list(cols), ["c", "x", "z"], method="numpy")
+    for mod in ("scipy", "scipy.optimize", "scipy.special"):
+        monkeypatch.setitem(sys.modules, mod, None)
+    got = fitting.fit_linear(cols, list(cols), ["c", "x", "z"])  # auto: numpy, t by Cornish-Fisher
+    assert [c.value for c in got.coefs] == pytest.approx([c.value for c in want.coefs], rel=1e-12)
+    for c in got.coefs:
+        assert c.lo < c.value < c.hi
