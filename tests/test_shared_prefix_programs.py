@@ -103,3 +103,78 @@ def test_the_shared_programs_are_deterministic(path: str, seed: int) -> None:
     one, two = run(path, seed=seed, horizon=150), run(path, seed=seed, horizon=150)
     assert one.to_json() == two.to_json()
     assert run(path, seed=seed + 1, horizon=150).to_json() != one.to_json()
+
+
+# -- longest prefix match first on the shared cache (docs/policies.md) ---------------------------
+
+def _with_queue_key(path: str, tmp_path: Path) -> tuple[Path, Path]:
+    """The program, and the program whose `reqs` queue is `queue by (-cachedin(kv))`."""
+    text = (ROOT / path).read_text().replace('use "../../lib/vllm.sq";', f'use "{ROOT / "lib/vllm.sq"}";')
+    keyed = text.replace("pool reqs { cap max_seqs; admit via engine; }",
+                         "pool reqs { cap max_seqs; admit via engine; queue by (-cachedin(kv)); }")
+    assert keyed != text
+    (tmp_path / "plain.sq").write_text(text)
+    (tmp_path / "keyed.sq").write_text(keyed)
+    return tmp_path / "plain.sq", tmp_path / "keyed.sq"
+
+
+def test_lpm_on_the_shared_cache_gives_the_report_of_queue_by_cachedin(tmp_path: Path) -> None:
+    """Past the knee (60 requests per second, engine busy 0.99) requests queue;
+    `lpm` and the language's `queue by (-cachedin(kv))` pick the same ones (the
+    longest cached system prompt, ties in queue order), and not FCFS's."""
+    from serq.policies import resolve
+
+    plain, keyed = _with_queue_key(SYSTEM, tmp_path)
+    sets = {"Lambda": "60"}
+    a = serq.run(serq.load(plain, sets=sets), seed=1, horizon=20, warmup=2, engines={"engine": resolve("lpm")})
+    b = serq.run(serq.load(keyed, sets=sets), seed=1, horizon=20, warmup=2)
+    c = serq.run(serq.load(plain, sets=sets), seed=1, horizon=20, warmup=2)
+    assert a.to_json() == b.to_json()
+    assert a.to_json() != c.to_json()
+
+
+def test_a_waiting_requests_cached_is_its_chain_walked_in_the_trie() -> None:
+    """What `lpm` reads of every waiting request (`Candidate.cached`, i.e.
+    `cachedin(kv)`) equals a walk of the trie along the request's chain as
+    the program's attributes give it (`seg1: len1`, `seg2: len2`, then the
+    session's own segment), at every admission attempt: no stale value, on the
+    two-segment chains of the shared subagents (parents, children, preempted
+    requests) at a load where requests queue."""
+    import math
+
+    from serq.policies.lpm import LongestPrefixFirst
+
+    seen = {"candidates": 0, "distinct": 0}
+
+    def walk(sh, c) -> float:  # type: ignore[no-untyped-def]
+        node, m, start, bound = sh.root, 0.0, 0.0, 0.0
+        segs = []
+        for key, length in ((c.attr("seg1"), c.attr("len1")), (c.attr("seg2"), c.attr("len2"))):
+            bound += length
+            end = math.floor(bound / 16) * 16
+            segs.append((key, start, end))
+            start = end
+        segs.append((("own", c.serial), start, math.inf))
+        for key, s, e in segs:
+            child = node.kids.get(key)
+            if child is None:
+                break
+            assert (child.start, child.end) == (s, e)  # one key, one length, in these programs
+            m = s + child.size
+            if child.size < e - s:
+                break
+            node = child
+        return m
+
+    class Checked(LongestPrefixFirst):
+        def select_waiting(self, candidates):  # type: ignore[no-untyped-def]
+            for c in candidates:
+                assert c.cached == walk(self.memory.shared, c)
+            seen["candidates"] += len(candidates)
+            seen["distinct"] += len({c.cached for c in candidates}) > 1
+            return super().select_waiting(candidates)
+
+    program = serq.load(ROOT / SHARED, sets={"Lambda": "0.3"})
+    r = serq.run(program, seed=1, horizon=150, warmup=15, engines={"engine": Checked})
+    assert seen["candidates"] > 1000 and seen["distinct"] > 50, seen
+    assert r.pool("kv").preemptions > 0
