@@ -228,8 +228,6 @@ def test_the_links_of_the_language_page_lead_somewhere():
         file, _, anchor = target.partition("#")
         path = DOC if not file else DOC.parent / file
         if file and not path.exists():
-            if file == "replay.md":  # written by the replay work (issue 12), linked ahead of it
-                continue
             broken.append(target)
         elif anchor and anchor not in anchors(path):
             broken.append(target)
