@@ -8,6 +8,7 @@ memory; the round trip through the trace reader; the real Azure trace where
 from __future__ import annotations
 
 import gzip
+import re
 import json
 import subprocess
 import sys
@@ -370,7 +371,7 @@ def test_each_import_reads_back_as_a_trace(tmp_path: Path, fmt: str, text: str, 
         assert len(session) == 1
         turn = session[0]
         assert (turn.new, turn.out, turn.think, turn.forced) == (float(row[2]), float(row[3]), 0.0, 0.0)
-    assert list(corpus.arrivals) == [float(r[5]) for r in rows]
+    assert corpus.arrivals == tuple(float(r[5]) for r in rows)
 
 
 # ---------------------------------------------------------------------------
@@ -424,3 +425,30 @@ def test_an_imported_azure_trace_replays_with_its_own_arrival_times(tmp_path: Pa
     run = serq("run", "programs/replay/azure_conv.sq", "--trace", str(dst), "--horizon", str(h))
     assert run.returncode == 0, run.stderr
     assert f" arrivals {before} " in run.stdout.splitlines()[0]
+
+
+def test_the_examples_of_docs_traces_md_are_what_the_importers_write(tmp_path: Path) -> None:
+    """Each format's example in docs/traces.md: its input block, imported as its first
+    `serq trace import` line says, gives its output block (azure: the splitwise one)."""
+    doc = (ROOT / "docs" / "traces.md").read_text()
+    part = doc[doc.index("## The formats, with an example each"):doc.index("## Where to get the public traces")]
+    outputs: dict[str, str] = {}
+    for fmt in ("splitwise", "azure", "mooncake", "burstgpt"):
+        start = part.index(f"**`{fmt}`")
+        rest = part[start + 1:]
+        nxt = re.search(r"\n\*\*`(splitwise|azure|mooncake|burstgpt)`", rest)
+        section = rest[:nxt.start()] if nxt else rest
+        blocks = re.findall(r"```(\w*)\n(.*?)```", section, re.S)
+        assert blocks[1][0] == "sh", fmt
+        words = blocks[1][1].splitlines()[0].split()
+        assert words[:3] == ["serq", "trace", "import"] and words[3] in (fmt, "vidur"), words
+        text = blocks[0][1]
+        if fmt == "azure":
+            text = text.replace("\n", "\r\n").rstrip("\r\n")  # as the file is: CRLF, no final newline
+        src = tmp_path / f"{fmt}.in"
+        src.write_text(text, newline="")
+        dst = tmp_path / f"{fmt}.csv"
+        import_trace(words[3], src, dst)
+        outputs[fmt] = dst.read_text()
+        expected = blocks[2][1] if len(blocks) > 2 else outputs["splitwise"]
+        assert outputs[fmt] == expected, fmt
