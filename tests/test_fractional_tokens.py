@@ -64,12 +64,13 @@ run {{ horizon 100; }}
 
 
 def _with_reserve(tmp_path: Path) -> Path:
-    """lib/vllm.sq with its hold written `… kv (…) reserve (known)`."""
+    """lib/vllm.sq with the hold of `vllm_request` written `… kv (…) reserve (known)`
+    (the first of the library's two such holds; `vllm_request_prefix` has the other)."""
     text = LIB.read_text()
     hold = "kv (min(known, hit + budget_left(engine)))"
-    assert text.count(hold) == 1
+    assert text.index("def vllm_request(") < text.index(hold) < text.index("def vllm_request_prefix(")
     lib = tmp_path / "vllm_reserve.sq"
-    lib.write_text(text.replace(hold, hold + " reserve (known)"))
+    lib.write_text(text.replace(hold, hold + " reserve (known)", 1))
     return lib
 
 

@@ -138,10 +138,8 @@ run {{ horizon {horizon}; }}
 def test_a_second_session_hits_the_whole_1200_token_system_prompt(tmp_path: Path) -> None:
     """Session 0 (prompt 1500) computes everything: prefill 1500, no hit, and
     caches its chain: the system prompt's 75 blocks (1200 = 75·16, a boundary
-    on a block) and 19 blocks of its own (`cache (prompt + o)` = 1502 → 1488 in
-    blocks; the last block holds unit 1500, past the 1501 computed before the
-    last token… the allocation is 1504, so min(1502, 1504) = 1502 → 1488).
-    Session 1 (prompt 1600, another session) finds the 1200 shared units:
+    on a block) and 18 blocks of its own: `cache (prompt + o)` keeps
+    min(1502, 1501 computed positions) = 1501 → 1488 in blocks.  Session 1 (prompt 1600, another session) finds the 1200 shared units:
     reusable(1600, 16) = ⌊1599/16⌋·16 = 1584 ≥ 1200, so the hit is 1200 and it
     prefills 400.  Session 2's prompt is the system prompt alone (1200): its
     own segment is empty and `reusable(1200, 16)` = ⌊1199/16⌋·16 = 1184 caps
@@ -476,4 +474,10 @@ def test_a_key_set_from_live_state_before_the_hold_is_refused() -> None:
 def test_a_negative_length_at_run_time_is_an_error() -> None:
     text = BASE.format(hold="set l = -sys; hold kv (n) prefix (sys: l) { } cache (n);")
     with pytest.raises(SerqError, match=r"`prefix \(sys: l\)`: the amount is -1, not a number"):
+        serq.run(serq.load(text))
+
+
+def test_a_nan_key_at_run_time_is_an_error() -> None:
+    text = BASE.format(hold="set k = sqrt(0 - 1); hold kv (n) prefix (k: 16) { } cache (n);")
+    with pytest.raises(SerqError, match=r"`prefix \(k: 16\)`: the key is NaN, which names no content"):
         serq.run(serq.load(text))
