@@ -273,9 +273,11 @@ def test_the_output_is_left_as_it_was_on_an_error(tmp_path: Path) -> None:
 
 
 def test_not_utf8_and_a_bad_gzip_are_errors(tmp_path: Path) -> None:
-    (tmp_path / "in.csv").write_bytes(H.encode() + b"0,1,2\n1,\xff\xfe,2\n")
-    with pytest.raises(SerqError, match="not UTF-8"):
+    rows = "".join(f"{i},1,2\n" for i in range(5000)).encode()  # the bad byte is decoded ahead of the rows
+    (tmp_path / "in.csv").write_bytes(H.encode() + rows + b"5000,\xff\xfe,2\n")
+    with pytest.raises(SerqError) as info:
         import_trace("splitwise", tmp_path / "in.csv", tmp_path / "out.csv")
+    assert info.value.headline() == f"{tmp_path / 'in.csv'}:5002: not UTF-8 text"
     (tmp_path / "in.csv.gz").write_bytes(b"not gzip at all")
     with pytest.raises(SerqError, match="cannot read"):
         import_trace("splitwise", tmp_path / "in.csv.gz", tmp_path / "out.csv")

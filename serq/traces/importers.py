@@ -15,6 +15,7 @@ float noise is added; noise already in the source is kept).
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import csv
 import gzip
@@ -421,6 +422,26 @@ def _open_source(src: str, shown: str) -> Iterator[TextIO]:
             stream.close()
 
 
+def _bad_utf8_line(src: str) -> int | None:
+    """The line of the first byte of ``src`` that is not UTF-8 (a regular file only:
+    text is decoded ahead of the rows read, so the row being read does not tell)."""
+    if src == "-" or src.endswith(".gz"):
+        return None
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    line = 1
+    try:
+        with open(src, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 16), b""):
+                try:
+                    decoder.decode(chunk)
+                except UnicodeDecodeError as err:
+                    return line + chunk.count(b"\n", 0, max(0, err.start))
+                line += chunk.count(b"\n")
+    except OSError:
+        return None
+    return None
+
+
 def _decimal(value: float | int | str | Decimal, name: str) -> Decimal:
     try:
         d = value if isinstance(value, Decimal) else Decimal(str(value))
@@ -522,8 +543,9 @@ def import_trace(
                 if limit is not None and rows >= limit:
                     break
         except UnicodeDecodeError:
+            bad = _bad_utf8_line(src_s)
             raise SerqError("not UTF-8 text", helps=["save the trace as UTF-8"],
-                            prefix=_where(shown, prev_line + 1)) from None
+                            prefix=shown if bad is None else _where(shown, bad)) from None
         except (EOFError, gzip.BadGzipFile, zlib.error) as err:
             raise SerqError(f"cannot read `{shown}`: {err}") from None
         except csv.Error as err:
