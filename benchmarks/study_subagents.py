@@ -61,9 +61,12 @@ def variant(path: Path, kind: str, tmp: Path) -> Path:
     if kind == "approx":
         old = "branch (sub) { observe subagent = now - t_s; }"
         new = "branch (sub) { observe subagent = now - t_s; } else { observe task = now - t_s; }"
-    else:
+    elif kind == "spawn":
         old = "spawn (k) into kids"
         new = "observe ctx = K;\n          spawn (k) into kids"
+    else:  # "spawn4k": the children start from the approximation's context, not the parent's
+        old = "spawn (k) into kids { set K = K;"
+        new = "spawn (k) into kids { set K = ~uniform(2000, 6000);"
     assert text.count(old) == 1, f"{path.name}: the study's anchor `{old}` is not there once"
     out = tmp / f"study_{kind}.sq"
     out.write_text(text.replace(old, new), encoding="utf-8")
@@ -85,6 +88,7 @@ def one(job: tuple) -> dict:
     import serq
 
     kind, path, sets, seed, horizon, warmup = job
+    spawnlike = kind.startswith("spawn")
     r = serq.run(serq.load(path, sets=sets), seed=seed, horizon=horizon, warmup=warmup, max_live=MAX_LIVE)
     ttft = r.client["ttft"]
     out = dict(kind=kind, sets=dict(sets), seed=seed, ttft_mean=ttft.mean, ttft_p99=ttft.p99,
@@ -93,7 +97,7 @@ def one(job: tuple) -> dict:
     sub = [s.value for s in r.samples.get("subagent", [])]
     out["sub_mean"] = sum(sub) / len(sub) if sub else float("nan")
     out["sub_values"] = sub
-    if kind == "spawn":
+    if spawnlike:
         jw = r.observe("join_wait")
         out["join_mean"], out["join_count"] = jw.mean, jw.count
         out["ctx_mean"] = r.observe("ctx").mean if "ctx" in r.observes else float("nan")
@@ -252,6 +256,27 @@ def part3(pool, cfg, spawn: Path, approx: Path) -> dict:
     return {"seeds": seeds, "horizon": h, "warmup": wu, "points": data}
 
 
+def part4(pool, cfg, spawn4k: Path) -> dict:
+    """A control: the feedback model with the approximation's child contexts (uniform(2000, 6000),
+    one draw per spawn) instead of the parent's, to separate the context a child copies from
+    the feedback itself."""
+    h, wu, seeds, lambdas = cfg["horizon3"], cfg["warmup3"], cfg["seeds3"], cfg["lambdas"]
+    res = pool.map(one, [("spawn4k", str(spawn4k), (("Lambda", repr(L)),), s, h, wu) for L in lambdas for s in seeds])
+    n = len(seeds)
+    rows, data = [], []
+    for i, L in enumerate(lambdas):
+        rs = res[i * n:(i + 1) * n]
+        data.append(dict(Lambda=L, **{f: across(r.get(f) for r in rs).to_dict()
+                                      for f in ("task_mean", "task_p99", "ttft_mean", "ttft_p99", "join_mean",
+                                                "util")}))
+        rows.append([f"{L:g}"] + [fmt(across(r.get(f) for r in rs), 3)
+                                  for f in ("task_mean", "task_p99", "ttft_mean", "ttft_p99", "join_mean", "util")])
+    print(f"\n## 4. Control: vllm_spawn.sq with the children's context ~uniform(2000, 6000) "
+          f"({n} seeds a point, horizon {h:g}, warm-up {wu:g})\n")
+    print(table(["Lambda", "task mean", "task p99", "TTFT mean", "TTFT p99", "join wait", "util"], rows))
+    return {"points": data}
+
+
 def figure(data: dict, out: Path) -> None:
     import matplotlib
 
@@ -269,7 +294,16 @@ def figure(data: dict, out: Path) -> None:
             for f, style, what in ((fm, "-o", "mean"), (fp, "--s", "p99")):
                 m = [p[side][f]["mean"] for p in pts]
                 e = [p[side][f]["ci"] or 0 for p in pts]
-                ax.errorbar(L, m, yerr=e, fmt=style, color=color, ms=4, capsize=2, label=f"{label}: {what}")
+                lower = [min(x, 0.9 * y) for x, y in zip(e, m)]  # a log axis: a bar past zero is cut at 10 % of the mean
+                ax.errorbar(L, m, yerr=[lower, e], fmt=style, color=color, ms=4, capsize=2, label=f"{label}: {what}")
+        # where the approximation's fixed point no longer settles (the last update moved W by > 5 %)
+        loose = [p["Lambda"] for p in pts if abs(p["W_next"] - p["W"]) > 0.05 * p["W"]]
+        if loose:
+            i = L.index(loose[0])
+            left = (L[i - 1] + L[i]) / 2 if i else L[i]
+            ax.axvspan(left, L[-1] + 0.01, color="0.85", alpha=0.5, lw=0)
+            ax.text(left, 0.02, " fixed-point iteration of W not settled (last step > 5 %)", transform=ax.get_xaxis_transform(),
+                    fontsize=7, color="0.3")
         ax.set_yscale("log")
         ax.set_xlabel("Lambda: parents arriving per second")
         ax.set_ylabel(title)
@@ -289,24 +323,35 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="a small version (short horizons, few seeds)")
     ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--parts", default="1,2,3")
+    ap.add_argument("--parts", default="1,2,3,4")
+    ap.add_argument("--replot", default=None, help="draw --figure from a --json file of an earlier run, run nothing")
     ap.add_argument("--figure", default=None, help="write the cliff figure here (.svg)")
     ap.add_argument("--json", default=None, help="write the study's numbers here")
     args = ap.parse_args(argv)
     cfg = QUICK if args.quick else FULL
+    if args.replot:
+        data = json.loads(Path(args.replot).read_text(encoding="utf-8"))
+        figure(data.get("cliff", data), Path(args.figure))
+        return 0
     parts = set(args.parts.split(","))
     t0 = time.time()
     result = {}
     with tempfile.TemporaryDirectory() as d, mp.get_context("spawn").Pool(args.jobs) as pool:
         spawn, approx = variant(SPAWN, "spawn", Path(d)), variant(APPROX, "approx", Path(d))
+        spawn4k = variant(SPAWN, "spawn4k", Path(d))
         if "1" in parts:
             result["join_wait"] = part1(pool, cfg, spawn, approx)
         if "2" in parts:
             result["q0"] = part2(cfg)
         if "3" in parts:
             result["cliff"] = part3(pool, cfg, spawn, approx)
+        if "4" in parts:
+            result["control"] = part4(pool, cfg, spawn4k)
     if args.figure and "cliff" in result:
         figure(result["cliff"], Path(args.figure))
+    if args.figure and "cliff" in result:
+        Path(args.figure).with_suffix(".json").write_text(json.dumps(result["cliff"], indent=1) + "\n",
+                                                          encoding="utf-8")
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1, default=str) + "\n", encoding="utf-8")
     print(f"\n{'quick' if args.quick else 'full'} study: {time.time() - t0:.0f} s wall with {args.jobs} jobs",
