@@ -481,3 +481,24 @@ def test_a_nan_key_at_run_time_is_an_error() -> None:
     text = BASE.format(hold="set k = sqrt(0 - 1); hold kv (n) prefix (k: 16) { } cache (n);")
     with pytest.raises(SerqError, match=r"`prefix \(k: 16\)`: the key is NaN, which names no content"):
         serq.run(serq.load(text))
+
+
+def test_reuse_bounds_what_a_hold_reads_and_leaves_the_rest_readable() -> None:
+    """`reuse (ρ)` bounds the read: session 1 reads 64 of the 160 units session
+    0 cached under key 7 (got 64, and allocates 256 more of its own); the
+    nodes past the bound stay ordinary cached nodes, so session 2 (ρ = 1000)
+    reads all 160 (its chain's own segment is its own, empty)."""
+    text = """
+pool kv { cap 10000; block 16; }
+stage gate : delay;
+workload { arrive batch(3); }
+session {
+  run gate (2 * serial);
+  hold kv (320) prefix (7: 160) reuse (serial == 1 ? 64 : 1000) { observe got = cached; run gate (1); }
+       cache (serial == 0 ? 320 : 0);
+  end;
+}
+run { horizon 10; }
+"""
+    report = serq.run(serq.load(text))
+    assert by_session(report, "got") == [0, 64, 160]

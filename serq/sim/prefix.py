@@ -329,14 +329,23 @@ class SharedCache:
     def make_room(self, used: float, need: float, cap: float, now: float) -> None:
         """Evict leaves until ``used + cached + need ≤ cap + ε`` or none can go."""
         limit = cap + EPS
-        while used + self.total + need > limit:
-            n = self._victim(now)
-            if n is None:
-                return
-            if self.keys is None:
-                self._take(n, used + self.total + need - cap)
-            else:
+        if self.keys is not None:
+            while used + self.total + need > limit:
+                n = self._victim(now)
+                if n is None:
+                    return
                 self._take(n, 0.0)  # keys may read `size`: search again after every block
+            return
+        heap = self._heap
+        while used + self.total + need > limit:
+            while heap:  # _lru_victim, inline
+                last, seq, _i, n = heap[0]
+                if n.alive and not n.kids and n.size > n.held_len + EPS and n.last == last and n.seq == seq:
+                    break
+                heappop(heap)
+            else:
+                return
+            self._take(n, used + self.total + need - cap)
 
     # -- `drop` and the probes ---------------------------------------------------
 
