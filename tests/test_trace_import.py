@@ -210,7 +210,7 @@ def test_gzip_and_stdin_sources(tmp_path: Path) -> None:
 H = "arrived_at,num_prefill_tokens,num_decode_tokens\n"
 
 
-@pytest.mark.parametrize("fmt, text, headline", [
+MALFORMED = [
     ("splitwise", "arrived_at,num_prefill_tokens\n0,1\n",
      "in.csv:1: the header has no column `num_decode_tokens`"),
     ("splitwise", H + "0,1,2\n1,x,2\n", "in.csv:3: column `num_prefill_tokens`: invalid number `x`"),
@@ -221,6 +221,8 @@ H = "arrived_at,num_prefill_tokens,num_decode_tokens\n"
     ("splitwise", H + "0,1,2\nnan,1,2\n", "in.csv:3: column `arrived_at`: invalid time `nan`"),
     ("splitwise", H + "0,1,2,3\n", "in.csv:2: expected 3 fields, as the header has, got 4"),
     ("splitwise", "", "in.csv: no header line"),
+    ("splitwise", H + "0,1,2\n1," + "9" * 140_000 + ",2\n",
+     "in.csv:3: malformed CSV: field larger than field limit (131072)"),
     ("splitwise", H, "in.csv: no requests to write"),
     ("azure", "TIMESTAMP,ContextTokens,GeneratedTokens\r\n2023-11-16 18:15:46.68,1,2\r\n2023-13-16 18:15:46,1,2",
      "in.csv:3: column `TIMESTAMP`: invalid timestamp `2023-13-16 18:15:46`"),
@@ -238,7 +240,11 @@ H = "arrived_at,num_prefill_tokens,num_decode_tokens\n"
      "in.csv:2: time goes backwards: -0.001 s after 0 s on line 1"),
     ("burstgpt", "Timestamp,Model,Request tokens,Response tokens\n1,ChatGPT,5,-1\n",
      "in.csv:2: column `Response tokens`: negative token count `-1`"),
-])
+]
+
+
+@pytest.mark.parametrize("fmt, text, headline", MALFORMED,
+                         ids=[f"{fmt}: {headline.split(': ', 1)[-1][:40]}" for fmt, _, headline in MALFORMED])
 def test_a_malformed_file_is_a_file_line_error(tmp_path: Path, fmt: str, text: str, headline: str) -> None:
     err = error_of(tmp_path, fmt, text)
     assert err.headline() == str(tmp_path / headline)

@@ -177,7 +177,14 @@ def _csv_rows(f: TextIO, path: str, columns: Sequence[str]) -> Iterator[tuple[in
     reader = csv.reader(f)
     index: list[int] | None = None
     width = 0
-    for row in reader:
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as err:
+            raise SerqError(f"malformed CSV: {err}", helps=["fields are separated by commas, one row a line"],
+                            prefix=_where(path, reader.line_num)) from None
         line = reader.line_num
         if not row or (len(row) == 1 and not row[0].strip()):
             continue
@@ -548,8 +555,6 @@ def import_trace(
                             prefix=shown if bad is None else _where(shown, bad)) from None
         except (EOFError, gzip.BadGzipFile, zlib.error) as err:
             raise SerqError(f"cannot read `{shown}`: {err}") from None
-        except csv.Error as err:
-            raise SerqError(f"malformed CSV: {err}", prefix=_where(shown, prev_line + 1)) from None
         if rows == 0:
             where = " in the window" if (start_d or end_d is not None) else ""
             raise SerqError(f"no requests{where} to write", prefix=shown,
