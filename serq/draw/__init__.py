@@ -95,6 +95,7 @@ def _legend(scene: sc.Scene, y: float, kinds: list[str]) -> float:
     lh = sc.line_height(sc.SMALL) + 4.0
     for kind in kinds:
         hold = kind == "hold"
+        fill: str | None
         if kind == "lane":
             stroke, fill, width = sc.LANE_STROKE, sc.LANE_FILL, 1.3
         else:

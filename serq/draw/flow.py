@@ -328,8 +328,7 @@ class _Builder:
                 out.append(Span(Seq([item]), None, [], 0, self.program.handles[h]))
                 i += 1
                 continue
-            j = next((k for k in range(i + 1, len(items))
-                      if _handle(items[k]) == h and isinstance(items[k], Node) and items[k].kind == "join"), None)
+            j = next((k for k in range(i + 1, len(items)) if _handle(items[k]) == h and _is_join(items[k])), None)
             if j is None:
                 out.append(Span(Seq([item]), self.lane([item], False), [0], None))
                 i += 1
@@ -462,6 +461,10 @@ class _Builder:
         if ends(then) and not ends(orelse):
             arms.reverse()  # the arm that goes on stays on the spine; `{ end; }` turns off it
         return Fork(guard, arms)
+
+
+def _is_join(item: Item) -> bool:
+    return isinstance(item, Node) and item.kind == "join"
 
 
 def _handle(item: Item) -> int | None:
