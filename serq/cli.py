@@ -345,6 +345,7 @@ def fit(
                                         "(c: the constant) [default: c,tokens]."),
     roofline: bool = typer.Option(False, "--roofline", help="Fit c0 + max(omega + beta*kv, a*tokens) instead."),
     no_c0: bool = typer.Option(False, "--no-c0", help="With --roofline: no constant c0."),
+    relative: bool = typer.Option(False, "--relative", help="Minimise relative residuals (weights 1/duration)."),
     json_: bool = typer.Option(False, "--json", help="Print the fit as JSON."),
     plot_: Optional[str] = typer.Option(None, "--plot", metavar="FILE.svg", help="A residual plot (matplotlib)."),
     solver: str = typer.Option("auto", metavar="auto|scipy|numpy", help="The NNLS solver."),
@@ -371,10 +372,11 @@ def fit(
         header, cols = fitting.read_csv(file)
         source = os.path.basename(file)
         if roofline:
-            result = fitting.fit_roofline(cols, header, c0=not no_c0, source=source, method=solver)
+            result = fitting.fit_roofline(cols, header, c0=not no_c0, source=source, method=solver,
+                                          relative=relative)
         else:
             names = [t.strip() for t in (terms or "c,tokens").split(",") if t.strip()]
-            result = fitting.fit_linear(cols, header, names, source=source, method=solver)
+            result = fitting.fit_linear(cols, header, names, source=source, method=solver, relative=relative)
         if plot_ is not None:
             fitting.plot_residuals(result, plot_)
     except SerqError as err:

@@ -27,6 +27,10 @@ assignments (the rows with the most tokens on the compute branch, at the
 token quantiles 0.5 … 0.99, and none) and keeps the fit of least residual sum
 of squares, the first on a tie: the result is deterministic.
 
+``--relative`` weights each row by ``1 / duration``: it minimises the
+squared relative residuals, the right weighting when the noise grows with the
+duration (measured step times), and the intervals follow the weighted model.
+
 Statistics: R² and the mean absolute percentage error (rows with a zero
 duration left out), and for each coefficient not clamped at 0 its standard
 error ``sqrt(s² · diag((XᵀX)⁻¹))`` over the active columns, ``s²`` the
@@ -97,13 +101,13 @@ def nnls_numpy(A: np.ndarray, b: np.ndarray, *, max_iter: int | None = None) -> 
             if it > limit:
                 raise SerqError("non-negative least squares did not converge (the terms may be collinear)")
             # step back to the boundary: the largest step keeping every passive x ≥ 0
-            neg = passive & (z <= 0.0)
+            neg = np.flatnonzero(passive & (z <= 0.0))
             den = x[neg] - z[neg]
             ratios = np.where(den > 0.0, x[neg] / np.where(den > 0.0, den, 1.0), 0.0)
-            alpha = float(ratios.min())
-            x = x + alpha * (z - x)
+            k = int(np.argmin(ratios))
+            x = x + float(ratios[k]) * (z - x)
+            x[neg[k]] = 0.0  # the variable that reached the boundary leaves (exactly, whatever the rounding)
             passive &= x > 0.0
-            passive[neg & (z <= 0.0) & (x <= 0.0)] = False
             x[~passive] = 0.0
             z = solve(passive)
         x = z
@@ -274,6 +278,7 @@ class Fit:
     branches: tuple[int, int] | None = None  # roofline: rows on the memory, compute branch
     rounds: int = 0  # roofline: alternations of the best start
     solver: str = "auto"
+    relative: bool = False  # rows weighted by 1 / duration
 
     def value(self, name: str) -> float:
         for c in self.coefs:
@@ -291,7 +296,7 @@ class Fit:
         out: dict[str, Any] = {
             "model": self.model, "source": self.source, "rows": self.rows, "cost": self.cost,
             "coefficients": [c.to_json() for c in self.coefs], "r2": _jnum(self.r2), "mape": _jnum(self.mape),
-            "rmse": _jnum(self.rmse), "lets": self.lets(), "sets": self.sets(),
+            "rmse": _jnum(self.rmse), "lets": self.lets(), "sets": self.sets(), "relative": self.relative,
         }
         if self.branches is not None:
             out["branches"] = {"memory": self.branches[0], "compute": self.branches[1]}
@@ -299,7 +304,8 @@ class Fit:
         return out
 
     def text(self) -> str:
-        lines = [f"fit of {self.source}: {self.rows} rows, {self.model} model",
+        weighting = ", relative (rows weighted by 1/duration)" if self.relative else ""
+        lines = [f"fit of {self.source}: {self.rows} rows, {self.model} model{weighting}",
                  f"  duration = {self.cost}"]
         if self.branches is not None:
             lines.append(f"  branches: memory {self.branches[0]} rows, compute {self.branches[1]} rows "
@@ -396,9 +402,22 @@ def let_name(term: str) -> str:
     return f"k_{term}"
 
 
+def _weights(y: np.ndarray, relative: bool) -> np.ndarray | None:
+    """Row weights ``1 / duration`` for a relative fit (None: unweighted)."""
+    if not relative:
+        return None
+    bad = np.flatnonzero(~(y > 0.0))
+    if len(bad):
+        raise SerqError(f"--relative: row {int(bad[0]) + 1} of the data has duration {y[bad[0]]:g}; "
+                        "a relative fit needs every duration > 0")
+    return 1.0 / y
+
+
 def fit_linear(cols: dict[str, np.ndarray], header: Sequence[str], terms: Sequence[str], *,
-               source: str = "the data", method: str = "auto") -> Fit:
-    """``duration = Σ coef · term`` by NNLS; the term ``c`` is the constant."""
+               source: str = "the data", method: str = "auto", relative: bool = False) -> Fit:
+    """``duration = Σ coef · term`` by NNLS; the term ``c`` is the constant.
+    ``relative``: minimise the squared *relative* residuals (rows weighted by
+    ``1 / duration``), for noise proportional to the duration."""
     if not terms:
         raise SerqError("--terms: no terms; expected e.g. c,decoders,kv_decode")
     if len(set(terms)) != len(terms):
@@ -406,22 +425,27 @@ def fit_linear(cols: dict[str, np.ndarray], header: Sequence[str], terms: Sequen
     y = cols["duration"]
     n = len(y)
     X = np.column_stack([np.ones(n) if t == "c" else _column(cols, header, t, source) for t in terms])
-    x = _polish(X, y, nnls(X, y, method))
+    w = _weights(y, relative)
+    Xw, yw = (X, y) if w is None else (X * w[:, None], y * w)
+    x = _polish(Xw, yw, nnls(Xw, yw, method))
     fitted = X @ x
-    se, half = _intervals(X, y, x)
+    se, half = _intervals(Xw, yw, x)
     r2, mape, rmse = _figures(y, fitted)
     names = [let_name(t) for t in terms]
     cost = " + ".join(n_ if t == "c" else f"{n_} * {t}" for n_, t in zip(names, terms))  # k_c + k_T * T …
     return Fit("linear", source, n, _coefs(names, terms, x, se, half), r2, mape, rmse, cost, fitted, y,
-               solver=method)
+               solver=method, relative=relative)
 
 
 def fit_roofline(cols: dict[str, np.ndarray], header: Sequence[str], *, c0: bool = True,
-                 source: str = "the data", method: str = "auto", max_rounds: int = 100) -> Fit:
+                 source: str = "the data", method: str = "auto", max_rounds: int = 100,
+                 relative: bool = False) -> Fit:
     """``duration = c0 + max(omega + beta·kv, a·tokens)`` by alternating
-    branch assignment and NNLS (see the module's docstring)."""
+    branch assignment and NNLS (see the module's docstring); ``relative`` as
+    :func:`fit_linear`."""
     y = cols["duration"]
     n = len(y)
+    w = _weights(y, relative)
     tokens = _column(cols, header, "tokens", source)
     have = [h for h in ("kv_decode", "kv_prefill") if h in cols]
     if not have:
@@ -438,6 +462,9 @@ def fit_roofline(cols: dict[str, np.ndarray], header: Sequence[str], *, c0: bool
 
     def solve(mem: np.ndarray) -> np.ndarray:
         X = design(mem)
+        if w is not None:
+            X, yy = X * w[:, None], y * w
+            return _polish(X, yy, nnls(X, yy, method))
         return _polish(X, y, nnls(X, y, method))
 
     def assign(x: np.ndarray) -> np.ndarray:
@@ -462,7 +489,7 @@ def fit_roofline(cols: dict[str, np.ndarray], header: Sequence[str], *, c0: bool
             x = solve(mem)
             rounds += 1
         fitted = (x[3] if c0 else 0.0) + np.maximum(x[1] + x[2] * kv, x[0] * tokens)
-        r = y - fitted
+        r = y - fitted if w is None else (y - fitted) * w
         rss = float(r @ r)
         if best is None or rss < best[0]:
             best = (rss, x, assign(x), rounds)
@@ -470,7 +497,7 @@ def fit_roofline(cols: dict[str, np.ndarray], header: Sequence[str], *, c0: bool
     _rss, x, mem, rounds = best
     X = design(mem)
     fitted = X @ x
-    se, half = _intervals(X, y, x)
+    se, half = _intervals(X, y, x) if w is None else _intervals(X * w[:, None], y * w, x)
     r2, mape, rmse = _figures(y, fitted)
     names = ["a", "omega", "beta"] + (["c0"] if c0 else [])
     terms = ["tokens [compute]", "1 [memory]", "kv [memory]"] + (["1"] if c0 else [])
@@ -478,7 +505,7 @@ def fit_roofline(cols: dict[str, np.ndarray], header: Sequence[str], *, c0: bool
     cost = f"{'c0 + ' if c0 else ''}max(omega + beta * ({kvtext}), tokens * a)"
     nmem = int(mem.sum())
     return Fit("roofline", source, n, _coefs(names, terms, x, se, half), r2, mape, rmse, cost, fitted, y,
-               branches=(nmem, n - nmem), rounds=rounds, solver=method)
+               branches=(nmem, n - nmem), rounds=rounds, solver=method, relative=relative)
 
 
 def plot_residuals(fit: Fit, out: str) -> None:

@@ -364,3 +364,21 @@ def test_without_scipy_the_fit_is_the_numpy_one(monkeypatch: pytest.MonkeyPatch)
     assert [c.value for c in got.coefs] == pytest.approx([c.value for c in want.coefs], rel=1e-12)
     for c in got.coefs:
         assert c.lo < c.value < c.hi
+
+
+def test_a_relative_fit_covers_multiplicative_noise() -> None:
+    rng = np.random.default_rng(7)
+    n = 5000
+    tokens = np.where(rng.random(n) < 0.2, rng.uniform(200, 8192, n), rng.integers(1, 64, n).astype(float))
+    kv = rng.uniform(1e3, 2e5, n)
+    a, omega, beta, c0 = 5.2e-5, 8e-3, 7.2e-8, 1e-3
+    y = (c0 + np.maximum(omega + beta * kv, a * tokens)) * (1 + rng.normal(0, 0.01, n))
+    cols = {"duration": y, "tokens": tokens, "kv_decode": kv}
+    f = fitting.fit_roofline(cols, list(cols), relative=True)
+    assert f.relative and "relative" in f.text()
+    for name, v in (("a", a), ("omega", omega), ("beta", beta), ("c0", c0)):
+        c = next(c for c in f.coefs if c.name == name)
+        assert c.lo <= v <= c.hi, (name, c)
+    with pytest.raises(SerqError, match="needs every duration > 0"):
+        fitting.fit_linear({"duration": np.array([1.0, 0.0]), "x": np.array([1.0, 2.0])}, ["duration", "x"],
+                           ["c", "x"], relative=True)
