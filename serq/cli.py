@@ -342,7 +342,7 @@ def trace_import(
 def fit(
     file: str = typer.Argument(..., metavar="STEPS.csv", help="A step log: duration and context variables."),
     terms: Optional[str] = typer.Option(None, metavar="c,decoders,...", help="A linear model of these columns "
-                                        "(c: the constant) [default: c,tokens]."),
+                                        "(c: the constant; default c,tokens)."),
     roofline: bool = typer.Option(False, "--roofline", help="Fit c0 + max(omega + beta*kv, a*tokens) instead."),
     no_c0: bool = typer.Option(False, "--no-c0", help="With --roofline: no constant c0."),
     relative: bool = typer.Option(False, "--relative", help="Minimise relative residuals (weights 1/duration)."),
