@@ -75,3 +75,11 @@ def test_task_time_and_ttft_grow_with_the_parents_rate(programs) -> None:
         assert high["task_mean"] > 1.2 * low["task_mean"]
         assert high["ttft_mean"] > 5 * low["ttft_mean"]
         assert high["util"] > 0.9 > low["util"]
+
+
+def test_the_control_gives_the_children_the_approximations_context(tmp_path) -> None:
+    # part 4 of the study: the spawn's `set K = K` becomes one ~uniform(2000, 6000) draw per spawn
+    path = study.variant(study.SPAWN, "spawn4k", tmp_path)
+    assert "spawn (k) into kids { set K = ~uniform(2000, 6000); set sub = 1; }" in path.read_text()
+    r = study.one(("spawn4k", str(path), (), 1, 300.0, 30.0))
+    assert r["join_count"] > 0 and r["join_mean"] > r["sub_mean"]
