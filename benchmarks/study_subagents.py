@@ -13,7 +13,13 @@ waits a constant `W`):
 2. `--set q=0`: the two programs' shared figures, compared exactly;
 3. the cliff: task time and TTFT (mean, p99) against Lambda for both programs,
    the approximation with `W` re-solved at each Lambda by the seed's fixed-point
-   iteration (W <- the mean of the slowest of k `subagent` samples).
+   iteration (W <- the mean of the slowest of k `subagent` samples);
+4. a control: the feedback model with the approximation's child contexts.
+
+Run time: the full study is 10.5 CPU-minutes (about 6 min on two idle cores;
+29 min of wall time on a shared 2-core machine at load average 7); --quick is
+about 20 CPU-seconds. `--replot docs/img/subagents_cliff.json --figure F.svg`
+redraws the figure without running.
 
 The programs are run unchanged except for observes added to a temporary copy
 (an observe draws nothing, so every other figure is the same as the program's):
