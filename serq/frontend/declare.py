@@ -156,7 +156,7 @@ class Declarations(Resolver):
             decl = ir.TraceDecl(trace, decl.ordered if decl else False)
         if arrival.kind == "trace" and decl is None:
             raise error("`arrive trace` replays a trace's arrival times, and the workload names no trace",
-                        c["arrive"].value.span,  # type: ignore[union-attr]
+                        cast(A.Arrival, c["arrive"].value).span,
                         helps=['add `trace "FILE.csv";` to the workload: a trace with an `arrival` column '
                                "(docs/replay.md)"])
         return arrival, decl
