@@ -39,7 +39,7 @@ def test_the_program_checks_and_runs_from_the_command_line(path: str) -> None:
 def test_the_system_prompt_hits_and_prefills_a_quarter_of_the_single_turn_program() -> None:
     """Seed 1, horizon 300 (warm-up 30): the same arrivals in both programs
     (Poisson at 3 per second). Every request after the warm-up hits its system
-    prompt (the 8 prompts are cached within seconds and take 16 000 of the
+    prompt (the 8 prompts are cached within seconds and take 12 200 of the
     pool's 160 000 tokens); it prefills its message, uniform 100–900, plus the
     part of the system prompt's last block that is not full (`K mod 16`: 0 to
     14 tokens), so 500 + 5 on average where the single-turn program prefills its
