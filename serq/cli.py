@@ -30,14 +30,46 @@ else:
     except ImportError:  # pragma: no cover - depends on the installed typer
         from click.exceptions import UsageError as ClickUsageError
 
-from .errors import SerqError, UsageError
+from .errors import RunInterrupted, SerqError, UsageError
+
+#: The exit codes, as ``serq --help`` and the README list them.
+EXIT_CODES = """\b
+Exit codes:
+  0    success
+  1    the program is wrong (it does not load, link or run) or an output
+       cannot be written
+  2    a usage error (unknown option, missing or invalid value)
+  3    an internal error: a bug in serq (please report it)
+  130  interrupted (Ctrl-C); nothing is half-written"""
 
 app = typer.Typer(
-    add_completion=False,
     pretty_exceptions_enable=False,
     no_args_is_help=True,
+    rich_markup_mode=None,  # click's plain help: flags without a `<bool>` type, and no rich import
+    context_settings={"help_option_names": ["-h", "--help"]},
     help="serQ: check, draw and run serving-system programs.",
+    epilog=EXIT_CODES,
 )
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            shown = version("serq")
+        except PackageNotFoundError:  # pragma: no cover - run from a source tree that was never installed
+            shown = "unknown (not installed)"
+        typer.echo(f"serq {shown}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="Print serq's version and exit."),
+) -> None:
+    """serQ: check, draw and run serving-system programs."""
 
 _SET_NAME = re.compile(r"[^\W\d]\w*\Z")
 
@@ -76,6 +108,9 @@ def _finite_positive(value: Optional[float], name: str, allow_zero: bool = False
         need = "finite and >= 0" if allow_zero else "finite and > 0"
         raise UsageError(f"invalid value for --{name}: {value:g} (must be {need})")
 
+
+#: The exit status after Ctrl-C (128 + SIGINT), as a shell reports it.
+EXIT_INTERRUPTED = 130
 
 #: The exit status when standard output's reader has gone (``… | head``), with no
 #: message: click's own choice for the help it prints.
@@ -130,7 +165,7 @@ def _emit(text: str, what: str) -> None:
 
 SetOpt = typer.Option(None, "--set", metavar="NAME=EXPR", help="Override a `let` constant (repeatable).")
 MaxLiveOpt = typer.Option(None, "--max-live", min=1, metavar="N",
-                          help="End the run with an error past N sessions live at once [default: 1000000].")
+                          help="End the run with an error past N sessions live at once (default 1000000).")
 
 
 @app.command()
@@ -152,10 +187,10 @@ def check(
 @app.command()
 def run(
     file: str = typer.Argument(..., metavar="FILE", help="A .sq program."),
-    horizon: Optional[float] = typer.Option(None, help="Simulated end time (overrides run { horizon })."),
-    warmup: Optional[float] = typer.Option(None, help="Statistics start here (overrides run { warmup })."),
-    seed: Optional[int] = typer.Option(None, min=0, help="Random seed, an unsigned integer."),
-    arrivals: Optional[int] = typer.Option(None, min=1, help="Stop after exactly N open arrivals, then drain."),
+    horizon: Optional[float] = typer.Option(None, metavar="T", help="Simulated end time (overrides run { horizon })."),
+    warmup: Optional[float] = typer.Option(None, metavar="T", help="Statistics start here (overrides run { warmup })."),
+    seed: Optional[int] = typer.Option(None, min=0, metavar="N", help="Random seed, an unsigned integer."),
+    arrivals: Optional[int] = typer.Option(None, min=1, metavar="N", help="Stop after exactly N open arrivals, then drain."),
     max_live: Optional[int] = MaxLiveOpt,
     set_: Optional[List[str]] = SetOpt,
     trace: Optional[str] = typer.Option(None, metavar="F", help="Replace the workload's trace file."),
@@ -190,6 +225,10 @@ def run(
             engines = from_options(policy, engines)
         report = api.run(program, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals, engines=engines,
                          max_live=max_live, steps=steps)
+    except RunInterrupted as err:
+        typer.echo(f"interrupted at t={err.now:g} of {err.horizon:g} simulated seconds: no report was written",
+                   err=True)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     except SerqError as err:
         raise _fail(err, file) from None
     if dump is not None:
@@ -249,9 +288,9 @@ def sweep(
     seeds: str = typer.Option("1", metavar="SEEDS", help="Seeds: 1-10, 1,3,5 or 7."),
     policy: Optional[List[str]] = typer.Option(None, metavar="STAGE=fcfs,sjf", help="Policies as an axis."),
     engine: Optional[List[str]] = typer.Option(None, metavar="STAGE=mod:A,mod:B", help="Engine classes as an axis."),
-    horizon: Optional[float] = typer.Option(None, help="Simulated end time (overrides run { horizon })."),
-    warmup: Optional[float] = typer.Option(None, help="Statistics start here (overrides run { warmup })."),
-    arrivals: Optional[int] = typer.Option(None, min=1, help="Stop after exactly N open arrivals, then drain."),
+    horizon: Optional[float] = typer.Option(None, metavar="T", help="Simulated end time (overrides run { horizon })."),
+    warmup: Optional[float] = typer.Option(None, metavar="T", help="Statistics start here (overrides run { warmup })."),
+    arrivals: Optional[int] = typer.Option(None, min=1, metavar="N", help="Stop after exactly N open arrivals, then drain."),
     max_live: Optional[int] = MaxLiveOpt,
     trace: Optional[str] = typer.Option(None, metavar="F", help="Replace the workload's trace file."),
     jobs: Optional[int] = typer.Option(None, min=1, help="Worker processes (default: the cores)."),
@@ -551,8 +590,9 @@ def main() -> None:
         if ctx is not None:
             typer.echo(ctx.get_usage(), err=True)
         sys.exit(2)
-    except typer.Abort:
-        sys.exit(130)
+    except (typer.Abort, KeyboardInterrupt):
+        typer.echo("interrupted", err=True)
+        sys.exit(EXIT_INTERRUPTED)
     except typer.Exit as err:
         sys.exit(err.exit_code)
     except BrokenPipeError:  # quiet, as click is for `serq --help | head -1`

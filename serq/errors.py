@@ -143,6 +143,16 @@ class SerqRuntimeError(SerqError):
     kind = "runtime error"
 
 
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C while a program was simulated: a :class:`KeyboardInterrupt` that
+    says how far the run got (``now`` of ``horizon`` simulated seconds)."""
+
+    def __init__(self, now: float, horizon: float) -> None:
+        super().__init__(f"interrupted at t={now:g} of {horizon:g}")
+        self.now = now
+        self.horizon = horizon
+
+
 class UsageError(SerqError):
     """A bad command line: unknown option, missing or invalid value (CLI exit code 2)."""
 

@@ -13,8 +13,11 @@ them once into Python callables.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Literal, Union
+
+from .errors import SerqError
 
 # ---------------------------------------------------------------------------
 # expressions
@@ -356,6 +359,36 @@ class RunSettings:
     warmup: float = 0.0
     seed: int = 1
     arrivals: int | None = None
+    #: the lines of the run block's ``horizon`` and ``warmup`` (None: not written there), for messages
+    lines: tuple[int | None, int | None] = field(default=(None, None), compare=False)
+
+    def window(self, horizon: float | None, warmup: float | None) -> tuple[float, float]:
+        """The run's ``(horizon, warmup)``: the arguments (``--horizon``,
+        ``--warmup``) where given, else this block's values.  An error says
+        where each value came from (issue 13: the run block's line, or the flag)."""
+        h = self.horizon if horizon is None else horizon
+        w = self.warmup if warmup is None else warmup
+        if h is None:
+            raise SerqError("no horizon (run { horizon T; })", helps=["give one with --horizon T"])
+        if not (math.isfinite(h) and h > 0):
+            raise SerqError(f"the horizon must be finite and positive, not {h:g}")
+        if not (0.0 <= w < h):
+            said_w = self._said("warm-up", "--warmup", w, warmup, self.lines[1])
+            said_h = self._said("horizon", "--horizon", h, horizon, self.lines[0])
+            what = "is negative" if w < 0 else f"is not below {said_h}"
+            raise SerqError(f"{said_w} {what}",
+                            helps=["statistics start at the warm-up, which must be at least 0 and below the horizon: "
+                                   "give a shorter --warmup or a longer --horizon"])
+        return float(h), float(w)
+
+    @staticmethod
+    def _said(name: str, flag: str, value: float, given: float | None, line: int | None) -> str:
+        shown = f"{value:g}"
+        if given is not None:
+            return f"{flag} {shown}"
+        if line is not None:
+            return f"{name} {shown} from the program's run block (line {line})"
+        return f"the default {name} {shown}"
 
 
 @dataclass(frozen=True, slots=True)

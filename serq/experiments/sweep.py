@@ -246,12 +246,7 @@ def make_plan(
     for values in itertools.product(*(a.values for a in axes)):
         sets = [(a.target, value_text(v)) for a, v in zip(axes, values) if a.kind == "set"]
         loaded = api.load(ref[1], sets=sets, trace=trace) if sets else base
-        h = horizon if horizon is not None else loaded.run.horizon
-        w = warmup if warmup is not None else loaded.run.warmup
-        if h is None:
-            raise SerqError("no horizon (run { horizon T; })", helps=["give one with --horizon T"])
-        if not (0.0 <= w < h):
-            raise SerqError(f"run: need 0 <= warmup < horizon (warmup {shortest(w)}, horizon {shortest(h)})")
+        h, w = loaded.run.window(horizon, warmup)
         plan.points.append(tuple(values))
         plan.settings.append((float(h), float(w)))
     return plan

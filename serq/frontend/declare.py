@@ -230,7 +230,8 @@ class Declarations(Resolver):
                 self.defer(error("run: arrivals applies only to poisson, renewal or trace workloads", span))
             else:
                 arrivals = int(n)
-        return ir.RunSettings(horizon, warmup or 0.0, seed, arrivals)
+        lines = tuple(_expr(c[k]).span.line_col[0] if k in c else None for k in ("horizon", "warmup"))
+        return ir.RunSettings(horizon, warmup or 0.0, seed, arrivals, lines)  # type: ignore[arg-type]
 
 
 def _relative_to(path: str, program: str | None) -> str:

@@ -25,7 +25,7 @@ import simpy
 from simpy.events import NORMAL, URGENT, Timeout
 
 from .. import ir
-from ..errors import SerqError, SerqRuntimeError
+from ..errors import RunInterrupted, SerqError, SerqRuntimeError
 from ..expr import Frame, base_namespace, compile_expr
 from . import rng
 from .cache import PrefixCache
@@ -748,15 +748,8 @@ def simulate(program: ir.Program, *, seed: int | None = None, horizon: float | N
 
     settings = program.run
     seed = settings.seed if seed is None else seed
-    horizon = settings.horizon if horizon is None else horizon
-    warmup = settings.warmup if warmup is None else warmup
+    horizon, warmup = settings.window(horizon, warmup)
     arrivals = settings.arrivals if arrivals is None else arrivals
-    if horizon is None:
-        raise SerqError("no horizon (run { horizon T; })", helps=["give one with --horizon T"])
-    if not (math.isfinite(horizon) and horizon > 0):
-        raise SerqError(f"the horizon must be finite and positive, not {horizon:g}")
-    if not (0.0 <= warmup < horizon):
-        raise SerqError("run: need 0 <= warmup < horizon")
     if seed < 0:
         raise SerqError(f"the seed must be an unsigned integer, not {seed}")
     if arrivals is not None and not (arrivals >= 1 and float(arrivals).is_integer()):
@@ -769,6 +762,8 @@ def simulate(program: ir.Program, *, seed: int | None = None, horizon: float | N
         sim.run()
     except SerqError:
         raise
+    except KeyboardInterrupt:  # Ctrl-C: say how far the run got (the CLI prints it, exit 130)
+        raise RunInterrupted(sim.env._now, horizon) from None
     except RecursionError:
         raise SerqRuntimeError("the run recursed too deeply") from None
     except ZeroDivisionError as err:  # pragma: no cover - arithmetic is IEEE in compiled code

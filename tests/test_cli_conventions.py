@@ -1,0 +1,96 @@
+"""The command line's conventions (issue 13, item 4): --version, -h, completion,
+flags without a type, exit codes in the help, where a run setting came from,
+and Ctrl-C."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import serq
+from serq.errors import RunInterrupted
+
+ROOT = Path(__file__).resolve().parents[1]
+VLLM = ROOT / "programs" / "multi-turn" / "vllm.sq"
+
+
+def cli(*args: str, **kw: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "serq", *args], capture_output=True, text=True, cwd=ROOT,
+                          timeout=120, **kw)  # type: ignore[call-overload]
+
+
+def test_version_prints_the_installed_version() -> None:
+    from importlib.metadata import version
+
+    r = cli("--version")
+    assert r.returncode == 0 and r.stdout == f"serq {version('serq')}\n" and r.stderr == ""
+
+
+@pytest.mark.parametrize("args", [("-h",), ("run", "-h"), ("sweep", "-h"), ("trace", "-h"), ("trace", "import", "-h")])
+def test_h_is_help_everywhere(args: tuple[str, ...]) -> None:
+    short, long = cli(*args), cli(*args[:-1], "--help")
+    assert short.returncode == 0 and short.stdout == long.stdout and short.stdout.startswith("Usage: ") and "serq" in short.stdout.split("\n")[0]
+
+
+def test_help_lists_every_exit_code_and_completion() -> None:
+    out = cli("--help").stdout
+    for code, what in (("0", "success"), ("1", "the program is wrong"), ("2", "a usage error"),
+                       ("3", "an internal error"), ("130", "interrupted")):
+        assert any(line.split()[:1] == [code] and what in line for line in out.splitlines()), (code, out)
+    assert "--install-completion" in out and "--show-completion" in out
+
+
+def test_flags_are_shown_without_a_type() -> None:
+    out = cli("run", "--help").stdout
+    assert "<bool>" not in out
+    assert any(line.split()[:1] == ["--json"] and "Print the report as JSON." in line for line in out.splitlines())
+    assert "--horizon T " in out and "--max-live N " in out
+
+
+def test_a_warmup_from_the_run_block_says_where_it_came_from() -> None:
+    r = cli("run", str(VLLM), "--horizon", "10")
+    assert r.returncode == 1
+    assert ("vllm.sq: warm-up 200 from the program's run block (line 66) is not below --horizon 10\n"
+            in r.stderr), r.stderr
+    r = cli("run", str(VLLM), "--warmup", "5000")
+    assert "--warmup 5000 is not below horizon 2000 from the program's run block (line 66)" in r.stderr
+    program = serq.load("stage d : delay;\nworkload { arrive poisson(1); }\nsession { run d (1); }\n")
+    with pytest.raises(serq.SerqError, match=r"^--warmup 5 is not below --horizon 4$"):
+        serq.run(program, horizon=4, warmup=5)
+    with pytest.raises(serq.SerqError, match=r"^the default warm-up 0 is not below|no horizon"):
+        serq.run(program)
+    with pytest.raises(serq.SerqError, match=r"^--warmup -1 is negative$"):
+        serq.run(program, horizon=4, warmup=-1)
+
+
+def test_a_sweep_says_where_the_warmup_came_from() -> None:
+    r = cli("sweep", str(VLLM), "--horizon", "10", "--quiet")
+    assert r.returncode == 1
+    assert "warm-up 200 from the program's run block (line 66) is not below --horizon 10" in r.stderr
+
+
+@pytest.mark.skipif(os.name != "posix", reason="SIGINT to a child process")
+def test_ctrl_c_says_how_far_the_run_got_and_writes_nothing(tmp_path: Path) -> None:
+    dump = tmp_path / "dump"
+    p = subprocess.Popen([sys.executable, "-m", "serq", "run", str(VLLM), "--set", "Lambda=0.9", "--horizon", "1e5",
+                          "--dump", str(dump)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    time.sleep(2.0)  # past start-up: inside the simulation
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 130
+    assert out == ""
+    assert err.startswith("interrupted at t=") and err.endswith(" of 100000 simulated seconds: no report was written\n")
+    assert float(err.split("t=")[1].split()[0]) > 0
+    assert not dump.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_the_api_raises_a_keyboard_interrupt_that_says_how_far() -> None:
+    err = RunInterrupted(12.5, 300.0)
+    assert isinstance(err, KeyboardInterrupt) and str(err) == "interrupted at t=12.5 of 300"
