@@ -14,6 +14,8 @@ The conventions (stated at the top of the guide too):
 * A ```` ```csv NAME ```` block (a language and a file name) is a file the
   reader writes by hand: the test writes it to NAME in the work folder when
   the page reaches it.
+* A ```` ```python ```` block shows code the reader finds in ``docs/examples/``:
+  it must appear there verbatim in some file.
 * A ```` ```text ```` block right after a ```sh block is the standard output
   of that block's **last** command (commands show their standard error with
   ``2>&1``).  It is compared line by line, trailing spaces ignored, with
@@ -116,13 +118,15 @@ def test_a_step_of_the_guide(step, work):
     if step["kind"] == "file":
         (work / step["name"]).write_text(step["body"], encoding="utf-8")
         return
+    if any(c.startswith("serq plot") for c in step["commands"]):
+        pytest.importorskip("matplotlib", reason="serq plot needs matplotlib (the plot or test extra)")
     env = dict(os.environ)
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
     env.pop("PYTHONPATH", None)
     env["COLUMNS"] = "100"
     out = ""
     for command in step["commands"]:
-        done = subprocess.run(["bash", "-c", command], cwd=work, env=env, capture_output=True,
+        done = subprocess.run(["bash", "-c", command], check=False, cwd=work, env=env, capture_output=True,
                               text=True, timeout=120)
         assert done.returncode == 0, (f"docs/guide.md:{step['line']}: `{command}` exited "
                                       f"{done.returncode}\n{done.stdout}\n{done.stderr}")
@@ -132,6 +136,14 @@ def test_a_step_of_the_guide(step, work):
         actual = out.rstrip("\n").split("\n")
         assert matches(expected, actual), (
             f"docs/guide.md:{step['line']}: `{step['commands'][-1]}` now prints:\n{out}")
+
+
+def test_a_python_block_is_an_example_file_verbatim():
+    shown = [m.group(2) for m in FENCE.finditer(TEXT) if m.group(1).strip() == "python"]
+    assert shown
+    files = [p.read_text(encoding="utf-8") for p in (ROOT / "docs" / "examples").glob("*.py")]
+    for code in shown:
+        assert any(code in text for text in files), f"not in docs/examples/*.py:\n{code}"
 
 
 @pytest.mark.parametrize("expected, actual, ok", [

@@ -13,7 +13,7 @@ import serq
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from shortest_prompt import ShortestPromptFirst  # noqa: E402
+from shortest_prompt import ShortestPromptFirst
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--set", action="append", default=[], metavar="NAME=EXPR")
@@ -26,7 +26,7 @@ sets = dict(s.split("=", 1) for s in args.set)
 
 clause = serq.load(HERE / "vllm_sjf.sq", sets=sets)
 plain = serq.load(HERE.parent.parent / "programs/multi-turn/vllm.sq", sets=sets)
-run = dict(seed=args.seed, horizon=args.horizon, warmup=args.warmup)
+run = {"seed": args.seed, "horizon": args.horizon, "warmup": args.warmup}
 
 
 def best(program, **kw):
