@@ -5,7 +5,8 @@ The conventions (stated at the top of the guide too):
 
 * Every line of a ```` ```sh ```` block is a shell command (``bash -c``), unless
   it is empty or starts with ``#``; a line ending in ``\\`` continues on the
-  next.  The commands run in the order of the page, in **one work folder**
+  next.  The commands run in the order of the page (all of them, once, whichever
+  tests are selected), in **one work folder**
   (a temporary directory holding symbolic links ``programs``, ``lib`` and
   ``docs`` to the checkout), so they are the commands a reader types at the
   top of the checkout, and the files they write (``--out``, ``--dump``) land
@@ -99,12 +100,53 @@ def matches(expected: list[str], actual: list[str]) -> bool:
     return at(0, 0)
 
 
+def run_step(step: dict, work: Path) -> str | None:
+    """Run one step of the page in ``work``: None, "skip: …", or what went wrong."""
+    if step["kind"] == "file":
+        (work / step["name"]).write_text(step["body"], encoding="utf-8")
+        return None
+    if any(c.startswith("serq plot") for c in step["commands"]):
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            return "skip: serq plot needs matplotlib (the plot or test extra)"
+    env = dict(os.environ)
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    env.pop("PYTHONPATH", None)
+    env["COLUMNS"] = "100"
+    out = ""
+    for command in step["commands"]:
+        done = subprocess.run(["bash", "-c", command], check=False, cwd=work, env=env,
+                              capture_output=True, text=True, timeout=120)
+        if done.returncode != 0:
+            return (f"docs/guide.md:{step['line']}: `{command}` exited {done.returncode}\n"
+                    f"{done.stdout}\n{done.stderr}")
+        out = done.stdout
+    if step["expect"] is not None:
+        expected = step["expect"].rstrip("\n").split("\n")
+        actual = out.rstrip("\n").split("\n")
+        if not matches(expected, actual):
+            return f"docs/guide.md:{step['line']}: `{step['commands'][-1]}` now prints:\n{out}"
+    return None
+
+
 @pytest.fixture(scope="module")
-def work(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("guide")
+def ran(tmp_path_factory) -> dict[int, str | None]:
+    """Every step of the page, run once in order in one work folder (so that
+    selecting one step's test still runs the steps it depends on)."""
+    work = tmp_path_factory.mktemp("guide")
     for name in ("programs", "lib", "docs"):
-        (folder / name).symlink_to(ROOT / name)
-    return folder
+        (work / name).symlink_to(ROOT / name)
+    results: dict[int, str | None] = {}
+    failed = None
+    for step in STEPS:
+        if failed is not None:
+            results[step["line"]] = f"not run: the step at docs/guide.md:{failed} failed"
+            continue
+        result = results[step["line"]] = run_step(step, work)
+        if result is not None and not result.startswith("skip:"):
+            failed = step["line"]
+    return results
 
 
 def test_the_guide_has_commands_and_outputs():
@@ -114,28 +156,11 @@ def test_the_guide_has_commands_and_outputs():
 
 
 @pytest.mark.parametrize("step", STEPS, ids=lambda s: f"line{s['line']}")
-def test_a_step_of_the_guide(step, work):
-    if step["kind"] == "file":
-        (work / step["name"]).write_text(step["body"], encoding="utf-8")
-        return
-    if any(c.startswith("serq plot") for c in step["commands"]):
-        pytest.importorskip("matplotlib", reason="serq plot needs matplotlib (the plot or test extra)")
-    env = dict(os.environ)
-    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
-    env.pop("PYTHONPATH", None)
-    env["COLUMNS"] = "100"
-    out = ""
-    for command in step["commands"]:
-        done = subprocess.run(["bash", "-c", command], check=False, cwd=work, env=env, capture_output=True,
-                              text=True, timeout=120)
-        assert done.returncode == 0, (f"docs/guide.md:{step['line']}: `{command}` exited "
-                                      f"{done.returncode}\n{done.stdout}\n{done.stderr}")
-        out = done.stdout
-    if step["expect"] is not None:
-        expected = step["expect"].rstrip("\n").split("\n")
-        actual = out.rstrip("\n").split("\n")
-        assert matches(expected, actual), (
-            f"docs/guide.md:{step['line']}: `{step['commands'][-1]}` now prints:\n{out}")
+def test_a_step_of_the_guide(step, ran):
+    result = ran[step["line"]]
+    if result is not None and result.startswith("skip:"):
+        pytest.skip(result[5:].strip())
+    assert result is None, result
 
 
 def test_a_python_block_is_an_example_file_verbatim():
