@@ -171,6 +171,21 @@ def test_a_python_block_is_an_example_file_verbatim():
         assert any(code in text for text in files), f"not in docs/examples/*.py:\n{code}"
 
 
+def _slug(heading: str) -> str:
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_the_guide_links_resolve():
+    """Every relative link of the page names a file that exists, and an anchor a heading of it."""
+    for target in re.findall(r"\]\(([^)#:]*)(?:#([^)]+))?\)", TEXT):
+        path, anchor = target
+        file = (GUIDE.parent / path) if path else GUIDE
+        assert file.exists(), f"docs/guide.md links to {path}, which does not exist"
+        if anchor:
+            heads = [_slug(h) for h in re.findall(r"^#+ (.*)$", file.read_text(encoding="utf-8"), flags=re.M)]
+            assert anchor in heads, f"docs/guide.md links to {path}#{anchor}: no such heading"
+
+
 @pytest.mark.parametrize("expected, actual, ok", [
     (["a", "…", "d"], ["a", "b", "c", "d"], True),
     (["a", "…", "d"], ["a", "d"], True),
