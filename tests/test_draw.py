@@ -472,3 +472,13 @@ def test_the_output_does_not_depend_on_hash_seeds(tmp_path: Path) -> None:
         assert done.returncode == 0, done.stderr
         outs.append(done.stdout)
     assert outs[0] == outs[1] == GOLDEN.read_text(encoding="utf-8")
+
+
+def test_a_trace_replay_draws_its_arrivals() -> None:
+    import serq
+    from serq.draw.flow import arrival_text
+
+    program = serq.load(ROOT / "programs" / "replay" / "azure_conv.sq")
+    assert arrival_text(program) == "arrive trace"
+    faster = serq.load(ROOT / "programs" / "replay" / "azure_conv.sq", sets={"rate": "2"})
+    assert arrival_text(faster) == "arrive trace(2)"

@@ -266,6 +266,8 @@ def arrival_text(program: ir.Program) -> str:
         return f"arrive {a.kind}({a.n})"
     if a.kind == "renewal" and a.gap is not None:
         return f"arrive renewal({clip(expr_text(program, a.gap), 24)})"
+    if a.kind == "trace":
+        return "arrive trace" if a.rate == 1 else f"arrive trace({num(a.rate)})"
     return "arrive none"
 
 
