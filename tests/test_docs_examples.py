@@ -1,0 +1,350 @@
+"""Every fenced example of the pages that have no doc test of their own stays true.
+
+Pages: README.md and docs/{draw,experiments,frontend,plots,policies,simulator,
+subagents,workloads,traces,replay,calibration}.md (language, report and guide
+have their own tests). Each fenced block is classified:
+
+* **program** (an ``sq`` block, or text with ``stage``/``workload``/``session``
+  and ``;``): a whole program (it has a ``session`` block and no ``...``/``…``)
+  is written to a file and must pass ``serq.check``; a *fragment* (it elides
+  with ``...``/``…``, or is a syntax sketch like ``spawn (COUNT) into NAME``) is
+  not a program and is only counted.  Convention: a page that shows a whole
+  program writes it whole; a sketch says so with ``…``.
+* **shell** (an ``sh`` block, or lines starting ``serq ``/``$ serq ``): every
+  ``serq`` command must parse (the click command is built with ``make_context``
+  on its arguments, which parses without running: options known, values of the
+  right type) and the program it names must exist and check with its ``--set``
+  values.  Synopses (a word in capitals such as ``FORMAT``/``STEPS.csv``, or
+  ``[optional]`` brackets) are only parsed as far as they can be: they are
+  counted as validated-only.  Commands reading ``../shared/data`` are skipped
+  when that directory is absent.  Cheap commands are also *executed* in the
+  scenario tests below (CliRunner, in a scratch directory holding links to
+  ``programs/`` and ``lib/``), and their pasted output compared; lines of
+  ``…``/``...`` in a pasted output match any lines.  The pasted outputs in
+  these pages have no timing figures, so no normalisation is needed beyond
+  trailing blanks.  The expensive ones are listed in ``EXPENSIVE`` with why.
+* **python**: compiled, and every ``serq.X`` / ``from serq.a import b`` name
+  must exist; the short self-contained ones run in the scenario tests.
+* anything else is output or data, compared where a scenario runs the command.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import os
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+import serq
+import serq.cli
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = ["README.md"] + [f"docs/{p}.md" for p in (
+    "draw", "experiments", "frontend", "plots", "policies", "simulator",
+    "subagents", "workloads", "traces", "replay", "calibration")]
+SHARED = (ROOT / ".." / "shared" / "data").resolve()
+
+# Commands only validated (parsed, program checked), never run here, and why.
+EXPENSIVE = {
+    "sweep": "a sweep is many runs (4-20 seeds x a grid); the sweep code runs in tests/test_sweep*.py",
+    "run --horizon 2000": "a 2000 s run of vllm.sq takes ~20 s; the run code is covered by golden reports",
+    "run (program's horizon)": "the program's run block says horizon 2000 (tens of seconds)",
+    "plot": "needs a sweep's output or a long run's dump; plotting is tested in tests/test_plot.py",
+    "python benchmarks/": "full studies: 6-17 minutes on 2 cores",
+    "fit steps.csv": "fits a vLLM log the reader provides",
+}
+
+
+def blocks(page: str) -> list[tuple[int, str, str]]:
+    text = (ROOT / page).read_text(encoding="utf-8")
+    out = []
+    for m in re.finditer(r"^( *)```(\S*)\n(.*?)^\1```$", text, flags=re.S | re.M):
+        indent = len(m.group(1))
+        body = "\n".join(line[indent:] for line in m.group(3).split("\n"))
+        out.append((text.count("\n", 0, m.start()) + 1, m.group(2), body))
+    return out
+
+
+def kind(tag: str, body: str) -> str:
+    if tag == "python":
+        return "python"
+    if tag == "sq":
+        return "program"
+    lines = [x.strip() for x in body.strip().split("\n")]
+    if tag == "sh" or any(x.startswith(("serq ", "$ serq ", "python ", "pip ")) for x in lines[:1]):
+        return "shell"
+    if re.search(r"^\s*(stage \w+ *:|workload *\{|session *\{|spawn \()", body, flags=re.M):
+        return "program"
+    return "text"
+
+
+ALL = [(page, line, tag, body) for page in PAGES for line, tag, body in blocks(page)]
+
+
+def _id(b) -> str:
+    return f"{b[0]}:{b[1]}"
+
+
+def of(k: str) -> list:
+    return [b for b in ALL if kind(b[2], b[3]) == k]
+
+
+def commands(body: str) -> list[str]:
+    """The ``serq`` command lines of a shell block, continuations joined, comments cut."""
+    body = body.replace("\\\n", " ")
+    out = []
+    for line in body.split("\n"):
+        line = line.strip()
+        if line.startswith("$ "):
+            line = line[2:]
+        if not line.startswith("serq "):
+            continue
+        words = shlex.split(line, comments=True)
+        for cut in ("|", ">"):
+            if cut in words:
+                words = words[:words.index(cut)]
+        out.append(words[1:])
+    return out
+
+
+def is_synopsis(words: list[str]) -> bool:
+    return any(w.startswith("[") or "$" in w or re.fullmatch(r"[A-Z][A-Z_.]*(\.\w+)?", w) or "FILE" in w
+               or w in ("STEPS.csv", "OUT.csv") for w in words)
+
+
+COMMAND = typer.main.get_command(serq.cli.app)
+
+
+def parse(words: list[str]):
+    """The click context of ``serq WORDS`` — parsed, not run."""
+    from typer._click import core as cc
+    c, name, parent, args = COMMAND, "serq", None, list(words)
+    while hasattr(c, "commands"):
+        parent = cc.Context(c, info_name=name, parent=parent)
+        name = args.pop(0)
+        assert name in c.commands, f"no command `{name}`"
+        c = c.commands[name]
+    return c.make_context(name, args, parent=parent)
+
+
+SHELL_COMMANDS = [(page, line, words) for page, line, tag, body in of("shell")
+                  for words in commands(body)]
+
+
+def test_the_pages_have_examples():
+    assert len(of("shell")) >= 20 and len(of("python")) >= 6 and of("program")
+
+
+@pytest.mark.parametrize("cmd", SHELL_COMMANDS, ids=lambda c: f"{c[0]}:{c[1]}:{c[2][0]}")
+def test_a_command_parses_and_its_program_checks(cmd):
+    page, line, words = cmd
+    if any("../shared" in w for w in words) and not SHARED.is_dir():
+        pytest.skip(f"{SHARED} is absent")
+    if is_synopsis(words):
+        # a synopsis: the command exists, its options are known
+        c = COMMAND
+        rest = list(words)
+        while hasattr(c, "commands"):
+            c = c.commands[rest.pop(0)]
+        known = {o for p in c.params for o in p.opts + p.secondary_opts}
+        for w in rest:
+            for opt in re.findall(r"(?<![\w-])(--?[a-z][\w-]*)", w):
+                assert opt in known, f"{page}:{line}: `serq {' '.join(words)}`: no option {opt}"
+        return
+    ctx = parse(words)
+    f = ctx.params.get("file")
+    if f and f.startswith("programs/"):  # other files (p.sq, steps CSVs) are made by the page
+        path = ROOT / f
+        assert path.is_file(), f"{page}:{line}: no program {f}"
+        sets = dict(s.split("=", 1) for s in ctx.params.get("set_") or ())
+        if words[0] == "sweep":
+            sets = {k: re.split(r"[,:]", v)[0] for k, v in sets.items()}
+        serq.load(path, sets=sets)
+
+
+@pytest.mark.parametrize("block", of("program"), ids=_id)
+def test_a_program_block_checks(block, tmp_path):
+    page, line, tag, body = block
+    if "..." in body or "…" in body or not re.search(r"^session *\{", body, flags=re.M):
+        return  # a fragment (see the docstring)
+    # a program reading a trace reads the page's data block that follows it
+    m = re.search(r'trace "([^"]+)"', body)
+    if m:
+        data = next(b for l, _, b in blocks(page) if l > line and kind(_, b) == "text")
+        (tmp_path / m.group(1)).write_text(data)
+    p = tmp_path / "p.sq"
+    p.write_text(body)
+    serq.check(p)
+
+
+def _serq_names(tree: ast.AST) -> list[str]:
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "serq":
+            names.append(f"serq.{node.attr}")
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("serq"):
+            names += [f"{node.module}.{a.name}" for a in node.names]
+    return names
+
+
+@pytest.mark.parametrize("block", of("python"), ids=_id)
+def test_a_python_block_compiles_and_names_what_exists(block):
+    page, line, tag, body = block
+    tree = ast.parse(body, filename=f"{page}:{line}")
+    compile(tree, f"{page}:{line}", "exec")
+    for name in _serq_names(tree):
+        mod, _, attr = name.rpartition(".")
+        try:
+            obj = importlib.import_module(name)
+        except ImportError:
+            obj = getattr(importlib.import_module(mod), attr, None)
+        assert obj is not None, f"{page}:{line}: {name} does not exist"
+
+
+# ---- executed scenarios ---------------------------------------------------------------
+
+def _norm(line: str) -> str:
+    return line.rstrip()
+
+
+def matches(expected: list[str], actual: list[str]) -> bool:
+    """Does ``actual`` match the pasted lines, with ``…``/``...`` lines as wildcards?"""
+    exp = [_norm(x) for x in expected]
+    act = [_norm(x) for x in actual]
+
+    def at(i: int, j: int) -> bool:
+        if i == len(exp):
+            return j == len(act)
+        if exp[i].strip() in ("…", "..."):
+            return any(at(i + 1, k) for k in range(j, len(act) + 1))
+        if j == len(act):
+            return False
+        return act[j] == exp[i] and at(i + 1, j + 1)
+
+    return at(0, 0)
+
+
+@pytest.fixture
+def work(tmp_path, monkeypatch):
+    for d in ("programs", "lib"):
+        os.symlink(ROOT / d, tmp_path / d)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def serq_cli(words: list[str]) -> tuple[int, str]:
+    r = CliRunner().invoke(serq.cli.app, words)
+    return r.exit_code, r.output
+
+
+def block_at(page: str, pred) -> list[tuple[int, str, str]]:
+    return [b for b in blocks(page) if pred(b[1], b[2])]
+
+
+def run_ok(words: list[str]) -> str:
+    code, out = serq_cli(words)
+    assert code == 0, f"`serq {' '.join(words)}` exited {code}:\n{out}"
+    return out
+
+
+def test_draw_commands_run(work):
+    """docs/draw.md, docs/subagents.md and README: every `serq draw` runs and writes its file."""
+    n = 0
+    for page, line, words in SHELL_COMMANDS:
+        if words[0] != "draw":
+            continue
+        if ">" in words:
+            words = words[:words.index(">")]
+        out = run_ok(words)
+        if "--out" in words:
+            assert (work / words[words.index("--out") + 1]).stat().st_size > 0
+        else:
+            assert "tikz" in out.lower() or "\\begin" in out
+        n += 1
+    assert n >= 5
+
+
+def test_check_commands_run(work):
+    for page, line, words in SHELL_COMMANDS:
+        if words[0] == "check":
+            run_ok(words)
+
+
+def test_readme_quick_start_run(work):
+    """README: the install line's run (horizon 300) and the Python example run."""
+    run_ok(["run", "programs/multi-turn/vllm.sq", "--horizon", "300", "--warmup", "30"])
+    (py,) = [b for l, t, b in blocks("README.md") if t == "python" and "serq.load" in b]
+    exec(compile(py, "README.md", "exec"), {"__name__": "__doc__"})
+
+
+def test_policies_python_example_runs():
+    """docs/policies.md: resolve("lpm") runs (at 300 s, not the program's 2000)."""
+    from serq.policies import resolve
+    program = serq.load(ROOT / "programs/multi-turn/vllm.sq", sets={"Lambda": "0.6"})
+    serq.run(program, seed=1, horizon=100, warmup=10, engines={"engine": resolve("lpm")})
+
+
+def test_replay_small_trace(work):
+    """docs/replay.md: the six-line program and its four-row trace print what the page shows."""
+    bl = blocks("docs/replay.md")
+    prog = next(b for l, t, b in bl if "run { horizon 100; }" in b)
+    data = next(b for l, t, b in bl if b.startswith("arrival,session"))
+    shown = next(b for l, t, b in bl if b.startswith("$ serq run p.sq"))
+    (work / "p.sq").write_text(prog)
+    (work / "t.csv").write_text(data)
+    out = run_ok(["run", "p.sq"])
+    assert matches(shown.rstrip("\n").split("\n")[1:], out.rstrip("\n").split("\n")), out
+
+
+def test_replay_azure_conv(work):
+    bl = blocks("docs/replay.md")
+    shown = next(b for l, t, b in bl if b.startswith("$ serq run programs/replay/azure_conv.sq\n"))
+    out = run_ok(["run", "programs/replay/azure_conv.sq"])
+    assert matches(shown.rstrip("\n").split("\n")[1:], out.rstrip("\n").split("\n")), out
+
+
+def test_traces_imports(work):
+    """docs/traces.md: each shown input file, imported as the page says, gives the shown CSV."""
+    bl = blocks("docs/traces.md")
+    n, last_out = 0, ""
+    for i, (line, tag, body) in enumerate(bl):
+        if tag != "sh" or "trace import" not in body or i == 0 or i + 1 >= len(bl):
+            continue
+        if "FORMAT" in body:
+            continue
+        src_block, out_block = bl[i - 1][2], bl[i + 1][2]
+        if not out_block.startswith("session,"):
+            out_block = last_out  # "writes the same three rows as above"
+        cmds = commands(body)
+        src = cmds[0][3]
+        (work / src).write_text(src_block)
+        for words in cmds:
+            run_ok(words)
+        dest = cmds[0][cmds[0].index("-o") + 1]
+        assert (work / dest).read_text().strip() == out_block.strip(), f"docs/traces.md:{line}"
+        n += 1
+        last_out = out_block
+        if dest == "conv.csv":
+            for words in commands(bl[-1][2]):  # the page's closing run on conv.csv
+                run_ok(words)
+    assert n >= 4
+
+
+def test_calibration(work):
+    """docs/calibration.md: a 300 s run with --steps, the roofline fit and the generic fit print
+    the page's tables; `serq roofline` prints its constants."""
+    bl = blocks("docs/calibration.md")
+    run_ok(commands("\n".join(b for l, t, b in bl if "--steps" in b))[0])
+    for l, t, b in bl:
+        if b.startswith("$ serq "):
+            cmd, *shown = b.rstrip("\n").split("\n")
+            out = run_ok(shlex.split(cmd)[2:])
+            if "roofline --model" in cmd or shown[0].strip() in ("…", "..."):
+                shown.append("…")  # an excerpt; the roofline's sources, printed last, are left out
+            assert matches(shown, out.rstrip("\n").split("\n")), f"calibration.md:{l}: now prints\n{out}"
