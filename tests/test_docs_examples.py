@@ -348,3 +348,118 @@ def test_calibration(work):
             if "roofline --model" in cmd or shown[0].strip() in ("…", "..."):
                 shown.append("…")  # an excerpt; the roofline's sources, printed last, are left out
             assert matches(shown, out.rstrip("\n").split("\n")), f"calibration.md:{l}: now prints\n{out}"
+
+
+# ---- every cheap command of a page, run in order ---------------------------------------
+
+# Commands validated only (parsed, program checked) and not run here, by a substring, and why.
+NOT_RUN = {
+    "--policy engine=fcfs,sjf,lpm,fair": "24 runs of 600 s: ~9 s on 2 cores",
+    "--set max_seqs=8,16": "50 runs of 600 s: ~16 s; test_plot_refuses_a_hidden_axis runs a small one",
+    "--hue max_seqs": "plots the 50-run sweep above",
+    "plot lambda.jsonl --x Lambda --y client.ttft.p99 --out ttft.png": "the error example: test_plot_refuses_a_hidden_axis",
+    "--backend ray": "starts a Ray cluster; tests/test_sweep_ray.py covers the backend",
+    "engine=mypkg.sched:MyPolicy": "a placeholder module the reader writes",
+    "engine=mysched:LongestPromptFirst": "runs in test_policies_subclass_runs, shortened",
+    "../shared/data": "the real Azure traces: converted and replayed in benchmarks/study_replay.py",
+}
+EXEC_PAGES = ["README.md", "docs/draw.md", "docs/experiments.md", "docs/plots.md",
+              "docs/policies.md", "docs/subagents.md"]
+MADE_BY_SCENARIO = ("docs/traces.md", "docs/replay.md", "docs/calibration.md")  # tests above
+
+
+def _reads_missing_file(words: list[str], work: Path) -> bool:
+    outs = {words[i + 1] for i, w in enumerate(words[:-1]) if w in ("-o", "--out", "--dump")}
+    return any(re.search(r"\.(csv|jsonl|sq)$", w) and not w.startswith("-") and w not in outs
+               and not (work / w).exists() for w in words)
+
+
+def run_page(page: str, work: Path) -> dict[str, str]:
+    """Run the page's cheap commands in order; the output of each, by its command line."""
+    outs = {}
+    for p, line, words in SHELL_COMMANDS:
+        text = " ".join(words)
+        if p != page or is_synopsis(words) or any(k in text for k in NOT_RUN):
+            continue
+        assert not _reads_missing_file(words, work), f"{page}:{line}: `serq {text}` reads a file no step made"
+        outs[text] = run_ok(words)
+    return outs
+
+
+@pytest.mark.parametrize("page", EXEC_PAGES)
+def test_the_page_commands_run(page, work):
+    outs = run_page(page, work)
+    bl = blocks(page)
+    if page == "docs/experiments.md":
+        (summary,) = [b for l, t, b in bl if b.lstrip().startswith("Lambda    runs")]
+        out = next(o for c, o in outs.items() if "--out lambda.csv" in c and "--resume" not in c)
+        head = [x.rstrip(" …") for x in summary.rstrip("\n").split("\n")]
+        got = out.split("\n")
+        for k, x in enumerate(head):  # a left part of each of the first lines
+            assert got[k].startswith(x), f"experiments.md: the sweep's summary now starts\n{out[:600]}"
+        (found,) = [b for l, t, b in bl if b.startswith("Lambda = 0.9")]
+        out = next(o for c, o in outs.items() if "--find-max" in c)
+        assert out.strip() == found.strip(), f"experiments.md: --find-max now prints\n{out}"
+    if page == "docs/subagents.md":
+        (table,) = [b for l, t, b in bl if b.startswith("task      count")]
+        out = run_ok(["run", "programs/subagent/vllm_spawn.sq"])
+        n = len(table.rstrip("\n").split("\n"))
+        lines = out.split("\n")
+        assert any(lines[k:k + n] == table.rstrip("\n").split("\n") for k in range(len(lines))), out
+    if page == "README.md":
+        out = next(o for c, o in outs.items() if "--json" in c)
+        import json
+        assert isinstance(json.loads(out)["client"]["ttft"]["mean"], float)  # | jq .client.ttft.mean
+    assert outs
+
+
+def test_plot_refuses_a_hidden_axis(work):
+    """docs/plots.md: the error for an axis neither --x nor --hue (on a small sweep)."""
+    (shown,) = [b for l, t, b in blocks("docs/plots.md") if b.startswith("$ serq plot")]
+    cmd, err = shown.rstrip("\n").split("\n")
+    run_ok(["sweep", "programs/multi-turn/vllm.sq", "--set", "Lambda=0.3", "--set", "max_seqs=8,16",
+            "--seeds", "1", "--horizon", "50", "--warmup", "5", "--out", "lambda.jsonl"])
+    code, out = serq_cli(shlex.split(cmd)[2:])
+    assert code != 0 and err in out, out
+
+
+def test_policies_subclass_runs(work, monkeypatch):
+    """docs/policies.md: the subclass, saved as mysched.py, runs with --policy (at 200 s)."""
+    bl = blocks("docs/policies.md")
+    (cls,) = [b for l, t, b in bl if "class LongestPromptFirst" in b]
+    (work / "mysched.py").write_text(cls)
+    monkeypatch.syspath_prepend(str(work))
+    (cmd,) = [w for l, t, b in bl for w in commands(b) if "engine=mysched:LongestPromptFirst" in w]
+    run_ok(cmd + ["--horizon", "200", "--warmup", "20"])
+
+
+def test_readme_subclasses_run():
+    """README: ShortestFirst and LongestPrefixFirst override methods the engine calls (200 s runs)."""
+    (body,) = [b for l, t, b in blocks("README.md") if "class ShortestFirst" in b]
+    from serq.sim.stages import StepEngine
+    program = serq.load(ROOT / "programs/multi-turn/vllm.sq", sets={"Lambda": "0.6"})
+    ns = {"serq": serq, "program": program}
+    exec(compile(body.replace("engines={", "horizon=200, warmup=20, engines={"), "README.md", "exec"), ns)
+    for name in ("ShortestFirst", "LongestPrefixFirst"):
+        for meth in vars(ns[name]):
+            if not meth.startswith("__"):
+                assert hasattr(StepEngine, meth), f"README: StepEngine has no method {meth}"
+        serq.run(program, seed=1, horizon=200, warmup=20, engines={"engine": ns[name]})
+
+
+def test_experiments_python_runs(work):
+    """docs/experiments.md: the API example runs (to_frame needs pandas: skipped without it)."""
+    (body,) = [b for l, t, b in blocks("docs/experiments.md") if t == "python"]
+    try:
+        import pandas  # noqa: F401
+    except ImportError:
+        body = body.replace("df = result.to_frame()", "pass")
+    exec(compile(body, "experiments.md", "exec"), {"__name__": "__doc__"})
+
+
+def test_workloads_python_runs():
+    """docs/workloads.md: the samples it reads exist with the fields it uses (200 s runs)."""
+    (body,) = [b for l, t, b in blocks("docs/workloads.md") if t == "python"]
+    body = body.replace("serq.run(prog, seed=seed)", "serq.run(prog, seed=seed, horizon=200, warmup=20)")
+    body = body.replace('f"programs/', f'f"{ROOT}/programs/').replace("...  #", "kind, s.value, s.turn  #")
+    exec(compile(body, "workloads.md", "exec"), {"__name__": "__doc__"})
