@@ -463,3 +463,52 @@ def test_workloads_python_runs():
     body = body.replace("serq.run(prog, seed=seed)", "serq.run(prog, seed=seed, horizon=200, warmup=20)")
     body = body.replace('f"programs/', f'f"{ROOT}/programs/').replace("...  #", "kind, s.value, s.turn  #")
     exec(compile(body, "workloads.md", "exec"), {"__name__": "__doc__"})
+
+
+def test_replay_errors(work):
+    """docs/replay.md: the two errors it pastes (the source excerpt under the first is left out)."""
+    bl = blocks("docs/replay.md")
+    prog = next(b for l, t, b in bl if "run { horizon 100; }" in b)
+    no_trace, no_arrival = [b for l, t, b in bl if "replays a trace's arrival times" in b or "has no `arrival`" in b]
+    (work / "p.sq").write_text(prog.replace('let rate = 1;\n', '').replace(
+        'workload { arrive trace(rate); trace "t.csv"; }', "workload { arrive trace; }"))
+    code, out = serq_cli(["check", "p.sq"])
+    got = [x for x in out.split("\n") if x and not re.match(r"\s*(\d+\s*)?\|", x)]
+    assert code == 1 and got == no_trace.rstrip("\n").split("\n"), out
+    (work / "p.sq").write_text(prog)
+    (work / "t.csv").write_text("7,1,1,1,1.25\n")
+    code, out = serq_cli(["run", "p.sq"])
+    assert code == 1 and out.rstrip("\n") == no_arrival.rstrip("\n"), out
+
+
+def test_benchmark_commands_name_known_options():
+    """`python benchmarks/X.py --opt …` lines (full studies, validated only): the script exists
+    and defines each option."""
+    n = 0
+    for page, line, tag, body in of("shell"):
+        for cmd in re.findall(r"^\s*python (benchmarks/\S+\.py)([^#\n]*)", body, flags=re.M):
+            script = ROOT / cmd[0]
+            assert script.is_file(), f"{page}:{line}: no {cmd[0]}"
+            src = script.read_text()
+            for opt in re.findall(r"(--[a-z][\w-]*)", cmd[1]):
+                assert f'"{opt}"' in src, f"{page}:{line}: {cmd[0]} has no option {opt}"
+            n += 1
+    assert n >= 3
+
+
+def test_calibration_log_script():
+    """docs/calibration.md: the vLLM log converter writes the columns `serq fit` is told to use."""
+    import contextlib
+    import io
+    import sys
+    (body,) = [b for l, t, b in blocks("docs/calibration.md") if t == "python"]
+    log = ("x Iteration(1): 1 context requests, 100 context tokens, 2 generation requests, "
+           "2 generation tokens, iteration elapsed time: 12.5 ms\n")
+    old, sys.stdin = sys.stdin, io.StringIO(log)
+    out = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out):
+            exec(compile(body, "calibration.md", "exec"), {"__name__": "__doc__"})
+    finally:
+        sys.stdin = old
+    assert out.getvalue() == "time,duration,tokens,decoders,prefilled\n0.000000,0.0125,102,2,100\n"
