@@ -512,3 +512,24 @@ def test_calibration_log_script():
     finally:
         sys.stdin = old
     assert out.getvalue() == "time,duration,tokens,decoders,prefilled\n0.000000,0.0125,102,2,100\n"
+
+
+# The page's error examples do not show their files: these are files that give them.
+BAD_TRACES = {
+    "d.csv": "0,1,1,1,1\n0,2,1,1,x\n",
+    "e.csv": "0,1,1,1\n",
+    "f.csv": "session,new,out,arrival\n0,1,1,0\n0,1,1\n",
+    "a.csv": "session,turn,new,out,think,arival\n0,1,1,1,1,0\n",
+    "b.csv": "arrived_at,num_prefill_tokens,num_decode_tokens\n0.0,374,44\n",
+    "c.csv": "session,new,out,arrival\n0,1,1,-1\n",
+}
+
+
+def test_traces_errors(work):
+    """docs/traces.md: each pasted trace error is what `serq run … --trace FILE` prints, exit 1."""
+    (shown,) = [b for l, t, b in blocks("docs/traces.md") if b.startswith("d.csv:2:")]
+    for para in shown.strip().split("\n\n"):
+        name = para.split(":", 1)[0]
+        (work / name).write_text(BAD_TRACES[name])
+        code, out = serq_cli(["run", "programs/replay/azure_conv.sq", "--trace", name])
+        assert code == 1 and out.strip() == para.strip(), f"docs/traces.md: {name} now gives\n{out}"
