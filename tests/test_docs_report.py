@@ -137,8 +137,12 @@ def test_the_rej_and_stuck_lines_are_quoted_as_the_report_prints_them():
 def test_every_untagged_block_quotes_a_checked_report():
     """An untagged block quotes lines of a checked report block (the run line) or the
     rej:/stuck: lines checked above."""
+    from test_docs_language import blocks as fenced
+
     checked = {line for _tag, _line, text in REPORTS for line in text.split("\n")}
-    for m in re.finditer(r"^```\n(.*?)^```$", DOC_TEXT, flags=re.S | re.M):
-        for line in m.group(1).rstrip("\n").split("\n"):
+    untagged = [b for b in fenced(DOC_TEXT) if b.tag == ""]
+    assert untagged
+    for block in untagged:
+        for line in block.text.rstrip("\n").split("\n"):
             assert line in checked or line.startswith(("rej: ", "stuck: ")), (
-                f"docs/report.md:{DOC_TEXT.count(chr(10), 0, m.start()) + 1}: {line!r} is in no checked report")
+                f"docs/report.md:{block.line}: {line!r} is in no checked report")
