@@ -541,3 +541,22 @@ def test_subagents_hold_and_wait_error(work):
     lines = out.split("\n")
     assert code == 1 and lines[0] == first.replace("FILE", "h.sq"), out
     assert any(x.startswith(help_.rstrip("…")) for x in lines), out
+
+
+@pytest.mark.skipif(not SHARED.is_dir(), reason=f"{SHARED} (the real Azure traces) is absent")
+def test_replay_real_traces(work):
+    """docs/replay.md: the two imports of the real Azure traces run and write the request counts
+    the page gives; a replay cut at 120 s writes the page's note (the full replays are ~5 s each
+    and only validated)."""
+    (work / "shared").symlink_to(SHARED)
+    text = (ROOT / "docs/replay.md").read_text(encoding="utf-8")
+    for words in [w for p, l, w in SHELL_COMMANDS if p == "docs/replay.md" and w[:2] == ["trace", "import"]]:
+        words = [x.replace("../shared/data", "shared") for x in words]
+        out = run_ok(words)
+        m = re.search(r"wrote (\d+) requests", out)
+        assert m, out
+        n = int(m.group(1))
+        assert f"{n // 1000} {n % 1000:03d} requests" in text, f"docs/replay.md: {words[2]} has {n} requests"
+    code, out = serq_cli(["run", "programs/replay/azure_conv.sq", "--trace", "conv.csv", "--horizon", "120"])
+    note = next(x for x in out.split("\n") if x.startswith("note: the horizon 120"))
+    assert code == 0 and note in " ".join(text.split()), note
