@@ -322,8 +322,11 @@ def test_traces_imports(work):
         cmds = commands(body)
         src = cmds[0][3]
         (work / src).write_text(src_block)
-        for words in cmds:
-            run_ok(words)
+        said = re.findall(r"^# (wrote .*)$", body, flags=re.M)  # a comment showing what the first one says
+        for k, words in enumerate(cmds):
+            out = run_ok(words)
+            if k == 0 and said:
+                assert said[0] in out, f"docs/traces.md:{line}: `serq {' '.join(words)}` now says\n{out}"
         dest = cmds[0][cmds[0].index("-o") + 1]
         assert (work / dest).read_text().strip() == out_block.strip(), f"docs/traces.md:{line}"
         n += 1
@@ -560,3 +563,14 @@ def test_replay_real_traces(work):
     code, out = serq_cli(["run", "programs/replay/azure_conv.sq", "--trace", "conv.csv", "--horizon", "120"])
     note = next(x for x in out.split("\n") if x.startswith("note: the horizon 120"))
     assert code == 0 and note in " ".join(text.split()), note
+
+
+def test_experiments_interrupted_line():
+    """docs/experiments.md: the Ctrl-C line is the one `serq sweep` prints, for the page's sweep
+    (16 runs: 4 Lambdas x 4 seeds); the interruption itself is tested in tests/test_sweep*.py."""
+    from serq.experiments.command import _interrupted
+    from serq.experiments.sweep import SweepInterrupted
+    (shown,) = [b for l, t, b in blocks("docs/experiments.md") if b.startswith("interrupted:")]
+    m = re.fullmatch(r"interrupted: (\d+) of (\d+) runs kept in (\S+);.*\n", shown)
+    assert m and int(m.group(2)) == 16, shown
+    assert _interrupted(SweepInterrupted(int(m.group(1)), 16, m.group(3))) == shown.strip()
