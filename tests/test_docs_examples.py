@@ -322,7 +322,7 @@ def test_traces_imports(work):
         cmds = commands(body)
         src = cmds[0][3]
         (work / src).write_text(src_block)
-        said = re.findall(r"^# (wrote .*)$", body, flags=re.M)  # a comment showing what the first one says
+        said = re.findall(r"^# (wrote .*)$", body, flags=re.MULTILINE)  # a comment showing what the first one says
         for k, words in enumerate(cmds):
             out = run_ok(words)
             if k == 0 and said:
@@ -342,6 +342,11 @@ def test_calibration(work):
     the page's tables; `serq roofline` prints its constants."""
     bl = blocks("docs/calibration.md")
     run_ok(commands("\n".join(b for l, t, b in bl if "--steps" in b))[0])
+    (head,) = [b for l, t, b in bl if b.startswith("time,duration,")]
+    steps = (work / "out" / "engine.steps.csv").read_text().split("\n")
+    assert steps[:3] == head.rstrip("\n").split("\n"), f"calibration.md: the steps file now starts\n{steps[:3]}"
+    for words in [w for p, l, w in SHELL_COMMANDS if p == "docs/calibration.md" and w[0] == "roofline"]:
+        run_ok(words)
     for l, t, b in bl:
         if b.startswith("$ serq "):
             cmd, *shown = b.rstrip("\n").split("\n")
