@@ -433,17 +433,21 @@ class Simulator(Holds):
         t._ok = True
         heappush(self.env._queue, (when, NORMAL, next(self.env._eid), t))
 
-    def _replay_arrive(self, _ev: Any) -> None:
-        self.events += 1
-        now = self.env._now
+    def _arrivals_at(self, now: float) -> int:
+        """Count one open arrival at ``now``: how many arrived at this instant so far."""
         if now != self._arrive_at:
             self._arrive_at, self._arrived = now, 1
         else:
             self._arrived += 1
-            if self._arrived > ARRIVALS_PER_INSTANT:
-                raise SerqRuntimeError(
-                    f"the run does not settle at time {now:g}: more than {ARRIVALS_PER_INSTANT:,} trace sessions "
-                    f"arrive at that instant", helps=["spread the trace's arrival times, or lower the replay rate"])
+        return self._arrived
+
+    def _replay_arrive(self, _ev: Any) -> None:
+        self.events += 1
+        now = self.env._now
+        if self._arrivals_at(now) > ARRIVALS_PER_INSTANT:
+            raise SerqRuntimeError(
+                f"the run does not settle at time {now:g}: more than {ARRIVALS_PER_INSTANT:,} trace sessions "
+                f"arrive at that instant", helps=["spread the trace's arrival times, or lower the replay rate"])
         self._replay_next += 1
         if self._replay_next < self.replay_total:
             self._replay_at(self.replay_times[self._replay_next])
@@ -503,15 +507,11 @@ class Simulator(Holds):
     def _arrive(self, _ev: Any) -> None:
         self.events += 1
         now = self.env._now
-        if now != self._arrive_at:
-            self._arrive_at, self._arrived = now, 1
-        else:
-            self._arrived += 1
-            if self._arrived > ARRIVALS_PER_INSTANT:
-                raise SerqRuntimeError(
-                    f"the run does not settle at time {now:g}: more than {ARRIVALS_PER_INSTANT:,} arrivals at "
-                    f"that instant; the interarrival times are too small to advance the clock at {now:g}",
-                    helps=[f"lower {self._rate_name()}"])
+        if self._arrivals_at(now) > ARRIVALS_PER_INSTANT:
+            raise SerqRuntimeError(
+                f"the run does not settle at time {now:g}: more than {ARRIVALS_PER_INSTANT:,} arrivals at "
+                f"that instant; the interarrival times are too small to advance the clock at {now:g}",
+                helps=[f"lower {self._rate_name()}"])
         if self.arrivals >= self.max_arrivals:
             raise SerqRuntimeError(
                 f"at time {now:g}: the workload has made {self.arrivals:,} arrivals, the limit",
