@@ -54,17 +54,17 @@ def error_of(tmp_path: Path, fmt: str, text: str, name: str = "in.csv", **kw) ->
 
 
 SPLITWISE = """arrived_at,num_prefill_tokens,num_decode_tokens
-0.0,374,44
-4.314579,396,109
-4.541877,879,55
-5.8926549999999995,91,16
+0.0,812,57
+2.718281,233,96
+3.141592,1405,38
+6.2831849999999995,64,12
 """
 
 SPLITWISE_OUT = """session,turn,new,out,think,arrival
-0,1,374,44,0,0
-1,1,396,109,0,4.314579
-2,1,879,55,0,4.541877
-3,1,91,16,0,5.8926549999999995
+0,1,812,57,0,0
+1,1,233,96,0,2.718281
+2,1,1405,38,0,3.141592
+3,1,64,12,0,6.2831849999999995
 """
 
 
@@ -81,18 +81,18 @@ def test_splitwise_times_are_counted_from_the_first_row_and_columns_found_by_nam
 
 # The original Azure file: CRLF line ends, seven decimals, no final newline.
 AZURE = ("TIMESTAMP,ContextTokens,GeneratedTokens\r\n"
-         "2023-11-16 18:15:46.6805900,374,44\r\n"
-         "2023-11-16 18:15:50.9951690,396,109\r\n"
-         "2023-11-16 18:15:51.2224670,879,55\r\n"
-         "2023-11-16 23:59:59.9999999,10,1\r\n"
-         "2023-11-17 00:00:00.0000001,11,2")
+         "2024-05-02 10:20:30.5000000,812,57\r\n"
+         "2024-05-02 10:20:33.2182810,233,96\r\n"
+         "2024-05-02 10:20:33.6415920,1405,38\r\n"
+         "2024-05-02 23:59:59.9999999,10,1\r\n"
+         "2024-05-03 00:00:00.0000001,11,2")
 
 AZURE_OUT = """session,turn,new,out,think,arrival
-0,1,374,44,0,0
-1,1,396,109,0,4.314579
-2,1,879,55,0,4.541877
-3,1,10,1,0,20653.3194099
-4,1,11,2,0,20653.3194101
+0,1,812,57,0,0
+1,1,233,96,0,2.718281
+2,1,1405,38,0,3.141592
+3,1,10,1,0,49169.4999999
+4,1,11,2,0,49169.5000001
 """
 
 
@@ -301,11 +301,11 @@ def test_cli_exit_codes_and_messages(tmp_path: Path) -> None:
     ok = serq("trace", "import", "vidur", str(src), "-o", str(dst))
     assert ok.returncode == 0, ok.stderr
     assert ok.stdout == ""
-    assert ok.stderr == f"wrote 4 requests, arrivals 0 to 5.8926549999999995 s to {dst}\n"
+    assert ok.stderr == f"wrote 4 requests, arrivals 0 to 6.2831849999999995 s to {dst}\n"
     assert dst.read_text() == SPLITWISE_OUT
 
     to_stdout = serq("trace", "import", "vidur", str(src), "-o", "/dev/stdout", "--limit", "1")
-    assert to_stdout.returncode == 0 and to_stdout.stdout == f"{HEADER}\n0,1,374,44,0,0\n"
+    assert to_stdout.returncode == 0 and to_stdout.stdout == f"{HEADER}\n0,1,812,57,0,0\n"
 
     src.write_text(H + "0,1,2\n1,x,2\n")
     bad = serq("trace", "import", "splitwise", str(src), "-o", str(tmp_path / "new.csv"))
@@ -390,14 +390,18 @@ def test_each_import_reads_back_as_a_trace(tmp_path: Path, fmt: str, text: str, 
 def test_the_azure_conversation_trace_imports_19366_requests(tmp_path: Path) -> None:
     dst = tmp_path / "conv.csv"
     summary = import_trace("vidur", AZURE_DATA / "conv.csv", dst)
-    assert summary.rows == 19_366 and summary.read == 19_366 and not summary.dropped
-    assert summary.first == 0 and summary.last == Decimal("3501.721937")
+    # the expected values come from the source file itself (none of its rows is copied here)
+    src = [row.split(",") for row in (AZURE_DATA / "conv.csv").read_text().splitlines()[1:]]
+    assert summary.rows == len(src) == 19_366 and summary.read == 19_366 and not summary.dropped
+    assert summary.first == 0 and summary.last == Decimal(src[-1][0]) - Decimal(src[0][0])
     lines = dst.read_text().splitlines()
     assert len(lines) == 19_367 and lines[0] == HEADER
-    assert lines[1] == "0,1,374,44,0,0" and lines[2] == "1,1,396,109,0,4.314579"
+    assert float(src[0][0]) == 0.0  # Vidur's file counts from the first request
+    assert lines[1] == f"0,1,{src[0][1]},{src[0][2]},0,0"
+    assert lines[2] == f"1,1,{src[1][1]},{src[1][2]},0,{Decimal(src[1][0])}"
     corpus = read_trace(str(dst))
     assert len(corpus.sessions) == 19_366 and corpus.arrivals is not None
-    assert corpus.arrivals[:2] == (0.0, 4.314579) and corpus.arrivals[-1] == 3501.721937
+    assert corpus.arrivals[:2] == (0.0, float(src[1][0])) and corpus.arrivals[-1] == float(src[-1][0])
     code = import_trace("splitwise", AZURE_DATA / "code.csv", tmp_path / "code.csv")
     assert code.rows == 8_819
 
@@ -417,7 +421,7 @@ def test_the_command_coerces_its_options_without_pydantic(tmp_path: Path) -> Non
     assert "@@" in done.stdout, done.stderr
     mods = json.loads(done.stdout.rsplit("@@", 1)[1])
     assert not [m for m in mods if m.split(".")[0] in ("pydantic", "pydantic_core", "numpy", "simpy", "rich")]
-    assert (tmp_path / "out.csv").read_text() == f"{HEADER}\n0,1,374,44,0,0\n1,1,396,109,0,2.1572895\n"
+    assert (tmp_path / "out.csv").read_text() == f"{HEADER}\n0,1,812,57,0,0\n1,1,233,96,0,1.3591405\n"
 
 
 @pytest.mark.skipif(not (AZURE_DATA / "conv.csv").is_file(), reason="../shared/data/azure-llm-2023 is absent")
