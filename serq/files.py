@@ -10,14 +10,19 @@ keeps its permission bits."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import io
 import os
 import re
 import secrets
 import shutil
 import stat
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator, TextIO
+
+#: The write buffer of :func:`open_atomic`.
+_BUFFER = 1 << 20
 
 
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
@@ -29,11 +34,42 @@ def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
     """Write ``data`` to ``path``: a regular file (or a missing one) through a
     temporary sibling and a rename, a symbolic link's target likewise, a
     character device or a FIFO straight through."""
+    with _target_fd(path) as fd:
+        _write_all(fd, data)
+
+
+@contextlib.contextmanager
+def open_atomic(path: str | os.PathLike[str]) -> Iterator[TextIO]:
+    """A text stream (UTF-8, ``\\n`` line ends) put in place as
+    :func:`write_bytes_atomic` puts its bytes, but written a line at a time (a
+    trace import of millions of rows never holds its output).  On an exception
+    nothing is put in place (a FIFO or a device has had what was written)."""
+    with _target_fd(path) as fd:
+        out = io.TextIOWrapper(io.BufferedWriter(io.FileIO(fd, "w", closefd=False), _BUFFER),
+                               encoding="utf-8", newline="\n")
+        try:
+            yield out
+            out.flush()
+        finally:
+            try:
+                out.close()  # the descriptor stays open: _target_fd closes it
+            except OSError:
+                pass
+
+
+@contextlib.contextmanager
+def _target_fd(path: str | os.PathLike[str]) -> Iterator[int]:
+    """A descriptor to write ``path``'s new content to, closed afterwards: the open
+    file itself for ``/dev/stdout`` and ``/dev/fd/N`` (offset and all), the target
+    of a character device or FIFO, else a temporary sibling renamed over the
+    regular file (or the missing one; symbolic links followed) when the block
+    ends normally and removed when it raises.  Folders, block devices and
+    sockets are refused."""
     alias = _own_fd(path)
-    if alias is not None:  # /dev/stdout, /dev/fd/N: the open file itself, offset and all
+    if alias is not None:
         fd = os.dup(alias)
         try:
-            _write_all(fd, data)
+            yield fd
         finally:
             os.close(fd)
         return
@@ -43,13 +79,17 @@ def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
         kind = _refused_kind(st.st_mode)
         if kind is not None:
             raise _os_error(errno.EISDIR if kind == "a folder" else errno.EINVAL, f"is {kind}", path)
-        _write_through(dest, data)
+        fd = os.open(dest, os.O_WRONLY | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0))
+        try:
+            yield fd
+        finally:
+            os.close(fd)
         return
     mode = stat.S_IMODE(st.st_mode) if st is not None else None
     fd, tmp = _temp_file(dest.parent, dest.name)
     try:
         try:
-            _write_all(fd, data)
+            yield fd
         finally:
             os.close(fd)
         if mode is not None:
@@ -133,14 +173,6 @@ def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]
-
-
-def _write_through(dest: Path, data: bytes) -> None:
-    fd = os.open(dest, os.O_WRONLY | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0))
-    try:
-        _write_all(fd, data)
-    finally:
-        os.close(fd)
 
 
 def _temp_name(folder: Path, name: str) -> Path:

@@ -33,7 +33,7 @@ from typing import Callable, Iterator, Sequence, TextIO
 from .. import reading
 from ..errors import SerqError, UsageError
 from ..sim.trace import MAX_TRACE_BYTES
-from ._output import open_atomic
+from ..files import open_atomic
 
 #: The header the importers write (the ``arrival`` column: docs/traces.md).
 HEADER = "session,turn,new,out,think,arrival"
