@@ -21,8 +21,6 @@ from itertools import chain, repeat
 from operator import add
 from typing import Any, Callable, Iterable, Sequence
 
-import numpy as np
-
 from ..report import ObserveSummary
 
 NAN = math.nan
@@ -83,21 +81,21 @@ def summarize(values: Sequence[float]) -> ObserveSummary:
     * ``p99``: nearest rank, the sorted sample of rank ceil(0.99 n) in [1, n];
       ``p50``, ``p90``, ``p95`` the same with 0.50, 0.90, 0.95.
 
-    Every float field is NaN for n = 0 (``ci`` stays ``inf``)."""
-    x = np.asarray(values, dtype=float).ravel()
-    n = int(x.size)
+    Every float field is NaN for n = 0 (``ci`` stays ``inf``).  Each sum is a
+    correctly rounded ``math.fsum`` (or, past the float range, a left-to-right
+    fold) and each product and quotient one IEEE operation, so the figures are
+    the same bits on every machine (docs/simulator.md, "The same report on
+    every machine")."""
+    x = [float(v) for v in values]
+    n = len(x)
     if n == 0:
         return ObserveSummary(count=0, mean=NAN, ci=INF, cv2=NAN, p99=NAN, p50=NAN, p90=NAN, p95=NAN)
-    try:
-        mean = math.fsum(x.tolist()) / n
-    except (ValueError, OverflowError):  # inf - inf, or a sum beyond the float range
-        mean = float(np.sum(x)) / n
+    mean = _sum(x) / n
     # §8.3 cv2: two-pass sample variance (divisor n - 1) over the squared mean
     if n < 2 or mean == 0.0 or not math.isfinite(mean):
         cv2 = NAN
     else:
-        d = x - mean
-        var = float(np.dot(d, d)) / (n - 1)
+        var = _squares(x, mean) / (n - 1)
         m2 = mean * mean
         cv2 = var / m2 if m2 > 0.0 else (INF if var > 0.0 else NAN)  # m2 can underflow
     # §8.3 CI: batch means over 20 batches of floor(n/20) samples, recording order
@@ -105,14 +103,29 @@ def summarize(values: Sequence[float]) -> ObserveSummary:
         ci = INF
     else:
         size = n // BATCHES
-        means = x[: size * BATCHES].reshape(BATCHES, size).sum(axis=1) / size
-        s2 = float(np.var(means, ddof=1))
+        means = [_sum(x[b * size:(b + 1) * size]) / size for b in range(BATCHES)]
+        s2 = _squares(means, _sum(means) / BATCHES) / (BATCHES - 1)
         ci = T_19 * math.sqrt(s2 / BATCHES)
     # §8.3 p99: nearest rank ceil(0.99 n), computed exactly as ceil(99 n / 100);
-    # p50, p90, p95 by the same rule
-    ordered = np.sort(x)  # NaN sorts last, as Rust's total order puts it
-    p50, p90, p95, p99 = (float(ordered[min(max(-(-q * n // 100), 1), n) - 1]) for q in (50, 90, 95, 99))
+    # p50, p90, p95 by the same rule.  NaN sorts last, as Rust's total order puts it.
+    ordered = sorted(v for v in x if v == v)
+    ordered += [NAN] * (n - len(ordered))
+    p50, p90, p95, p99 = (ordered[min(max(-(-q * n // 100), 1), n) - 1] for q in (50, 90, 95, 99))
     return ObserveSummary(count=n, mean=mean, ci=ci, cv2=cv2, p99=p99, p50=p50, p90=p90, p95=p95)
+
+
+def _sum(xs: list[float]) -> float:
+    """The correctly rounded sum (``math.fsum``); past the float range, where
+    fsum raises, the left-to-right sum (``inf``, ``-inf`` or NaN)."""
+    try:
+        return math.fsum(xs)
+    except (ValueError, OverflowError):  # inf - inf, or a sum beyond the float range
+        return _reduce_add(xs, 0.0)
+
+
+def _squares(xs: list[float], mean: float) -> float:
+    """Σ (x − mean)², each term one subtraction and one multiplication."""
+    return _sum([(v - mean) * (v - mean) for v in xs])
 
 
 class TimeAverage:
