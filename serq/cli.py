@@ -585,6 +585,9 @@ def main() -> None:
     try:
         code = _command()(standalone_mode=False)
     except ClickUsageError as err:  # unknown option, bad value, missing argument
+        if type(err).__name__ == "NoArgsIsHelpError":  # bare `serq`, `serq trace`: the help, not an error
+            typer.echo(err.format_message(), err=True)
+            sys.exit(2)
         typer.echo(f"error: {err.format_message()}", err=True)
         ctx = err.ctx
         if ctx is not None:

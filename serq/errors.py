@@ -9,7 +9,9 @@ offsets into a :class:`Source` until rendering, which produces::
     help: what to do about it
     note: where else to look
 
-Columns count Unicode characters from 1 (language §1.1).
+Columns count Unicode characters from 1 (language §1.1).  A source line longer
+than :data:`EXCERPT_WIDTH` characters is shown as a window around the column,
+``...`` at each cut end (docs/frontend.md, "Long lines in diagnostics").
 """
 
 from __future__ import annotations
@@ -113,12 +115,47 @@ class SerqError(Exception):
             end_line, end_col = self.span.source.line_col(max(self.span.start, self.span.end))
             width = (end_col - col) if end_line == line else (len(text) - col + 1)
             width = max(1, width)
+            # a long line: only a window of it around the column, `...` at each cut end
+            lo, hi = _excerpt(len(text), col - 1, col - 1 + width)
+            left = EXCERPT_CUT if lo > 0 else ""
+            right = EXCERPT_CUT if hi < len(text) else ""
+            width = max(1, min(width, hi - (col - 1)))  # the carets stop at the window's end
             out.append(f"{pad} |")
-            out.append(f"{gutter} | {_printable(text)}")
-            out.append(f"{pad} | {' ' * (col - 1)}{'^' * width}")
+            out.append(f"{gutter} | {left}{_printable(text[lo:hi])}{right}")
+            out.append(f"{pad} | {' ' * (len(left) + col - 1 - lo)}{'^' * width}")
         out += [f"help: {h}" for h in self.helps]
         out += [f"note: {n}" for n in self.notes]
         return "\n".join(out)
+
+
+#: The most characters of a source line a diagnostic shows.  A longer line is
+#: cut to a window of this many characters around the column, with
+#: :data:`EXCERPT_CUT` at each end that was cut; the headline keeps the true column.
+EXCERPT_WIDTH = 100
+
+#: How many characters of a cut line the window shows before the column.
+EXCERPT_BEFORE = 40
+
+#: The mark of a cut end of the source line.
+EXCERPT_CUT = "..."
+
+
+def _excerpt(length: int, start: int, end: int) -> tuple[int, int]:
+    """``[lo, hi)``: the characters of a line of ``length`` characters to show
+    under a diagnostic at character ``start`` (0-based) whose carets run to
+    ``end``.  The whole line when it has at most :data:`EXCERPT_WIDTH`
+    characters; otherwise :data:`EXCERPT_WIDTH` characters, starting
+    :data:`EXCERPT_BEFORE` before ``start``: later when that is what it takes
+    to show all the carets (if they fit at all), earlier when the line ends
+    first, never before the line's start."""
+    if length <= EXCERPT_WIDTH:
+        return 0, length
+    lo = start - EXCERPT_BEFORE
+    end = min(end, length)
+    if end - lo > EXCERPT_WIDTH and end - start <= EXCERPT_WIDTH:
+        lo = end - EXCERPT_WIDTH
+    lo = max(0, min(lo, length - EXCERPT_WIDTH))
+    return lo, lo + EXCERPT_WIDTH
 
 
 def _printable(text: str) -> str:

@@ -38,6 +38,23 @@ def test_h_is_help_everywhere(args: tuple[str, ...]) -> None:
     assert short.returncode == 0 and short.stdout == long.stdout and short.stdout.startswith("Usage: ") and "serq" in short.stdout.split("\n")[0]
 
 
+@pytest.mark.parametrize("args", [(), ("trace",)])
+def test_no_command_prints_the_help_once_and_no_error(args: tuple[str, ...]) -> None:
+    r, help_ = cli(*args), cli(*args, "--help")
+    assert r.returncode == 2 and r.stdout == "" and r.stderr == help_.stdout  # issue 19, item 5
+    assert "error" not in r.stderr.split("\n")[0] and r.stderr.count("Usage:") == 1 and "Commands:" in r.stderr
+
+
+@pytest.mark.parametrize("args, message", [(("nosuchcommand",), "error: No such command 'nosuchcommand'."),
+                                           (("run",), "error: Missing argument 'FILE'."),
+                                           (("run", "--bogus"), "error: No such option: --bogus")])
+def test_a_usage_error_says_error_and_the_usage(args: tuple[str, ...], message: str) -> None:
+    r = cli(*args)
+    assert r.returncode == 2 and r.stdout == ""
+    lines = r.stderr.splitlines()
+    assert lines[0] == message and lines[1].startswith("Usage: ") and "serq" in lines[1] and len(lines) == 2, r.stderr
+
+
 def test_help_lists_every_exit_code_and_completion() -> None:
     out = cli("--help").stdout
     for code, what in (("0", "success"), ("1", "the program is wrong"), ("2", "a usage error"),

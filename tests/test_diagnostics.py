@@ -6,6 +6,8 @@ Each case is a tiny program, the expected message (exact unless it ends with
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from frontend_util import fails, where
 
@@ -448,3 +450,90 @@ def test_an_error_renders_path_line_column_source_carets_and_help(tmp_path):
 def test_deep_unary_chains_are_refused_without_a_traceback():
     err = fails("let a = " + "-" * 5000 + "1;")
     assert err.message == "the program is nested too deeply to check"
+
+
+# ---------------------------------------------------------------- long lines (issue 19, item 5)
+WINDOW = 100  # characters of a long source line a diagnostic shows (docs/frontend.md)
+
+
+def rows(err: SerqError) -> tuple[str, str]:
+    """The source row and the caret row of a rendered diagnostic, gutters removed."""
+    lines = err.render().split("\n")
+    source, carets = lines[2], lines[3]
+    return source[source.index(" | ") + 3:], carets[carets.index(" | ") + 3:]
+
+
+def under_carets(err: SerqError) -> str:
+    source, carets = rows(err)
+    first = carets.index("^")
+    return source[first:first + carets.count("^")]
+
+
+def test_a_long_line_is_cut_to_a_window_around_the_column():
+    err = fails("let a = 1;\nlet x = " + "1" * 5000 + " + yy + " + "2" * 5000 + ";")
+    assert err.render() == (
+        "<text>:2:5012: `yy` is not a constant\n"
+        "  |\n"
+        "2 | ..." + "1" * 37 + " + yy + " + "2" * 55 + "...\n"
+        "  | " + " " * 43 + "^^\n"
+        "help: a constant reads numbers, `inf` and the `let`s above it"
+    )
+
+
+def test_the_example_of_docs_frontend_long_lines():
+    err = fails("let a = 1;\nlet x = 1" + "0" * 120_000 + " + yy;")
+    page = (Path(__file__).resolve().parents[1] / "docs" / "frontend.md").read_text(encoding="utf-8")
+    assert f"```text\n{err.render().replace('<text>:', 'p.sq:')}\n```" in page
+
+
+def test_the_window_keeps_the_line_end_in_view_near_it():
+    err = fails("let x = " + "1" * 5000 + " + yy;")
+    assert err.col == 5012
+    source, carets = rows(err)
+    assert source == "..." + "1" * 94 + " + yy;"
+    assert carets == " " * 100 + "^^"
+
+
+def test_the_window_keeps_the_line_start_in_view_near_it():
+    err = fails("let x = yy + " + "1" * 5000 + ";")
+    source, carets = rows(err)
+    assert source == "let x = yy + " + "1" * 87 + "..."
+    assert carets == " " * 8 + "^^"
+
+
+@pytest.mark.parametrize("before", [0, 1, 30, 40, 41, 60, 91, 92, 93, 200, 119_990])
+@pytest.mark.parametrize("after", [0, 1, 50, 86, 87, 88, 200, 5000])
+def test_the_window_is_bounded_and_the_carets_under_the_offending_name(before, after):
+    line = "let x = 1" + "1" * before + " + yy + 2" + "2" * after + ";"
+    err = fails(line)
+    assert err.col == len("let x = 1") + before + len(" + ") + 1  # the headline keeps the true column
+    source, _ = rows(err)
+    shown = source.removeprefix("...").removesuffix("...")
+    assert len(shown) == min(len(line), WINDOW)
+    assert (source == line) == (len(line) <= WINDOW)  # short lines are shown whole, as always
+    assert under_carets(err) == "yy"
+
+
+def test_a_line_of_exactly_the_window_is_shown_whole():
+    line = "let x = " + "1" * (WINDOW - len("let x = ") - len(" + yy;")) + " + yy;"
+    assert len(line) == WINDOW
+    source, _ = rows(fails(line))
+    assert source == line
+    source, _ = rows(fails(line[:8] + "1" + line[8:]))
+    assert source.startswith("...") and len(source) == WINDOW + 3
+
+
+def test_a_token_longer_than_the_window_has_carets_up_to_the_cut():
+    err = fails("let x = 1.2." + "3" * 5000 + ";")
+    source, carets = rows(err)
+    assert source == "let x = 1.2." + "3" * 88 + "..."
+    assert carets == " " * 8 + "^" * 92
+
+
+def test_tabs_and_wide_characters_in_the_window_count_one_column_each_as_in_short_lines():
+    short = fails("let x = \t1 + 中yy;")
+    assert rows(short) == ("let x = \t1 + 中yy;", " " * 13 + "^^^")  # as the renderer always did
+    err = fails("let x = " + "1" * 5000 + "\t+\t中yy + 1;")
+    source, carets = rows(err)
+    assert source == "..." + "1" * 89 + "\t+\t中yy + 1;"
+    assert under_carets(err) == "中yy" and carets == " " * 95 + "^^^"
