@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
-from . import ir
+from . import fpmath, ir
 
 INF = math.inf
 NAN = math.nan
@@ -32,7 +32,7 @@ def f_div(a: float, b: float) -> float:
 
 def f_pow(a: float, b: float) -> float:
     try:
-        r = a**b
+        r = fpmath.pow(a, b)
     except OverflowError:
         return INF
     except ZeroDivisionError:  # 0 ** negative
@@ -66,15 +66,12 @@ def f_sqrt(x: float) -> float:
 
 
 def f_exp(x: float) -> float:
-    try:
-        return math.exp(x)
-    except OverflowError:
-        return INF
+    return fpmath.exp(x)
 
 
 def f_ln(x: float) -> float:
     if x > 0:
-        return math.log(x)
+        return fpmath.log(x)
     return -INF if x == 0 else NAN
 
 
@@ -94,11 +91,16 @@ POOL_PROBES = ("used", "free", "cachedin", "holders", "queued")
 STAGE_PROBES = ("queue", "busy", "work", "budget_left")
 
 # ---------------------------------------------------------------------------
-# distributions (semantics §6.2): each takes a stream with ``random()`` in [0, 1)
+# distributions (semantics §6.2): each takes a stream with ``random()`` in [0, 1).
+# Logarithms come from serq.fpmath, never the C library: the same bits on every
+# machine (docs/simulator.md, "The same report on every machine").
+
+
+_log = fpmath.log
 
 
 def d_exp(g: Any, mean: float) -> float:
-    return -mean * math.log(1.0 - g.random())
+    return -mean * _log(1.0 - g.random())
 
 
 def d_det(g: Any, x: float) -> float:
@@ -112,14 +114,17 @@ def d_uniform(g: Any, lo: float, hi: float) -> float:
 def d_erlang(g: Any, k: float, mean: float) -> float:
     phases = max(1, int(f_floor(k))) if k == k and k != INF else 1
     m = mean / k
-    return sum(-m * math.log(1.0 - g.random()) for _ in range(phases))
+    total = 0.0
+    for _ in range(phases):  # left to right (sum() is compensated from Python 3.12 on)
+        total += -m * _log(1.0 - g.random())
+    return total
 
 
 def d_h2(g: Any, mean: float, cv2: float) -> float:
     v = f_max(cv2, 1.0)
     p = 0.5 * (1.0 + math.sqrt((v - 1.0) / (v + 1.0)))
     m = mean / (2.0 * p) if g.random() < p else mean / (2.0 * (1.0 - p))
-    return -m * math.log(1.0 - g.random())
+    return -m * _log(1.0 - g.random())
 
 
 def d_bernoulli(g: Any, p: float) -> float:

@@ -85,10 +85,24 @@ def fixed(x: float | None, decimals: int) -> str:
 def client_decimals(mean: float) -> int:
     """Decimals that give a client row's mean 4 significant digits (§9.1):
     ``3 − floor(log10 |mean|)``, at least 0 and at most 20; 4 for a mean of
-    0, NaN or ±inf."""
+    0, NaN or ±inf.  ``floor(log10 …)`` is :func:`decimal_exponent`, read off
+    the printed number, not the C library's ``log10``."""
     if not math.isfinite(mean) or mean == 0.0:
         return 4
-    return min(max(3 - math.floor(math.log10(abs(mean))), 0), 20)
+    return min(max(3 - decimal_exponent(abs(mean)), 0), 20)
+
+
+def decimal_exponent(x: float) -> int:
+    """The power of ten of the first digit of ``repr(x)`` for a finite x > 0
+    (``floor(log10 x)`` of the number as Python prints it: 2 for 999.9, -3
+    for 0.00125).  Exact string arithmetic, so the same on every machine."""
+    mant, _, exp = repr(x).partition("e")
+    e = int(exp) if exp else 0
+    whole, _, frac = mant.partition(".")
+    digits = whole.lstrip("0")
+    if digits:
+        return e + len(digits) - 1
+    return e - (len(frac) - len(frac.lstrip("0"))) - 1
 
 
 def _finite(x: float | None) -> float | None:

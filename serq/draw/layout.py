@@ -12,6 +12,7 @@ every extent is known before anything is drawn, no two items overlap.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from math import fsum
 from typing import Callable
 
 from . import scene as sc
@@ -78,7 +79,7 @@ def place_node(node: Node) -> Placed:
     heights = [sc.line_height(s) for s in sizes]
     pad_x = PAD + (6.0 if node.kind in ("turn", "end", "arrive") else 0.0)
     w = max(sc.text_width(t, s) for t, s in zip(node.lines, sizes)) + 2 * pad_x
-    h = sum(heights) + 2 * PAD - 2.0
+    h = fsum(heights) + 2 * PAD - 2.0
     stroke, fill, ink, pill, dash = _node_style(node)
 
     def draw(scene: sc.Scene, x: float, y: float) -> None:
@@ -104,7 +105,7 @@ def place_seq(seq: Seq) -> Placed:
     parts = [place(item) for item in seq.items]
     if not parts:
         return Placed(0.0, 0.0, 0.0, True, False, lambda scene, x, y: None)
-    w = sum(p.w for p in parts) + GAP * (len(parts) - 1)
+    w = fsum(p.w for p in parts) + GAP * (len(parts) - 1)
     up = max(p.up for p in parts)
     down = max(p.down for p in parts)
 
@@ -275,7 +276,7 @@ def place_span(span: Span) -> Placed:
     lines = [lane.title, lane.runs] + ([lane.note] if lane.note else [])
     heights = [sc.line_height(sc.SMALL) for _ in lines]
     text_w = max(sc.text_width(t, sc.SMALL) for t in lines)
-    lane_h = sum(heights) + 2 * PAD - 2.0
+    lane_h = fsum(heights) + 2 * PAD - 2.0
     lane_top = below + LANE_GAP
     first = span.forks[0]
     last = span.merge if span.merge is not None else span.forks[-1]

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
 from ..errors import SerqError, UsageError, suggest
-from ..report import shortest
+from ..report import decimal_exponent, shortest
 from .grid import Axis, Slo
 from .stats import across
 from .sweep import make_plan, run_plan
@@ -64,7 +64,7 @@ def _midpoint(lo: float, hi: float, tol: float) -> float:
     """The middle, rounded to a decimal a digit finer than ``tol`` (0.5125
     rather than 0.51249999…), unless the rounding leaves the bracket."""
     mid = (lo + hi) / 2.0
-    digits = max(0, 1 - math.floor(math.log10(tol))) if tol > 0 else 15
+    digits = max(0, 1 - decimal_exponent(tol)) if tol > 0 and math.isfinite(tol) else 15
     rounded = round(mid, min(digits, 15))
     return rounded if lo < rounded < hi else mid
 

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterable
 
+from .. import fpmath
+
 
 def _betacf(a: float, b: float, x: float) -> float:
     """The continued fraction of the incomplete beta function (modified Lentz)."""
@@ -55,8 +57,8 @@ def betainc(a: float, b: float, x: float) -> float:
         return 0.0
     if x >= 1.0:
         return 1.0
-    ln = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
-    front = math.exp(ln)
+    ln = fpmath.lgamma(a + b) - fpmath.lgamma(a) - fpmath.lgamma(b) + a * fpmath.log(x) + b * fpmath.log1p(-x)
+    front = fpmath.exp(ln)
     if x < (a + 1.0) / (a + b + 2.0):
         return front * _betacf(a, b, x) / a
     return 1.0 - front * _betacf(b, a, 1.0 - x) / b
@@ -117,5 +119,5 @@ def across(values: Iterable[float | int | None], level: float = 0.95) -> Interva
     mean = math.fsum(xs) / n
     if n == 1:
         return Interval(mean, math.inf, 1)
-    var = math.fsum((x - mean) ** 2 for x in xs) / (n - 1)
+    var = math.fsum((x - mean) * (x - mean) for x in xs) / (n - 1)
     return Interval(mean, t_quantile(0.5 + level / 2.0, n - 1) * math.sqrt(var / n), n)

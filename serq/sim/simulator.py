@@ -18,7 +18,6 @@ import math
 import os
 from functools import partial
 from heapq import heappop, heappush
-from math import log as _log
 from typing import Any, Mapping
 
 import simpy
@@ -27,6 +26,7 @@ from simpy.events import NORMAL, URGENT, Timeout
 from .. import ir
 from ..errors import RunInterrupted, SerqError, SerqRuntimeError
 from ..expr import Frame, base_namespace, compile_expr
+from ..fpmath import log as _log
 from . import rng
 from .cache import PrefixCache
 from .compile import Compiler, pool_source, stage_source

@@ -21,6 +21,7 @@ from itertools import chain, repeat
 from operator import add
 from typing import Any, Callable, Iterable, Sequence
 
+from ..fpmath import exp as _exp, log as _log, log1p as _log1p
 from ..report import ObserveSummary
 
 NAN = math.nan
@@ -176,7 +177,7 @@ class TimeAverage:
 
 
 #: §8.4: buckets of 1 % relative width, bucket k holds [1.01^k, 1.01^(k+1)).
-_LOG_W = math.log1p(0.01)
+_LOG_W = _log1p(0.01)
 #: Zero (and, defensively, negative and NaN values) share one bucket below all others.
 _ZERO_KEY = -(1 << 62)
 #: +inf gets a bucket above all others.
@@ -213,7 +214,7 @@ class LogHistogram:
             b[0] += 1
             return
         if x > 0.0:
-            k = math.floor(math.log(x) / _LOG_W) if x != INF else _INF_KEY
+            k = math.floor(_log(x) / _LOG_W) if x != INF else _INF_KEY
         else:
             k = _ZERO_KEY
         found = self._buckets.get(k)
@@ -275,8 +276,8 @@ class LogHistogram:
         ``lo``, the largest ``hi``, the last recorded ``last_x``."""
         buckets = self._buckets
         if lo > 0.0 and hi != INF and self.total == self.total:  # (a NaN makes min and max unreliable)
-            k = math.floor(math.log(lo) / _LOG_W)
-            if math.floor(math.log(hi) / _LOG_W) == k:  # one bucket holds them all (the usual case)
+            k = math.floor(_log(lo) / _LOG_W)
+            if math.floor(_log(hi) / _LOG_W) == k:  # one bucket holds them all (the usual case)
                 one = buckets.get(k)
                 if one is None:
                     one = buckets[k] = [0, lo, hi]
@@ -292,7 +293,7 @@ class LogHistogram:
         x = NAN
         for x, c in pairs():
             if x > 0.0:
-                k = math.floor(math.log(x) / _LOG_W) if x != INF else _INF_KEY
+                k = math.floor(_log(x) / _LOG_W) if x != INF else _INF_KEY
             else:
                 k = _ZERO_KEY
             b = buckets.get(k)
@@ -337,7 +338,4 @@ def _middle(k: int) -> float:
         return 0.0
     if k == _INF_KEY:
         return INF
-    try:
-        return math.exp((k + 0.5) * _LOG_W)
-    except OverflowError:  # the topmost finite bucket
-        return INF
+    return _exp((k + 0.5) * _LOG_W)  # inf for the topmost finite bucket

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from simpy.events import NORMAL, PENDING, Event, Timeout
 
 from ..ready import make_ready, timer
+from ..stats import fold
 from .base import Stage, check_work
 
 if TYPE_CHECKING:
@@ -84,7 +85,7 @@ class DelayStage(Stage):
 
     def work(self) -> float:
         now = self.env._now
-        return sum(max(0.0, j.work - (now - j.started)) for j in self.jobs)
+        return fold((max(0.0, j.work - (now - j.started)) for j in self.jobs), 0.0)
 
 
 class FifoStage(Stage):
@@ -212,7 +213,7 @@ class FifoStage(Stage):
 
     def work(self) -> float:
         now = self.env._now
-        return sum(max(0.0, j.work - (now - j.started)) for j in self.active) + sum(j.work for j in self.waiting)
+        return fold((max(0.0, j.work - (now - j.started)) for j in self.active), 0.0) + fold((j.work for j in self.waiting), 0.0)
 
 
 class _PsView:
@@ -327,4 +328,4 @@ class PsStage(Stage):
 
     def work(self) -> float:
         v = self.v + self.rate * (self.env._now - self.v_last)
-        return sum(max(0.0, tag - v) for tag, _s, _j in self.tags)
+        return fold((max(0.0, tag - v) for tag, _s, _j in self.tags), 0.0)

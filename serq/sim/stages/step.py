@@ -39,7 +39,7 @@ from simpy.events import Event, Timeout
 from ... import expr, ir
 from ...errors import SerqRuntimeError
 from ..order import total_key
-from ..stats import LogHistogram
+from ..stats import LogHistogram, fold
 from . import candidate, coalesce, waiting
 from .base import Job, Stage, check_work
 from .candidate import Candidate
@@ -167,7 +167,7 @@ class StepEngine(Stage):
         return float(len(self.assign)) if self.iterating else 0.0
 
     def work(self) -> float:
-        return sum(j.work for j in self.residents)
+        return fold((j.work for j in self.residents), 0.0)
 
     def budget_left(self) -> float:
         """Tokens the next iteration leaves for admissions (§4.4)."""
@@ -175,7 +175,7 @@ class StepEngine(Stage):
             return self.admitting_left
         ctx = _BudgetView(self)
         budget, chunk = self.budget_fn(ctx), self.chunk_fn(ctx)
-        want = sum(self.plan_tokens(j, chunk) for j in self.residents)
+        want = fold((self.plan_tokens(j, chunk) for j in self.residents), 0.0)
         return max(0.0, budget - want)
 
     # -- jobs -------------------------------------------------------------------------------
@@ -613,4 +613,4 @@ class _BudgetView:
         pool = self.engine.memory
         if pool is None:
             return 0.0
-        return sum(j.session.held_in(pool) for j in self.engine.residents if j.prefill == prefill)
+        return fold((j.session.held_in(pool) for j in self.engine.residents if j.prefill == prefill), 0.0)

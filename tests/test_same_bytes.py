@@ -1,0 +1,100 @@
+"""The same program, flags and seed give the same report bytes on any machine
+(docs/simulator.md, "The same report on every machine").
+
+What a machine could change, and how each is held here:
+
+* **the BLAS kernel**: OpenBLAS picks one per processor, and
+  ``OPENBLAS_CORETYPE`` forces another (Haswell, Prescott, Sandybridge) —
+  nothing a report prints may go through it;
+* **the C library's math**: glibc runs FMA-compiled ``log``/``exp``/``pow``
+  where the processor has FMA, and ``GLIBC_TUNABLES=glibc.cpu.hwcaps=-AVX2,-FMA``
+  makes it run the plain ones, as an older processor would — every logarithm
+  and exponential of a run comes from :mod:`serq.fpmath` instead.
+
+Each setting runs in its own process, as a user's would.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: name → environment changes; "unset" removes OPENBLAS_CORETYPE and GLIBC_TUNABLES
+SETTINGS: dict[str, dict[str, str]] = {
+    "unset": {},
+    "Haswell": {"OPENBLAS_CORETYPE": "Haswell"},
+    "Prescott": {"OPENBLAS_CORETYPE": "Prescott"},
+    "Sandybridge": {"OPENBLAS_CORETYPE": "Sandybridge"},
+    "no FMA": {"GLIBC_TUNABLES": "glibc.cpu.hwcaps=-AVX2,-FMA"},
+}
+
+
+def environment(changes: dict[str, str]) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "GLIBC_TUNABLES")}
+    env.update(changes)
+    return env
+
+
+def serq_command() -> list[str]:
+    script = Path(sys.executable).parent / "serq"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "serq"]
+
+
+def test_a_vllm_report_is_the_same_bytes_under_every_blas_kernel_and_libm_variant() -> None:
+    argv = serq_command() + ["run", "programs/multi-turn/vllm.sq", "--horizon", "300", "--warmup", "30",
+                             "--seed", "1", "--json"]
+    out = {}
+    for name, changes in SETTINGS.items():
+        done = subprocess.run(argv, cwd=ROOT, env=environment(changes), capture_output=True, timeout=300)
+        assert done.returncode == 0, (name, done.stderr.decode())
+        out[name] = done.stdout
+    assert len(out["unset"]) > 1000
+    for name, report in out.items():
+        assert report == out["unset"], f"{name}: the report differs from the one with nothing set"
+
+
+ALL_PROGRAMS = r"""
+import hashlib, sys
+from pathlib import Path
+import numpy  # loaded, so that its BLAS is there to differ if anything used it
+import serq
+root = Path(sys.argv[1])
+for path in sorted((root / "programs").glob("*/*.sq")):
+    loaded = serq.load(path)
+    report = serq.run(loaded, seed=1, horizon=300, warmup=30)
+    print(path.relative_to(root).as_posix(), hashlib.sha256(report.to_json().encode()).hexdigest())
+"""
+
+
+@pytest.mark.parametrize("name", ["Prescott", "Sandybridge", "no FMA"])
+def test_every_bundled_programs_report_is_the_same_bytes(name: str, digests_unset: str) -> None:
+    assert digests_unset.count("\n") == len(list((ROOT / "programs").glob("*/*.sq")))
+    assert run_all(SETTINGS[name]) == digests_unset
+
+
+def run_all(changes: dict[str, str]) -> str:
+    done = subprocess.run([sys.executable, "-c", ALL_PROGRAMS, str(ROOT)], cwd=ROOT, env=environment(changes),
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@pytest.fixture(scope="module")
+def digests_unset() -> str:
+    out = run_all({})
+    # and in this process, the same digests
+    import serq
+
+    mine = []
+    for path in sorted((ROOT / "programs").glob("*/*.sq")):
+        report = serq.run(serq.load(path), seed=1, horizon=300, warmup=30)
+        mine.append(f"{path.relative_to(ROOT).as_posix()} {hashlib.sha256(report.to_json().encode()).hexdigest()}")
+    assert out.splitlines() == mine
+    return out
