@@ -387,7 +387,10 @@ def fit(
     relative: bool = typer.Option(False, "--relative", help="Minimise relative residuals (weights 1/duration)."),
     json_: bool = typer.Option(False, "--json", help="Print the fit as JSON."),
     plot_: Optional[str] = typer.Option(None, "--plot", metavar="FILE.svg", help="A residual plot (matplotlib)."),
-    solver: str = typer.Option("auto", metavar="auto|scipy|numpy", help="The NNLS solver."),
+    solver: str = typer.Option("builtin", metavar="builtin|scipy",
+                               help="The NNLS solver: builtin (the same digits on every machine; auto and numpy "
+                                    "are other names for it) or scipy (SciPy's nnls: may differ in the last digits "
+                                    "across machines)."),
 ) -> None:
     """Fit a step stage's cost to measured iterations (docs/calibration.md)."""
     import json
@@ -396,8 +399,8 @@ def fit(
 
     _need_stdout("the fit")
     try:
-        if solver not in ("auto", "scipy", "numpy"):
-            raise UsageError(f"invalid value for --solver: `{solver}` (expected auto, scipy or numpy)")
+        if solver not in fitting.SOLVERS and solver not in fitting.SOLVER_ALIASES:
+            raise UsageError(f"invalid value for --solver: `{solver}` (expected builtin or scipy)")
         if roofline and terms is not None:
             raise UsageError("--terms and --roofline are two models: give one")
         if no_c0 and not roofline:

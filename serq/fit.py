@@ -15,17 +15,22 @@ from a real engine's measurements.  Two models:
   a · tokens)`` with ``kv = kv_decode + kv_prefill``, the bundled programs'
   cost; the constants print as ``let`` lines and as their ``--set`` flags.
 
-Every coefficient is non-negative (non-negative least squares: SciPy's
-``nnls`` when SciPy is installed, the ``fit`` extra, otherwise the
-Lawson–Hanson active-set method in numpy below; both give the same answer).
+Every coefficient is non-negative (non-negative least squares).  The default
+solver, ``builtin``, is the Lawson–Hanson active-set method on a Householder QR
+reduction, written below in machine-independent arithmetic (see "machine-
+independent arithmetic"): the same file prints the same digits on every
+machine.  ``scipy`` (``scipy.optimize.nnls``, the ``fit`` extra) gives the same
+answer to rounding, but its compiled code and numpy's BLAS may change the last
+digits from one processor to another.
+
 The roofline form is fitted by alternation: each row is assigned to the
 branch of the ``max`` that is larger under the current constants, the four
 constants are refitted by NNLS on that assignment (a linear model:
 ``c0 + omega·[memory] + beta·kv·[memory] + a·tokens·[compute]``), until the
 assignment no longer changes.  The alternation starts from several fixed
-assignments (the rows with the most tokens on the compute branch, at the
-token quantiles 0.5 … 0.99, and none) and keeps the fit of least residual sum
-of squares, the first on a tie: the result is deterministic.
+assignments (the rows with the most tokens on the compute branch, above the
+order statistics at the percentiles 50 … 99, and none) and keeps the fit of
+least residual sum of squares, the first on a tie: the result is deterministic.
 
 ``--relative`` weights each row by ``1 / duration``: it minimises the
 squared relative residuals, the right weighting when the noise grows with the
@@ -35,8 +40,9 @@ Statistics: R² and the mean absolute percentage error (rows with a zero
 duration left out), and for each coefficient not clamped at 0 its standard
 error ``sqrt(s² · diag((XᵀX)⁻¹))`` over the active columns, ``s²`` the
 residual variance ``RSS / (n − p)``, and the 95 % interval ``± t(0.975, n − p) ·
-se`` (for the roofline, conditional on the final branch assignment).  A
-coefficient clamped at 0 has no interval.
+se``, ``t`` by :func:`serq.experiments.stats.t_quantile` (for the roofline,
+conditional on the final branch assignment).  A coefficient clamped at 0 has
+no interval.
 """
 
 from __future__ import annotations
@@ -44,6 +50,7 @@ from __future__ import annotations
 import csv
 import math
 import os
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -57,96 +64,210 @@ CONTEXT = ("tokens", "decoders", "prefilled", "kv_decode", "kv_prefill", "attent
 ROOFLINE_NAMES = ("a", "omega", "beta", "c0")
 
 
-# -- non-negative least squares ---------------------------------------------------------------
+# -- machine-independent arithmetic -------------------------------------------------------------
+#
+# The built-in solver and every printed figure use only IEEE-754 double +, −, ×, ÷ and square
+# root (Python's operators, math.sqrt, and numpy's element-wise ufuncs, whose every element is
+# one correctly rounded operation whatever SIMD kernel the processor gets), comparisons, sorting,
+# and sums by math.fsum (correctly rounded, hence independent of the order).  Nothing here calls
+# BLAS/LAPACK (np.linalg, ``@``, np.dot), a numpy reduction (sum, mean, quantile: their order and
+# kernel depend on the processor) or a libm function (log, exp, pow: glibc picks a variant per
+# processor), so a fit prints the same digits on every machine.  The only exception is
+# ``--solver scipy`` (SciPy's compiled NNLS on numpy's QR), whose coefficients may differ in the
+# last digits across machines.
+
+_EPS = sys.float_info.epsilon
 
 
-def nnls_numpy(A: np.ndarray, b: np.ndarray, *, max_iter: int | None = None) -> np.ndarray:
-    """min ‖Ax − b‖ subject to x ≥ 0: the active-set method of Lawson and
-    Hanson (Solving Least Squares Problems, 1974, ch. 23), in numpy."""
-    A = np.asarray(A, dtype=float)
-    b = np.asarray(b, dtype=float)
-    m, n = A.shape
-    x = np.zeros(n)
-    passive = np.zeros(n, dtype=bool)
-    blocked = np.zeros(n, dtype=bool)  # entered with a non-positive solution: skipped until x moves
-    tol = 1e-12 * max(float(np.linalg.norm(b)), np.finfo(float).tiny)
+def _fsum(a: np.ndarray) -> float:
+    """The correctly rounded sum of a 1-D float array."""
+    return math.fsum(np.ascontiguousarray(a, dtype=float).data)  # a memoryview: Python floats
+
+
+def _dot(a: np.ndarray, b: np.ndarray) -> float:
+    """Σ aᵢ·bᵢ: the products rounded element-wise, their sum correctly rounded."""
+    return _fsum(a * b)
+
+
+def _combine(cols: Sequence[np.ndarray], x: Sequence[float]) -> np.ndarray:
+    """``Σ x_j · col_j``, element-wise, the columns added left to right (``X @ x`` in a fixed order)."""
+    acc = cols[0] * x[0]
+    for col, xj in zip(cols[1:], x[1:]):
+        acc = acc + col * xj
+    return acc
+
+
+def _qr(cols: Sequence[np.ndarray], b: np.ndarray | None = None) -> tuple[list[list[float]], list[float]]:
+    """Householder QR of the m × k matrix whose columns are ``cols``: ``R``, its first min(m, k)
+    rows (lists of k floats, zero below the diagonal), and the first min(m, k) entries of ``Qᵀb``.
+    Column i's reflector is ``H = I − v vᵀ / (α·|v₀|)``, ``v = x − β e₀``, ``β = −sign(x₀)·α``,
+    ``α = ‖x‖`` (Lawson and Hanson, ch. 10; ``vᵀv = 2α|v₀|``); every dot product by :func:`_dot`."""
+    m = len(cols[0]) if len(cols) else (0 if b is None else len(b))
+    k = len(cols)
+    work = [np.array(c, dtype=float) for c in cols]  # copies: reflected in place
+    bw = None if b is None else np.array(b, dtype=float)
+    rows = min(m, k)
+    R = [[0.0] * k for _ in range(rows)]
+    qb = [0.0] * rows
+    for i in range(rows):
+        v = work[i][i:]
+        alpha = math.sqrt(_dot(v, v))
+        if alpha == 0.0:  # nothing left in this column: no reflection
+            for j in range(i + 1, k):
+                R[i][j] = float(work[j][i])
+            if bw is not None:
+                qb[i] = float(bw[i])
+            continue
+        x0 = float(v[0])
+        beta = -alpha if x0 >= 0.0 else alpha
+        v[0] = x0 - beta  # |x₀| + α: no cancellation
+        half = alpha * abs(float(v[0]))  # vᵀv / 2
+        R[i][i] = beta
+        for j in range(i + 1, k):
+            a = work[j][i:]  # a view: reflected in place
+            a -= (_dot(v, a) / half) * v
+            R[i][j] = float(a[0])
+        if bw is not None:
+            a = bw[i:]
+            a -= (_dot(v, a) / half) * v
+            qb[i] = float(a[0])
+    return R, qb
+
+
+def _lstsq(A: list[list[float]], b: list[float], cols: Sequence[int]) -> list[float]:
+    """``min ‖A[:, cols] z − b‖`` for a small dense ``A`` (rows as lists): Householder QR and
+    back-substitution.  A column whose diagonal vanishes (``|r_ii| ≤ ε · max(m, k) · max|r_jj|``,
+    numerically dependent on the ones before it) gets 0: the basic solution."""
+    k = len(cols)
+    R, qb = _qr([np.array([row[j] for row in A], dtype=float) for j in cols], np.array(b, dtype=float))
+    z = [0.0] * k
+    dmax = max((abs(R[i][i]) for i in range(len(R))), default=0.0)
+    floor = dmax * _EPS * max(len(b), k)
+    for i in reversed(range(len(R))):
+        if not abs(R[i][i]) > floor:
+            continue
+        z[i] = math.fsum([qb[i], *(-R[i][j] * z[j] for j in range(i + 1, k))]) / R[i][i]
+    return z
+
+
+def _lh(A: list[list[float]], b: list[float], n: int, *, scale: float | None = None,
+        max_iter: int | None = None) -> list[float]:
+    """``min ‖Ax − b‖`` subject to ``x ≥ 0`` for a small dense ``A`` (rows as lists, ``n``
+    columns): the active-set method of Lawson and Hanson (Solving Least Squares Problems, 1974,
+    ch. 23).  ``scale``: the norm the tolerance is relative to (default ‖b‖)."""
+    m = len(A)
+    if scale is None:
+        scale = math.sqrt(math.fsum([v * v for v in b]))
+    tol = 1e-12 * max(scale, sys.float_info.min)
     limit = max_iter if max_iter is not None else 3 * n + 30
+    x = [0.0] * n
+    passive = [False] * n
+    blocked = [False] * n  # entered with a non-positive solution: skipped until x moves
 
-    def solve(mask: np.ndarray) -> np.ndarray:
-        z = np.zeros(n)
-        cols = np.flatnonzero(mask)
-        if len(cols):
-            z[cols] = np.linalg.lstsq(A[:, cols], b, rcond=None)[0]
+    def solve() -> list[float]:
+        cols = [j for j in range(n) if passive[j]]
+        z = [0.0] * n
+        for j, v in zip(cols, _lstsq(A, b, cols) if cols else []):
+            z[j] = v
         return z
+
+    def fail() -> SerqError:
+        return SerqError("non-negative least squares did not converge (the terms may be collinear)")
 
     it = 0
     while True:
-        w = A.T @ (b - A @ x)
-        cand = ~passive & ~blocked & (w > tol)
-        if not cand.any():
+        r = [math.fsum([b[i], *(-A[i][j] * x[j] for j in range(n))]) for i in range(m)]
+        w = [math.fsum([A[i][j] * r[i] for i in range(m)]) for j in range(n)]
+        cand = [j for j in range(n) if not passive[j] and not blocked[j] and w[j] > tol]
+        if not cand:
             return x
         it += 1
         if it > limit:
-            raise SerqError("non-negative least squares did not converge (the terms may be collinear)")
-        j = int(np.argmax(np.where(cand, w, -np.inf)))
+            raise fail()
+        j = max(cand, key=lambda c: w[c])  # the first of the largest
         passive[j] = True
-        z = solve(passive)
+        z = solve()
         if not z[j] > 0.0:  # no progress along j (rounding): leave it out until x changes
             passive[j] = False
             blocked[j] = True
             continue
-        blocked[:] = False
-        while not (z[passive] > 0.0).all():
+        blocked = [False] * n
+        while not all(z[c] > 0.0 for c in range(n) if passive[c]):
             it += 1
             if it > limit:
-                raise SerqError("non-negative least squares did not converge (the terms may be collinear)")
+                raise fail()
             # step back to the boundary: the largest step keeping every passive x ≥ 0
-            neg = np.flatnonzero(passive & (z <= 0.0))
-            den = x[neg] - z[neg]
-            ratios = np.where(den > 0.0, x[neg] / np.where(den > 0.0, den, 1.0), 0.0)
-            k = int(np.argmin(ratios))
-            x = x + float(ratios[k]) * (z - x)
-            x[neg[k]] = 0.0  # the variable that reached the boundary leaves (exactly, whatever the rounding)
-            passive &= x > 0.0
-            x[~passive] = 0.0
-            z = solve(passive)
+            neg = [c for c in range(n) if passive[c] and z[c] <= 0.0]
+            ratios = [x[c] / (x[c] - z[c]) if x[c] - z[c] > 0.0 else 0.0 for c in neg]
+            q = min(range(len(neg)), key=lambda i: ratios[i])  # the first of the smallest
+            step = ratios[q]
+            x = [x[c] + step * (z[c] - x[c]) for c in range(n)]
+            x[neg[q]] = 0.0  # the variable that reached the boundary leaves (exactly, whatever the rounding)
+            passive = [passive[c] and x[c] > 0.0 for c in range(n)]
+            x = [x[c] if passive[c] else 0.0 for c in range(n)]
+            z = solve()
         x = z
 
 
-def nnls(A: np.ndarray, b: np.ndarray, method: str = "auto") -> np.ndarray:
-    """Non-negative least squares: ``scipy`` (scipy.optimize.nnls), ``numpy``
-    (:func:`nnls_numpy`) or ``auto`` (SciPy when it is installed).  The
-    columns are scaled to unit norm first (the terms' scales differ by orders
-    of magnitude) and the result scaled back; a tall system is reduced to its
-    triangular factor first (a QR decomposition), which has the same minimiser."""
-    A = np.asarray(A, dtype=float)
-    b = np.asarray(b, dtype=float)
+def _reduced(cols: Sequence[np.ndarray], b: np.ndarray) -> tuple[list[float], list[list[float]], list[float]]:
+    """The least-squares problem ``min ‖Ax − b‖`` (``A``'s columns ``cols``) reduced to its
+    triangular factor with unit-norm columns: ``(norms, Rs, c)`` such that
+    ``‖Ax − b‖² = ‖Rs·(norms ∘ x) − c‖² + const``.  Householder QR is column-wise backward
+    stable, so scaling the columns of ``R`` is scaling those of ``A`` (the terms' scales differ
+    by orders of magnitude); a zero column keeps the scale 1."""
+    R, c = _qr(cols, b)
+    k = len(cols)
+    norms = []
+    for j in range(k):
+        nj = math.sqrt(math.fsum([row[j] * row[j] for row in R]))
+        norms.append(nj if nj > 0.0 else 1.0)
+    return norms, [[row[j] / norms[j] for j in range(k)] for row in R], c
+
+
+def _polish(Rs: list[list[float]], c: list[float], z: list[float]) -> list[float]:
+    """The unconstrained least squares on the columns NNLS left positive, if it keeps them all
+    positive (the same answer, to the last digits: an NNLS may stop a little short)."""
+    cols = [j for j, v in enumerate(z) if v > 0.0]
+    if not cols:
+        return z
+    sol = _lstsq(Rs, c, cols)
+    if not all(v > 0.0 for v in sol):
+        return z
+    out = [0.0] * len(z)
+    for j, v in zip(cols, sol):
+        out[j] = v
+    return out
+
+
+def _solve_builtin(cols: Sequence[np.ndarray], b: np.ndarray, bnorm: float, *, polish: bool = True) -> list[float]:
+    """Non-negative least squares, machine-independent: the reduction, Lawson–Hanson, the polish."""
+    norms, Rs, c = _reduced(cols, b)
+    z = _lh(Rs, c, len(cols), scale=bnorm)
+    if polish:
+        z = _polish(Rs, c, z)
+    return [zj / nj for zj, nj in zip(z, norms)]
+
+
+# -- SciPy's solver (--solver scipy) -------------------------------------------------------------
+
+
+def _nnls_scipy(A: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """scipy.optimize.nnls on the columns scaled to unit norm, a tall system first reduced to its
+    triangular factor by numpy's QR.  Compiled code and BLAS: the last digits may differ across
+    machines."""
+    from scipy.optimize import nnls as scipy_nnls
+
     norms = np.sqrt((A * A).sum(axis=0))
     norms[norms == 0.0] = 1.0
     As = A / norms
     if As.shape[0] > 2 * As.shape[1]:  # the same minimiser on R x = Qᵀb (‖Ax − b‖² = ‖Rx − Qᵀb‖² + const)
         Q, R = np.linalg.qr(As)
         As, b = R, Q.T @ b
-    if method == "auto":
-        try:
-            import scipy.optimize  # noqa: F401
-            method = "scipy"
-        except ImportError:
-            method = "numpy"
-    if method == "scipy":
-        from scipy.optimize import nnls as scipy_nnls
-
-        x = scipy_nnls(As, b)[0]
-    elif method == "numpy":
-        x = nnls_numpy(As, b)
-    else:
-        raise ValueError(f"nnls method {method!r}: expected auto, scipy or numpy")
-    return np.asarray(x, dtype=float) / norms
+    return np.asarray(scipy_nnls(As, b)[0], dtype=float) / norms
 
 
-def _polish(A: np.ndarray, b: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """The unconstrained least squares on the columns NNLS left positive (the
-    same answer, to the last digits: NNLS's own solve may stop a little short)."""
+def _polish_scipy(A: np.ndarray, b: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """:func:`_polish` for ``--solver scipy``, with numpy's least squares on the full columns."""
     cols = np.flatnonzero(x > 0.0)
     if not len(cols):
         return x
@@ -159,27 +280,50 @@ def _polish(A: np.ndarray, b: np.ndarray, x: np.ndarray) -> np.ndarray:
     return x
 
 
-def t_quantile(p: float, dof: float, *, exact: bool = True) -> float:
-    """The ``p`` quantile of Student's t with ``dof`` degrees of freedom:
-    SciPy's when installed, else the Cornish–Fisher expansion about the
-    normal quantile (error below 1e-3 from 5 degrees of freedom on)."""
-    if not dof > 0:
-        return math.nan
-    try:
-        if not exact:
-            raise ImportError
-        from scipy.special import stdtrit
+# -- the solvers ---------------------------------------------------------------------------------
 
-        return float(stdtrit(dof, p))
-    except ImportError:
-        pass
-    from statistics import NormalDist
+#: The NNLS solvers: ``builtin`` (machine-independent, the default) and ``scipy``.
+SOLVERS = ("builtin", "scipy")
+#: Other names accepted for a solver: ``auto`` (the default's old name) and ``numpy`` (the
+#: built-in solver's old name).
+SOLVER_ALIASES = {"auto": "builtin", "numpy": "builtin"}
 
-    z = NormalDist().inv_cdf(p)
-    v = float(dof)
-    return (z + (z ** 3 + z) / (4 * v) + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * v ** 2)
-            + (3 * z ** 7 + 19 * z ** 5 + 17 * z ** 3 - 15 * z) / (384 * v ** 3)
-            + (79 * z ** 9 + 776 * z ** 7 + 1482 * z ** 5 - 1920 * z ** 3 - 945 * z) / (92160 * v ** 4))
+
+def solver_name(method: str) -> str:
+    """The solver a ``method`` names (``builtin`` or ``scipy``); ValueError for another."""
+    name = SOLVER_ALIASES.get(method, method)
+    if name not in SOLVERS:
+        raise ValueError(f"nnls method {method!r}: expected builtin or scipy (auto and numpy: builtin)")
+    return name
+
+
+def nnls_builtin(A: np.ndarray, b: np.ndarray, *, max_iter: int | None = None) -> np.ndarray:
+    """min ‖Ax − b‖ subject to x ≥ 0 on ``A`` as it is (no scaling, no reduction): Lawson and
+    Hanson's active-set method in machine-independent arithmetic (:func:`_lh`)."""
+    A = np.asarray(A, dtype=float)
+    b = np.asarray(b, dtype=float)
+    return np.asarray(_lh(A.tolist(), b.tolist(), A.shape[1], max_iter=max_iter), dtype=float)
+
+
+def nnls(A: np.ndarray, b: np.ndarray, method: str = "builtin") -> np.ndarray:
+    """Non-negative least squares: ``builtin`` (Lawson–Hanson in machine-independent arithmetic,
+    on the problem reduced by Householder QR with unit-norm columns: :func:`_reduced`; ``auto``
+    and ``numpy`` are other names for it) or ``scipy`` (scipy.optimize.nnls on the same scaling
+    and numpy's QR; its last digits may differ across machines)."""
+    A = np.asarray(A, dtype=float)
+    b = np.asarray(b, dtype=float)
+    if solver_name(method) == "scipy":
+        return _nnls_scipy(A, b)
+    cols = [A[:, j] for j in range(A.shape[1])]
+    return np.asarray(_solve_builtin(cols, b, math.sqrt(_dot(b, b)), polish=False), dtype=float)
+
+
+def _solve(cols: Sequence[np.ndarray], b: np.ndarray, method: str, bnorm: float) -> list[float]:
+    """NNLS then the polish, by the solver ``method`` (``builtin`` or ``scipy``)."""
+    if method == "scipy":
+        A = np.column_stack(cols)
+        return [float(v) for v in _polish_scipy(A, b, _nnls_scipy(A, b))]
+    return _solve_builtin(cols, b, bnorm)
 
 
 # -- reading -----------------------------------------------------------------------------------
@@ -277,7 +421,7 @@ class Fit:
     y: np.ndarray = field(repr=False)
     branches: tuple[int, int] | None = None  # roofline: rows on the memory, compute branch
     rounds: int = 0  # roofline: alternations of the best start
-    solver: str = "auto"
+    solver: str = "builtin"
     relative: bool = False  # rows weighted by 1 / duration
 
     def value(self, name: str) -> float:
@@ -351,42 +495,57 @@ def _column(cols: dict[str, np.ndarray], header: Sequence[str], term: str, sourc
 
 
 def _figures(y: np.ndarray, fitted: np.ndarray) -> tuple[float, float, float]:
+    """R², MAPE (%) and RMSE, every sum by math.fsum."""
+    n = len(y)
     resid = y - fitted
-    rss = float(resid @ resid)
-    tss = float(((y - y.mean()) ** 2).sum())
+    rss = _dot(resid, resid)
+    dev = y - _fsum(y) / n
+    tss = _dot(dev, dev)
     r2 = 1.0 - rss / tss if tss > 0 else (1.0 if rss == 0 else math.nan)
     nz = y != 0.0
-    mape = float(np.mean(np.abs(resid[nz] / y[nz])) * 100.0) if nz.any() else math.nan
-    rmse = math.sqrt(rss / len(y))
+    count = int(np.count_nonzero(nz))
+    mape = _fsum(np.abs(resid[nz] / y[nz])) / count * 100.0 if count else math.nan
+    rmse = math.sqrt(rss / n)
     return r2, mape, rmse
 
 
-def _intervals(X: np.ndarray, y: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Standard errors and the 95 % half-widths of the active coefficients
-    (NaN for the clamped ones and when no degree of freedom is left)."""
-    n, p = X.shape
-    se = np.full(p, math.nan)
-    half = np.full(p, math.nan)
-    act = np.flatnonzero(x > 0.0)
-    dof = n - len(act)
-    if len(act) and dof > 0:
-        resid = y - X @ x
-        s2 = float(resid @ resid) / dof
-        Xa = X[:, act]
-        norms = np.sqrt((Xa * Xa).sum(axis=0))
-        Xs = Xa / norms
-        try:
-            inv = np.linalg.inv(Xs.T @ Xs)
-        except np.linalg.LinAlgError:
-            inv = np.linalg.pinv(Xs.T @ Xs)
-        var = np.clip(np.diag(inv), 0.0, None) * s2 / norms ** 2
-        se[act] = np.sqrt(var)
-        half[act] = t_quantile(0.975, dof) * se[act]
+def _intervals(X: Sequence[np.ndarray], y: np.ndarray, x: Sequence[float]) -> tuple[list[float], list[float]]:
+    """Standard errors and the 95 % half-widths of the active coefficients (NaN for the clamped
+    ones, when no degree of freedom is left, and when the active columns are exactly collinear).
+    ``diag((XᵀX)⁻¹)`` over the active columns, scaled to unit norm, from the Householder factor:
+    ``(RᵀR)⁻¹ = R⁻¹R⁻ᵀ``, so the diagonal is the squared norms of ``R⁻¹``'s rows."""
+    from .experiments.stats import t_quantile
+
+    p, n = len(X), len(y)
+    se = [math.nan] * p
+    half = [math.nan] * p
+    act = [j for j in range(p) if x[j] > 0.0]
+    k = len(act)
+    dof = n - k
+    if not k or dof <= 0:
+        return se, half
+    resid = y - _combine(X, x)
+    s2 = _dot(resid, resid) / dof
+    R, _ = _qr([X[j] for j in act])
+    norms = [math.sqrt(math.fsum([row[j] * row[j] for row in R])) for j in range(k)]
+    if len(R) < k or not all(R[i][i] != 0.0 and norms[i] > 0.0 for i in range(k)):
+        return se, half
+    Rs = [[row[j] / norms[j] for j in range(k)] for row in R]
+    inv = [[0.0] * k for _ in range(k)]  # Rs⁻¹, upper triangular: Rs · inv = I by back-substitution
+    for col in range(k):
+        for i in range(col, -1, -1):
+            acc = math.fsum([1.0 if i == col else 0.0, *(-Rs[i][j] * inv[j][col] for j in range(i + 1, col + 1))])
+            inv[i][col] = acc / Rs[i][i]
+    t = t_quantile(0.975, dof)
+    for i, j in enumerate(act):
+        d = math.fsum([inv[i][c] * inv[i][c] for c in range(i, k)])
+        se[j] = math.sqrt(d * s2 / (norms[i] * norms[i]))
+        half[j] = t * se[j]
     return se, half
 
 
-def _coefs(names: Sequence[str], terms: Sequence[str], x: np.ndarray, se: np.ndarray,
-           half: np.ndarray) -> list[Coef]:
+def _coefs(names: Sequence[str], terms: Sequence[str], x: Sequence[float], se: Sequence[float],
+           half: Sequence[float]) -> list[Coef]:
     out = []
     for k, (name, term) in enumerate(zip(names, terms)):
         clamped = not x[k] > 0.0
@@ -414,21 +573,23 @@ def _weights(y: np.ndarray, relative: bool) -> np.ndarray | None:
 
 
 def fit_linear(cols: dict[str, np.ndarray], header: Sequence[str], terms: Sequence[str], *,
-               source: str = "the data", method: str = "auto", relative: bool = False) -> Fit:
+               source: str = "the data", method: str = "builtin", relative: bool = False) -> Fit:
     """``duration = Σ coef · term`` by NNLS; the term ``c`` is the constant.
     ``relative``: minimise the squared *relative* residuals (rows weighted by
-    ``1 / duration``), for noise proportional to the duration."""
+    ``1 / duration``), for noise proportional to the duration.  ``method``:
+    the NNLS solver (:func:`solver_name`)."""
+    method = solver_name(method)
     if not terms:
         raise SerqError("--terms: no terms; expected e.g. c,decoders,kv_decode")
     if len(set(terms)) != len(terms):
         raise SerqError(f"--terms: a term appears twice in {','.join(terms)}")
-    y = cols["duration"]
+    y = np.asarray(cols["duration"], dtype=float)
     n = len(y)
-    X = np.column_stack([np.ones(n) if t == "c" else _column(cols, header, t, source) for t in terms])
+    X = [np.ones(n) if t == "c" else np.asarray(_column(cols, header, t, source), dtype=float) for t in terms]
     w = _weights(y, relative)
-    Xw, yw = (X, y) if w is None else (X * w[:, None], y * w)
-    x = _polish(Xw, yw, nnls(Xw, yw, method))
-    fitted = X @ x
+    Xw, yw = (X, y) if w is None else ([col * w for col in X], y * w)
+    x = _solve(Xw, yw, method, math.sqrt(_dot(yw, yw)))
+    fitted = _combine(X, x)
     se, half = _intervals(Xw, yw, x)
     r2, mape, rmse = _figures(y, fitted)
     names = [let_name(t) for t in terms]
@@ -437,42 +598,64 @@ def fit_linear(cols: dict[str, np.ndarray], header: Sequence[str], terms: Sequen
                solver=method, relative=relative)
 
 
+#: The roofline's starting assignments: the rows whose token count is at most this percentile
+#: (an order statistic, see :func:`roofline_starts`) on the memory branch, the others on compute.
+START_PERCENTILES = (50, 75, 90, 95, 99)
+
+
+def roofline_starts(tokens: np.ndarray) -> list[np.ndarray]:
+    """The roofline fit's starting assignments (True: the memory branch): for P in
+    :data:`START_PERCENTILES`, the rows with ``tokens ≤ t₍ₖ₎``, ``t₍ₖ₎`` the k-th smallest
+    token count (0-based) for ``k = ⌊(n − 1)·P / 100⌋`` in integer arithmetic (numpy's
+    ``lower`` percentile: an order statistic, no interpolation); then every row."""
+    n = len(tokens)
+    order = np.sort(tokens)  # a permutation: no arithmetic
+    starts = [tokens <= order[(n - 1) * q // 100] for q in START_PERCENTILES]
+    starts.append(np.ones(n, dtype=bool))
+    return starts
+
+
 def fit_roofline(cols: dict[str, np.ndarray], header: Sequence[str], *, c0: bool = True,
-                 source: str = "the data", method: str = "auto", max_rounds: int = 100,
+                 source: str = "the data", method: str = "builtin", max_rounds: int = 100,
                  relative: bool = False) -> Fit:
     """``duration = c0 + max(omega + beta·kv, a·tokens)`` by alternating
-    branch assignment and NNLS (see the module's docstring); ``relative`` as
-    :func:`fit_linear`."""
-    y = cols["duration"]
+    branch assignment and NNLS (see the module's docstring); ``relative`` and
+    ``method`` as :func:`fit_linear`; the starts are :func:`roofline_starts`."""
+    method = solver_name(method)
+    y = np.asarray(cols["duration"], dtype=float)
     n = len(y)
     w = _weights(y, relative)
-    tokens = _column(cols, header, "tokens", source)
+    tokens = np.asarray(_column(cols, header, "tokens", source), dtype=float)
     have = [h for h in ("kv_decode", "kv_prefill") if h in cols]
     if not have:
         _column(cols, header, "kv_decode", source)  # the error, with a hint
-    kv = sum((cols[h] for h in have), np.zeros(n))
+    kv = np.asarray(cols[have[0]], dtype=float)
+    for h in have[1:]:
+        kv = kv + cols[h]  # kv_decode + kv_prefill, element-wise
     ones = np.ones(n)
+    yw = y if w is None else y * w
+    ynorm = math.sqrt(_dot(yw, yw))
 
-    def design(mem: np.ndarray) -> np.ndarray:
+    def design(mem: np.ndarray) -> list[np.ndarray]:
         memf = mem.astype(float)
         parts = [tokens * (1.0 - memf), memf, kv * memf]  # a, omega, beta
         if c0:
             parts.append(ones)
-        return np.column_stack(parts)
+        return parts if w is None else [part * w for part in parts]
 
-    def solve(mem: np.ndarray) -> np.ndarray:
-        X = design(mem)
-        if w is not None:
-            X, yy = X * w[:, None], y * w
-            return _polish(X, yy, nnls(X, yy, method))
-        return _polish(X, y, nnls(X, y, method))
+    solved: dict[bytes, list[float]] = {}  # an assignment met again (from another start) is not refitted
 
-    def assign(x: np.ndarray) -> np.ndarray:
+    def solve(mem: np.ndarray) -> list[float]:
+        key = np.packbits(mem).tobytes()
+        if key not in solved:
+            solved[key] = _solve(design(mem), yw, method, ynorm)
+        return solved[key]
+
+    def assign(x: Sequence[float]) -> np.ndarray:
         return x[1] + x[2] * kv >= x[0] * tokens
 
-    starts = [tokens <= np.quantile(tokens, q) for q in (0.5, 0.75, 0.9, 0.95, 0.99)]
-    starts.append(np.ones(n, dtype=bool))
-    best: tuple[float, np.ndarray, np.ndarray, int] | None = None
+    starts = roofline_starts(tokens)
+    best: tuple[float, list[float], np.ndarray, int] | None = None
     for mem in starts:
         seen: set[bytes] = set()
         x = solve(mem)
@@ -490,20 +673,21 @@ def fit_roofline(cols: dict[str, np.ndarray], header: Sequence[str], *, c0: bool
             rounds += 1
         fitted = (x[3] if c0 else 0.0) + np.maximum(x[1] + x[2] * kv, x[0] * tokens)
         r = y - fitted if w is None else (y - fitted) * w
-        rss = float(r @ r)
+        rss = _dot(r, r)
         if best is None or rss < best[0]:
             best = (rss, x, assign(x), rounds)
     assert best is not None
     _rss, x, mem, rounds = best
-    X = design(mem)
-    fitted = X @ x
-    se, half = _intervals(X, y, x) if w is None else _intervals(X * w[:, None], y * w, x)
+    Xw = design(mem)
+    memf = mem.astype(float)
+    fitted = _combine([tokens * (1.0 - memf), memf, kv * memf] + ([ones] if c0 else []), x)
+    se, half = _intervals(Xw, yw, x)
     r2, mape, rmse = _figures(y, fitted)
     names = ["a", "omega", "beta"] + (["c0"] if c0 else [])
     terms = ["tokens [compute]", "1 [memory]", "kv [memory]"] + (["1"] if c0 else [])
     kvtext = " + ".join(have) if len(have) > 1 else have[0]
     cost = f"{'c0 + ' if c0 else ''}max(omega + beta * ({kvtext}), tokens * a)"
-    nmem = int(mem.sum())
+    nmem = int(np.count_nonzero(mem))
     return Fit("roofline", source, n, _coefs(names, terms, x, se, half), r2, mape, rmse, cost, fitted, y,
                branches=(nmem, n - nmem), rounds=rounds, solver=method, relative=relative)
 

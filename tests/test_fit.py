@@ -47,6 +47,18 @@ def vllm_runs() -> tuple:
     return plain, logged
 
 
+def _have_scipy() -> bool:
+    try:
+        import scipy.optimize  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+#: The solvers to try: the built-in one, and SciPy's when it is installed.
+SOLVERS = ["builtin"] + (["scipy"] if _have_scipy() else [])
+
+
 def _cols(log: serq.report.StepLog) -> tuple[list[str], dict[str, np.ndarray]]:
     return list(STEP_COLUMNS), {c: np.asarray(log.column(c)) for c in STEP_COLUMNS}
 
@@ -122,7 +134,7 @@ def test_kv_columns_are_logged_when_the_cost_does_not_read_them(tmp_path: Path) 
 def test_a_roofline_fit_of_vllm_recovers_its_constants(vllm_runs: tuple) -> None:
     _plain, logged = vllm_runs
     header, cols = _cols(logged.steps["engine"])
-    for method in ("numpy", "auto"):
+    for method in SOLVERS:
         f = fitting.fit_roofline(cols, header, method=method)
         for name, true in (("a", 2e-5), ("omega", 2e-4), ("beta", 2e-9)):
             assert f.value(name) == pytest.approx(true, rel=1e-9), (method, name)
@@ -240,7 +252,7 @@ def test_nnls_clamps_a_negative_coefficient_to_zero() -> None:
     cols = {"duration": y, "x1": x1, "x2": x2}
     ols = np.linalg.lstsq(np.column_stack([np.ones(n), x1, x2]), y, rcond=None)[0]
     assert ols[2] < 0  # unconstrained, x2's coefficient is negative
-    for method in ("numpy", "auto"):
+    for method in SOLVERS:
         f = fitting.fit_linear(cols, list(cols), ["c", "x1", "x2"], method=method)
         assert f.value("k_x2") == 0.0
         c = next(c for c in f.coefs if c.name == "k_x2")
@@ -249,7 +261,7 @@ def test_nnls_clamps_a_negative_coefficient_to_zero() -> None:
     assert "clamped at 0" in f.text()
 
 
-def test_the_numpy_nnls_gives_scipys_answer() -> None:
+def test_the_builtin_nnls_gives_scipys_answer() -> None:
     pytest.importorskip("scipy")
     rng = np.random.default_rng(0)
     for _ in range(300):
@@ -257,20 +269,176 @@ def test_the_numpy_nnls_gives_scipys_answer() -> None:
         A = rng.normal(size=(m, n)) * rng.uniform(0.01, 100, n)
         b = rng.normal(size=m)
         x1 = fitting.nnls(A, b, "scipy")
-        x2 = fitting.nnls(A, b, "numpy")
+        x2 = fitting.nnls(A, b, "builtin")
         assert (x1 >= 0).all() and (x2 >= 0).all()
         r1 = np.linalg.norm(A @ x1 - b)
         r2 = np.linalg.norm(A @ x2 - b)
         assert r2 == pytest.approx(r1, rel=1e-9, abs=1e-12)
         assert np.allclose(x1, x2, rtol=1e-6, atol=1e-9)
+        # Lawson-Hanson on the unreduced, unscaled problem: the same minimiser
+        x3 = fitting.nnls_builtin(A, b)
+        assert np.linalg.norm(A @ x3 - b) == pytest.approx(r1, rel=1e-9, abs=1e-12)
 
 
-def test_the_t_quantile_without_scipy_is_close() -> None:
-    for dof in (5, 10, 30, 100, 10_000):
-        approx = fitting.t_quantile(0.975, dof, exact=False)
-        if dof >= 30:
-            assert approx == pytest.approx(fitting.t_quantile(0.975, dof), rel=1e-6)
-        assert 1.95 < approx < 2.6
+def test_the_solver_names() -> None:
+    assert fitting.solver_name("builtin") == fitting.solver_name("auto") == fitting.solver_name("numpy") == "builtin"
+    assert fitting.solver_name("scipy") == "scipy"
+    with pytest.raises(ValueError, match="expected builtin or scipy"):
+        fitting.solver_name("lapack")
+    r = serq_cli("fit", "x.csv", "--solver", "lapack")
+    assert r.returncode == 2 and "expected builtin or scipy" in r.stderr
+    rng = np.random.default_rng(4)
+    tokens = rng.uniform(1, 4000, 500)
+    kv = rng.uniform(0, 1e5, 500)
+    cols = {"duration": np.maximum(1e-3 + 1e-8 * kv, 2e-5 * tokens) + rng.normal(0, 1e-4, 500), "tokens": tokens,
+            "kv_decode": kv}
+    want = fitting.fit_roofline(cols, list(cols)).text()
+    assert fitting.fit_roofline(cols, list(cols), method="auto").text() == want
+    assert fitting.fit_roofline(cols, list(cols), method="numpy").text() == want
+
+
+# -- the machine-independent linear algebra -------------------------------------------------------
+
+
+def _well_conditioned(rng: np.random.Generator, m: int, k: int) -> np.ndarray:
+    """An m × k matrix with singular values in [1, 10], columns scaled by up to 1e6."""
+    U = np.linalg.qr(rng.normal(size=(m, k)))[0]
+    V = np.linalg.qr(rng.normal(size=(k, k)))[0]
+    return (U * rng.uniform(1, 10, k)) @ V.T * (10.0 ** rng.uniform(-6, 6, k))
+
+
+def test_the_householder_qr_matches_numpys() -> None:
+    rng = np.random.default_rng(11)
+    for _ in range(100):
+        m, k = int(rng.integers(1, 300)), int(rng.integers(1, 7))
+        A = _well_conditioned(rng, m, k) if m >= k else rng.normal(size=(m, k))
+        b = rng.normal(size=m)
+        R, qb = fitting._qr([A[:, j] for j in range(k)], b)
+        Rn = np.linalg.qr(A, mode="r")
+        Q = np.linalg.qr(A)[0]
+        # unique up to the sign of each row of R (and of Qᵀb with it)
+        sign = np.where(np.diag(Rn[:len(R), :len(R)]) * np.diag(np.asarray(R)[:, :len(R)]) < 0, -1.0, 1.0)
+        R_ = np.asarray(R) * sign[:, None]
+        scale = np.abs(A).max(axis=0)
+        assert np.allclose(R_ / scale, Rn[:len(R)] / scale, rtol=1e-10, atol=1e-12)
+        assert np.allclose(np.asarray(qb) * sign, (Q.T @ b)[:len(R)], rtol=1e-10, atol=1e-12)
+
+
+def test_the_least_squares_match_numpys() -> None:
+    rng = np.random.default_rng(12)
+    for _ in range(100):
+        m, k = int(rng.integers(8, 300)), int(rng.integers(1, 7))
+        A = _well_conditioned(rng, m, k)
+        b = rng.normal(size=m)
+        cols = sorted(rng.choice(k, size=int(rng.integers(1, k + 1)), replace=False).tolist())
+        norms = np.linalg.norm(A[:, cols], axis=0)  # numpy's SVD on the raw columns loses digits to their scales
+        want = np.linalg.lstsq(A[:, cols] / norms, b, rcond=None)[0] / norms
+        got = fitting._lstsq(A.tolist(), b.tolist(), cols)
+        assert np.allclose(got, want, rtol=1e-10, atol=0), (got, want)
+
+
+def test_the_standard_errors_and_figures_match_numpys() -> None:
+    from serq.experiments.stats import t_quantile
+
+    rng = np.random.default_rng(13)
+    for _ in range(50):
+        n, k = int(rng.integers(10, 2000)), int(rng.integers(1, 6))
+        A = np.abs(_well_conditioned(rng, n, k))
+        x = rng.uniform(0.5, 2, k) / np.abs(A).max(axis=0)
+        y = A @ x * (1 + rng.normal(0, 0.05, n))
+        X = [A[:, j] for j in range(k)]
+        se, half = fitting._intervals(X, y, x.tolist())
+        resid = y - A @ x
+        s2 = resid @ resid / (n - k)
+        norms = np.linalg.norm(A, axis=0)
+        As = A / norms
+        want = np.sqrt(np.diag(np.linalg.inv(As.T @ As)) * s2) / norms
+        assert np.allclose(se, want, rtol=1e-9, atol=0)
+        assert np.allclose(half, t_quantile(0.975, n - k) * want, rtol=1e-9, atol=0)
+        r2, mape, rmse = fitting._figures(y, A @ x)
+        assert r2 == pytest.approx(1 - resid @ resid / ((y - y.mean()) ** 2).sum(), rel=1e-12)
+        assert mape == pytest.approx(np.mean(np.abs(resid / y)) * 100, rel=1e-12)
+        assert rmse == pytest.approx(np.sqrt(resid @ resid / n), rel=1e-12)
+
+
+def test_the_roofline_starts_are_order_statistics() -> None:
+    rng = np.random.default_rng(14)
+    for n in (1, 2, 3, 10, 101, 1000, 4321):
+        tokens = np.where(rng.random(n) < 0.2, rng.uniform(200, 8192, n), rng.integers(1, 64, n).astype(float))
+        starts = fitting.roofline_starts(tokens)
+        assert len(starts) == len(fitting.START_PERCENTILES) + 1 and starts[-1].all()
+        for mask, q in zip(starts, fitting.START_PERCENTILES):
+            assert np.array_equal(mask, tokens <= np.percentile(tokens, q, method="lower"))
+            assert np.array_equal(mask, tokens <= np.quantile(tokens, q / 100))  # the rule before: the same rows
+
+
+def test_the_builtin_fit_calls_no_blas_nor_numpy_reduction(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(15)
+    n = 3000
+    tokens = np.where(rng.random(n) < 0.2, rng.uniform(200, 8192, n), rng.integers(1, 64, n).astype(float))
+    kv = rng.uniform(1e3, 2e5, n)
+    y = (1e-3 + np.maximum(8e-3 + 7.2e-8 * kv, 5.2e-5 * tokens)) * (1 + rng.normal(0, 0.02, n))
+    cols = {"duration": y, "tokens": tokens, "kv_decode": kv}
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("BLAS/LAPACK or a numpy reduction in the built-in fit")
+
+    for name in ("lstsq", "qr", "inv", "pinv", "solve", "norm", "cholesky", "svd"):
+        monkeypatch.setattr(np.linalg, name, refuse)
+    for name in ("dot", "matmul", "vdot", "inner", "einsum", "sum", "mean", "quantile", "percentile", "median",
+                 "std", "var", "average"):
+        monkeypatch.setattr(np, name, refuse)
+    for relative in (False, True):
+        fitting.fit_roofline(cols, list(cols), relative=relative).text()
+        fitting.fit_linear(cols, list(cols), ["c", "tokens", "kv_decode"], relative=relative).text()
+
+
+# -- the same digits on every machine ----------------------------------------------------------
+
+#: Environments that change numpy's BLAS kernels (OpenBLAS picks one per processor) and glibc's
+#: libm variants (FMA or not): the built-in fit prints the same bytes under each.
+MACHINES = [{}, {"OPENBLAS_CORETYPE": "Haswell"}, {"OPENBLAS_CORETYPE": "Prescott"},
+            {"OPENBLAS_CORETYPE": "Sandybridge"}, {"GLIBC_TUNABLES": "glibc.cpu.hwcaps=-AVX2,-FMA"}]
+
+_PRINT_FITS = r"""
+import sys
+from typer.testing import CliRunner
+from serq.cli import app
+path = sys.argv[1]
+for args in (["--roofline"], ["--roofline", "--json"], ["--roofline", "--relative"],
+             ["--roofline", "--no-c0", "--json"], ["--terms", "c,decoders,kv_decode,prefilled"],
+             ["--terms", "c,decoders,kv_decode,prefilled", "--relative", "--json"]):
+    r = CliRunner().invoke(app, ["fit", path, *args])
+    assert r.exit_code == 0, r.output
+    sys.stdout.write("### " + " ".join(args) + "\n" + r.stdout)
+"""
+
+
+def test_the_builtin_fit_prints_the_same_bytes_on_every_machine(tmp_path: Path) -> None:
+    import os
+
+    rng = np.random.default_rng(16)
+    n = 5000  # enough for numpy's QR and SciPy's NNLS to print other digits under these variables
+    tokens = np.where(rng.random(n) < 0.2, rng.uniform(200, 8192, n), rng.integers(1, 64, n).astype(float))
+    dec = rng.integers(1, 64, n).astype(float)
+    kv = dec * rng.uniform(200, 4000, n)
+    pre = np.where(tokens > 64, tokens, 0.0)
+    y = (1e-3 + np.maximum(8e-3 + 7.2e-8 * kv, 5.2e-5 * tokens)) * (1 + rng.normal(0, 0.03, n))
+    path = tmp_path / "steps.csv"
+    with open(path, "w") as f:
+        f.write("duration,tokens,decoders,prefilled,kv_decode\n")
+        for row in zip(y, tokens, dec, pre, kv):
+            f.write(",".join(repr(float(v)) for v in row) + "\n")
+    outputs = []
+    for extra in MACHINES:
+        env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "GLIBC_TUNABLES")}
+        r = subprocess.run([sys.executable, "-c", _PRINT_FITS, str(path)], capture_output=True, text=True,
+                           env={**env, **extra})
+        assert r.returncode == 0, (extra, r.stderr)
+        outputs.append(r.stdout)
+    for extra, out in zip(MACHINES[1:], outputs[1:]):
+        assert out == outputs[0], f"{extra}: the built-in fit printed other bytes"
+    assert outputs[0].count("### ") == 6 and outputs[0].count("let a = ") == 4
 
 
 # -- bad input ---------------------------------------------------------------------------------
@@ -351,17 +519,19 @@ def test_the_residual_plot_without_matplotlib_says_which_extra(monkeypatch: pyte
     assert "serq[plot]" in err.value.render()
 
 
-def test_without_scipy_the_fit_is_the_numpy_one(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_scipy_the_fit_is_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the built-in solver and the t quantile (serq.experiments.stats.t_quantile) use no SciPy:
+    # the printed fit does not depend on whether SciPy is installed
     rng = np.random.default_rng(5)
     n = 300
     x = rng.uniform(0, 100, n)
     z = rng.uniform(0, 10, n)
     cols = {"duration": 0.5 + 0.01 * x + 0.2 * z + rng.normal(0, 0.05, n), "x": x, "z": z}
-    want = fitting.fit_linear(cols, list(cols), ["c", "x", "z"], method="numpy")
+    want = fitting.fit_linear(cols, list(cols), ["c", "x", "z"])
     for mod in ("scipy", "scipy.optimize", "scipy.special"):
         monkeypatch.setitem(sys.modules, mod, None)
-    got = fitting.fit_linear(cols, list(cols), ["c", "x", "z"])  # auto: numpy, t by Cornish-Fisher
-    assert [c.value for c in got.coefs] == pytest.approx([c.value for c in want.coefs], rel=1e-12)
+    got = fitting.fit_linear(cols, list(cols), ["c", "x", "z"])
+    assert got.text() == want.text() and got.to_json() == want.to_json()
     for c in got.coefs:
         assert c.lo < c.value < c.hi
 
