@@ -8,6 +8,8 @@ Prints the wall time (best of ``--repeat``, each a fresh process) of
 * ``serq check programs/single-turn/mg1.sq``,
 * ``serq run programs/single-turn/mg1.sq --horizon 5 --warmup 0`` (a tiny horizon: almost
   all of it is start-up),
+* the same run with NumPy imported first (``serq run`` does not import NumPy
+  since issue 19: the difference is what that saves),
 * ``python -c "import serq"``,
 
 and then the costliest imports of ``serq check`` (``python -X importtime``,
@@ -74,6 +76,9 @@ def main() -> None:
         ("serq --help", [*serq, "--help"]),
         (f"serq check {MG1}", [*serq, "check", MG1]),
         (f"serq run {MG1} --horizon 5 --warmup 0", [*serq, "run", MG1, "--horizon", "5", "--warmup", "0"]),
+        ("the same run, NumPy imported first", [sys.executable, "-c",
+         "import sys, numpy; from serq.cli import main; sys.argv[0] = 'serq'; main()",
+         "run", MG1, "--horizon", "5", "--warmup", "0"]),
         ('python -c "import serq"', [sys.executable, "-c", "import serq"]),
         ('python -c "pass" (the interpreter alone)', [sys.executable, "-c", "pass"]),
     ]
@@ -91,9 +96,11 @@ def main() -> None:
     tops = sorted((r for r in rows if r[2] == 0), key=lambda r: r[1], reverse=True)
     for own, cum, _, name in tops[: args.top]:
         print(f"    {cum / 1e3:6.1f} ms  {name}")
-    heavy = [name for name in ("pydantic", "tabulate", "serq.draw", "numpy", "rich")
-             if any(r[3] == name for r in rows)]
-    print(f"  heavy packages imported by `serq check`: {', '.join(heavy) or 'none'}")
+    for label, argv in (("check", ["check", MG1]), ("run", ["run", MG1, "--horizon", "5", "--warmup", "0"])):
+        rows = import_costs([sys.executable, "-X", "importtime", "-m", "serq", *argv])
+        heavy = [name for name in ("pydantic", "tabulate", "serq.draw", "numpy", "rich")
+                 if any(r[3] == name for r in rows)]
+        print(f"  heavy packages imported by `serq {label}`: {', '.join(heavy) or 'none'}")
 
 
 if __name__ == "__main__":
