@@ -8,7 +8,8 @@ have their own tests). Each fenced block is classified:
   and ``;``): a whole program (it has a ``session`` block and no ``...``/``…``)
   is written to a file and must pass ``serq.check``; a *fragment* (it elides
   with ``...``/``…``, or is a syntax sketch like ``spawn (COUNT) into NAME``) is
-  not a program and is only counted.  Convention: a page that shows a whole
+  not a program: its case is skipped, with the reason, so that the count of
+  blocks really checked shows (``pytest -rs``).  Convention: a page that shows a whole
   program writes it whole; a sketch says so with ``…``.
 * **shell** (an ``sh`` block, or lines starting ``serq ``/``$ serq ``): every
   ``serq`` command must parse (the click command is built with ``make_context``
@@ -169,8 +170,10 @@ def test_a_command_parses_and_its_program_checks(cmd):
 @pytest.mark.parametrize("block", of("program"), ids=_id)
 def test_a_program_block_checks(block, tmp_path):
     page, line, _tag, body = block
-    if "..." in body or "…" in body or not re.search(r"^session *\{", body, flags=re.MULTILINE):
-        return  # a fragment (see the docstring)
+    if "..." in body or "…" in body:
+        pytest.skip(f"{page}:{line}: a fragment (it elides with `...`/`…`): not a whole program, not checked")
+    if not re.search(r"^session *\{", body, flags=re.MULTILINE):
+        pytest.skip(f"{page}:{line}: a fragment (no `session` block): not a whole program, not checked")
     # a program reading a trace reads the page's data block that follows it
     m = re.search(r'trace "([^"]+)"', body)
     if m:
@@ -455,11 +458,20 @@ def test_readme_subclasses_run():
 
 
 def test_experiments_python_runs(work):
-    """docs/experiments.md: the API example runs (to_frame needs pandas: skipped without it)."""
+    """docs/experiments.md: the API example runs, its last line `df = result.to_frame()` too
+    when pandas is installed (the `pandas` extra), giving one frame row per run.  Without
+    pandas the rest of the example runs and the test is skipped, saying which line was not."""
     (body,) = [b for l, t, b in blocks("docs/experiments.md") if t == "python"]
+    line = "df = result.to_frame()"
+    assert body.count(line) == 1, "docs/experiments.md: the example's to_frame line moved: update this test"
+    ns = {"__name__": "__doc__"}
     if importlib.util.find_spec("pandas") is None:
-        body = body.replace("df = result.to_frame()", "pass")
-    exec(compile(body, "experiments.md", "exec"), {"__name__": "__doc__"})  # noqa: S102 (running the page's example is the point)
+        exec(compile(body.replace(line, "pass"), "experiments.md", "exec"), ns)  # noqa: S102 (running the page's example is the point)
+        pytest.skip(f"pandas is not installed (pip install 'serq[pandas]'): docs/experiments.md's `{line}` was not run")
+    exec(compile(body, "experiments.md", "exec"), ns)  # noqa: S102 (running the page's example is the point)
+    result, df = ns["result"], ns["df"]
+    assert len(result.rows) == 8  # 2 Lambda values x 4 seeds
+    assert len(df) == len(result.rows) and list(df.columns) == result.columns()
 
 
 def test_workloads_python_runs():
