@@ -1,0 +1,299 @@
+"""Mutation audit: small deliberate bugs in ``serq/``, one at a time, each run
+against the tests that must catch it (issue 26).
+
+    python tests/tools/mutate.py                 # every mutation; exit 1 on a survivor
+    python tests/tools/mutate.py --list          # the mutations, the tests each runs, any stale one
+    python tests/tools/mutate.py --only reuse-ignored --only lifo-victim
+    python tests/tools/mutate.py --no-baseline   # skip the unmutated run of the tests
+    python tests/tools/mutate.py --keep          # keep the scratch copy (its path is printed)
+
+What it does.  It copies ``serq/``, ``tests/``, ``programs/``, ``lib/``, ``docs/``,
+``benchmarks/``, ``README.md`` and ``pyproject.toml`` to a temporary directory
+(no ``__pycache__``), checks that Python started there with ``PYTHONPATH`` set to it
+imports *that* ``serq`` (the editable install points at the working tree, which must
+stay untouched), runs every mutation's tests once unmutated (a test that already
+fails would make every mutation look caught), and then, for each mutation: writes
+its text replacements into the copy, runs its tests there with this interpreter
+(``python -m pytest -x``, ``PYTHONDONTWRITEBYTECODE=1`` so that no stale bytecode
+outlives a mutation), restores the file, and prints ``caught`` (some test failed)
+or ``SURVIVED`` (all passed) with the seconds it took.
+
+A mutation is a list of exact replacements ``(file, old, new)``; ``old`` must occur
+exactly once in the file as it is now.  When the code moves and an ``old`` is no
+longer found (or is found twice), the mutation is reported ``STALE`` and the run
+fails: update the text here so the audit keeps testing what it says.  Exit status 0
+only when every mutation was caught; 1 if one survived, is stale, or the unmutated
+tests failed.  The tests named for each mutation compare against values worked out
+by hand or against an independent reference, never against a golden report or a
+pasted output (those catch everything and explain nothing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+COPIED = ["serq", "tests", "programs", "lib", "docs", "benchmarks", "README.md", "pyproject.toml"]
+TIMEOUT = 1800  # seconds for one pytest run; a mutation that makes a test hang counts as caught
+
+
+@dataclass(frozen=True)
+class Mutation:
+    name: str
+    what: str  # the bug, in words
+    edits: tuple[tuple[str, str, str], ...]  # (file, old text, new text)
+    tests: tuple[str, ...]  # pytest node ids (files, or file::test)
+
+
+MUTATIONS = [
+    # -- the survivors of the first audit (issue 26) ------------------------------------------
+    Mutation(
+        "reuse-ignored",
+        "a hold's `reuse` bound is a no-op: the whole cached prefix is read, nothing goes dead",
+        (("serq/sim/holds.py", "                            if own > bound:\n",
+          "                            if own > bound and False:\n"),),
+        ("tests/test_reuse_bound.py", "tests/test_replay_figures.py"),
+    ),
+    Mutation(
+        "fifo-service-counts-wait",
+        "a fifo stage's `service` is measured from the job's arrival, not the start of its service",
+        (("serq/sim/stages/queueing.py", "            self.service_sum += now - job.started\n",
+          "            self.service_sum += now - job.enqueued\n"),),
+        ("tests/test_stage_table.py",),
+    ),
+    Mutation(
+        "exp-1pc-long",
+        "every `~exp(m)` draw is 1 % longer than it should be",
+        (("serq/expr.py", "    return -mean * _log(1.0 - g.random())\n",
+          "    return -1.01 * mean * _log(1.0 - g.random())\n"),),
+        ("tests/test_distributions.py::test_a_draws_mean_and_variance",),
+    ),
+    # -- the mutations the first audit found caught ---------------------------------------------
+    Mutation(
+        "lru-newest-first",
+        "LRU eviction drains the most recently released entry first (every path: the scan, the bulk drain)",
+        (("serq/sim/cache.py", "            serial = next(iter(entries))\n",
+          "            serial = next(reversed(entries))\n"),
+         ("serq/sim/cache.py", "                    key = next(iter(entries))\n",
+          "                    key = next(reversed(entries))\n"),
+         ("serq/sim/pool.py", "                        key = next(iter(entries))\n",
+          "                        key = next(reversed(entries))\n")),
+        ("tests/test_pool_semantics.py", "tests/test_eviction_bulk.py"),
+    ),
+    Mutation(
+        "cache-rounds-up",
+        "cached amounts round up to whole blocks instead of down",
+        (("serq/sim/pool.py", "        return math.floor(x / b + EPS) * b if b is not None and x != math.inf else x\n",
+          "        return math.ceil(x / b - EPS) * b if b is not None and x != math.inf else x\n"),),
+        ("tests/test_reuse_bound.py", "tests/test_pool_semantics.py"),
+    ),
+    Mutation(
+        "warmup-keeps-pool-averages",
+        "the end of warm-up does not restart the pools' time averages",
+        (("serq/sim/simulator.py", "                avg.reset(now)\n", "                pass\n"),),
+        ("tests/test_reuse_bound.py",),
+    ),
+    Mutation(
+        "percentile-rank-floor",
+        "p50/p90/p95/p99 take the sample of rank floor(q·n) instead of ceil(q·n)",
+        (("serq/sim/stats.py", "(ordered[min(max(-(-q * n // 100), 1), n) - 1] for q in",
+          "(ordered[min(max(q * n // 100, 1), n) - 1] for q in"),),
+        ("tests/test_stats.py",),
+    ),
+    Mutation(
+        "lifo-victim-oldest",
+        "`preempt lifo` preempts the resident admitted first instead of last",
+        (("serq/sim/holds.py", "(best is None or s.adm_seq > best.adm_seq)",
+          "(best is None or s.adm_seq < best.adm_seq)"),),
+        ("tests/test_step_oracle.py", "tests/test_step_semantics.py"),
+    ),
+    Mutation(
+        "chunk-ignored",
+        "a step stage's `chunk` does not cap a prefilling resident's tokens",
+        (("serq/sim/stages/step.py", "        if chunk > 0.0 and chunk < job.work:\n",
+          "        if chunk > 0.0 and chunk < job.work and False:\n"),),
+        ("tests/test_step_oracle.py", "tests/test_step_semantics.py"),
+    ),
+    Mutation(
+        "join-one-early",
+        "`join` wakes the parent when one child is still running",
+        (("serq/sim/session.py", "        if w[0] == 0 and w[1] is not None:\n",
+          "        if w[0] <= 1 and w[1] is not None:\n"),),
+        ("tests/test_spawn.py",),
+    ),
+    Mutation(
+        "shared-prefix-straddling-block",
+        "a block that straddles a segment boundary of a shared prefix is shared by chains that differ after it",
+        (("serq/sim/prefix.py", "            end = self.down(bound)\n", "            end = bound\n"),),
+        ("tests/test_shared_prefix.py",),
+    ),
+    Mutation(
+        "sweep-t-quantile-df",
+        "the across-seed interval uses Student's t with n degrees of freedom instead of n − 1",
+        (("serq/experiments/stats.py", "t_quantile(0.5 + level / 2.0, n - 1)", "t_quantile(0.5 + level / 2.0, n)"),),
+        ("tests/test_sweep_stats.py",),
+    ),
+    Mutation(
+        "trace-window-closed",
+        "`serq trace import --duration D` keeps a request at exactly start + D (the window is [start, start + D))",
+        (("serq/traces/importers.py", "                if end_d is not None and rel >= end_d:\n",
+          "                if end_d is not None and rel > end_d:\n"),),
+        ("tests/test_trace_import.py",),
+    ),
+]
+
+
+def copy_tree(dst: Path) -> None:
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", ".mypy_cache")
+    for name in COPIED:
+        src = ROOT / name
+        if src.is_dir():
+            shutil.copytree(src, dst / name, ignore=ignore, symlinks=True)
+        elif src.exists():
+            shutil.copy2(src, dst / name)
+
+
+def environment(copy: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(copy) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+def check_import(copy: Path, env: dict[str, str]) -> None:
+    """The copy's ``serq`` is the one its tests import, not the editable install's (whose
+    finder points at the working tree): from the copy (pytest runs there) and from another
+    folder (a test's subprocess may run in its tmp_path), where only ``PYTHONPATH`` finds it."""
+    for cwd in (copy, copy.parent):
+        out = subprocess.run([sys.executable, "-c", "import serq, serq.sim.holds; print(serq.__file__)"],
+                             cwd=cwd, env=env, capture_output=True, text=True)
+        where = Path(out.stdout.strip()).resolve() if out.returncode == 0 else None
+        if where is None or copy.resolve() not in where.parents:
+            sys.exit(f"mutate: Python run in {cwd} imports serq from {where or out.stderr.strip()}, not from {copy}")
+
+
+def stale(m: Mutation, copy: Path) -> str | None:
+    """Why a mutation no longer applies (its text is gone, or not unique), or None."""
+    for file, old, _new in m.edits:
+        path = copy / file
+        if not path.is_file():
+            return f"{file} is gone"
+        n = path.read_text(encoding="utf-8").count(old)
+        if n != 1:
+            return f"{file}: the text to replace is found {n} times, not once: {old.strip()!r}"
+    return None
+
+
+def pytest(copy: Path, env: dict[str, str], tests: tuple[str, ...]) -> tuple[int, str]:
+    cmd = [sys.executable, "-m", "pytest", "-x", "-p", "no:cacheprovider", "-o", "addopts=-q", *tests]
+    try:
+        done = subprocess.run(cmd, cwd=copy, env=env, capture_output=True, text=True, timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        return -1, f"timed out after {TIMEOUT} s"
+    return done.returncode, done.stdout + done.stderr
+
+
+def last_line(output: str) -> str:
+    lines = [x for x in output.strip().splitlines() if x.strip()]
+    return lines[-1] if lines else ""
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    ap.add_argument("--only", action="append", metavar="NAME", default=[],
+                    help="run only this mutation (repeat, or separate names with commas)")
+    ap.add_argument("--list", action="store_true", help="list the mutations and the tests each runs, and exit")
+    ap.add_argument("--no-baseline", action="store_true", help="do not run the tests unmutated first")
+    ap.add_argument("--keep", action="store_true", help="keep the scratch copy of the tree")
+    args = ap.parse_args()
+
+    chosen = MUTATIONS
+    if args.only:
+        names = {n for arg in args.only for n in arg.split(",") if n}
+        unknown = names - {m.name for m in MUTATIONS}
+        if unknown:
+            ap.error(f"no mutation {', '.join(sorted(unknown))} (see --list)")
+        chosen = [m for m in MUTATIONS if m.name in names]
+    if args.list:
+        bad = 0
+        for m in chosen:
+            why = stale(m, ROOT)
+            bad += why is not None
+            print(f"{m.name}{'  STALE: ' + why if why else ''}\n    {m.what}\n"
+                  f"    in {', '.join(sorted({f for f, _o, _n in m.edits}))}\n    caught by {' '.join(m.tests)}")
+        return 1 if bad else 0
+
+    start = time.monotonic()
+    scratch = Path(tempfile.mkdtemp(prefix="serq-mutate-"))
+    copy = scratch / "tree"
+    copy.mkdir()
+    try:
+        copy_tree(copy)
+        env = environment(copy)
+        check_import(copy, env)
+        print(f"mutate: {len(chosen)} mutation(s) in a copy of the tree at {copy}", flush=True)
+        failed = False
+        if not args.no_baseline:
+            tests = tuple(dict.fromkeys(t for m in chosen for t in m.tests))
+            t0 = time.monotonic()
+            code, out = pytest(copy, env, tests)
+            print(f"{'baseline':32s} {'ok' if code == 0 else 'FAILED':9s} {time.monotonic() - t0:7.1f} s  "
+                  f"(the tests, unmutated)", flush=True)
+            if code != 0:
+                print(out)
+                print("mutate: the tests fail without a mutation; fix that first")
+                return 1
+        results = []
+        for m in chosen:
+            why = stale(m, copy)
+            if why is not None:
+                results.append((m.name, "STALE", 0.0))
+                print(f"{m.name:32s} {'STALE':9s} {0.0:7.1f} s  {why}", flush=True)
+                failed = True
+                continue
+            originals = {}
+            for file, old, new in m.edits:
+                path = copy / file
+                text = originals.setdefault(path, path.read_text(encoding="utf-8"))
+                path.write_text(path.read_text(encoding="utf-8").replace(old, new, 1), encoding="utf-8")
+            t0 = time.monotonic()
+            try:
+                code, out = pytest(copy, env, m.tests)
+            finally:
+                for path, text in originals.items():
+                    path.write_text(text, encoding="utf-8")
+            took = time.monotonic() - t0
+            if code == 0:
+                verdict, detail = "SURVIVED", last_line(out)
+                failed = True
+            elif code in (1, -1):
+                verdict, detail = "caught", next((x for x in out.splitlines() if x.startswith("FAILED")), last_line(out))
+            else:  # 2-5: interrupted, internal error, usage error, no tests collected
+                verdict, detail = "ERROR", last_line(out)
+                failed = True
+            results.append((m.name, verdict, took))
+            print(f"{m.name:32s} {verdict:9s} {took:7.1f} s  {detail}", flush=True)
+        caught = sum(1 for _n, v, _t in results if v == "caught")
+        print(f"mutate: {caught} of {len(results)} caught, wall {time.monotonic() - start:.0f} s")
+        for name, verdict, _t in results:
+            if verdict != "caught":
+                print(f"mutate: {name}: {verdict}")
+        return 1 if failed else 0
+    finally:
+        if args.keep:
+            print(f"mutate: the copy is kept at {copy}")
+        else:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
