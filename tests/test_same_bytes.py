@@ -98,3 +98,28 @@ def digests_unset() -> str:
         mine.append(f"{path.relative_to(ROOT).as_posix()} {hashlib.sha256(report.to_json().encode()).hexdigest()}")
     assert out.splitlines() == mine
     return out
+
+
+def test_a_delay_stages_work_sums_its_jobs_in_submission_order(tmp_path: Path) -> None:
+    """``work(S)`` of a delay stage adds the jobs' remaining work in the order
+    they were submitted, never in the order of their objects' memory addresses
+    (a set's, which changes from run to run and machine to machine).  Forty
+    jobs start at 0: thirty-nine of 1 s and one of 1e16 s (the 21st).  In
+    submission order the twenty ones before it count (1e16 + 20) and the
+    nineteen after it are each lost to rounding; any other order gives
+    another sum."""
+    import serq
+
+    p = tmp_path / "p.sq"
+    p.write_text("""
+stage wait : delay;
+workload { arrive batch(41); }
+session {
+  branch (serial == 40) { observe total = work(wait); } else { run wait (serial == 20 ? 1e16 : 1); }
+}
+""")
+    report = serq.run(serq.load(p), seed=1, horizon=10, warmup=0)
+    expected = 0.0
+    for w in [1.0] * 20 + [1e16] + [1.0] * 19:
+        expected += w
+    assert expected == 1e16 + 20 and report.observe("total").mean == expected

@@ -52,7 +52,7 @@ class DelayStage(Stage):
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
-        self.jobs: set[QJob] = set()
+        self.jobs: dict[QJob, None] = {}  # in submission order (a set's would follow memory addresses)
 
     def submit(self, s: "Session", work: float, mode: str | None, growing: Any, label: str) -> Event:
         check_work(label, work)
@@ -61,7 +61,7 @@ class DelayStage(Stage):
         job = QJob(s, work, None, self.env._now)
         t = job.timer = timer(self.env, work, [self._finish])
         t.job = job  # type: ignore[attr-defined]
-        self.jobs.add(job)
+        self.jobs[job] = None
         self.count(+1)
         s.job = (self, job)
         return t
@@ -72,7 +72,7 @@ class DelayStage(Stage):
         if job.done:
             return  # its session was preempted away: a stale event
         job.done = True
-        self.jobs.discard(job)
+        self.jobs.pop(job, None)
         self.count(-1)
         self.finished(job)
         job.session.job = None
@@ -80,7 +80,7 @@ class DelayStage(Stage):
     def remove(self, job: QJob) -> None:  # type: ignore[override]
         if not job.done:
             job.done = True
-            self.jobs.discard(job)
+            self.jobs.pop(job, None)
             self.count(-1)
 
     def work(self) -> float:
