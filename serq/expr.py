@@ -339,7 +339,7 @@ def source(e: ir.Expr, f: Frame) -> str:
         return f"{f.attrs}[{e.slot}]"
     if isinstance(e, ir.Ctx):
         if e.name == "now":
-            return f"{f.bind(f.ns['__env__'], 'env')}._now"
+            return f"{f.bind(f.ns['__env__'], 'env')}.now"
         return f"{f.ctx}.{e.name}"
     if isinstance(e, ir.Unary):
         x = source(e.x, f)

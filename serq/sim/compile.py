@@ -133,8 +133,8 @@ class Compiler:
         """After a wait: count the wake-up (§1.3 guard) and restart the statement
         count.  The first wake-up at an instant is counted inline; later ones
         call ``Session.woke``, which checks the limit."""
-        self._emit(depth, "if s.woke_at != _env._now:")
-        self._emit(depth + 1, "s.woke_at = _env._now")
+        self._emit(depth, "if s.woke_at != _env.now:")
+        self._emit(depth + 1, "s.woke_at = _env.now")
         self._emit(depth + 1, "s.woke_n = 1")
         self._emit(depth, "else:")
         self._emit(depth + 1, "s.woke()")
@@ -167,7 +167,7 @@ class Compiler:
         for k, st in enumerate(obs):
             self._emit(d, f"_v{k} = {self._x(st.expr)}")
         self._emit(d, "if _sim.stats_on:")
-        self._emit(d + 1, "_w, _u = _env._now, int(a[1])")
+        self._emit(d + 1, "_w, _u = _env.now, int(a[1])")
         for k, st in enumerate(obs):
             samples = self._bind(self.sim.samples[st.obs], "O")
             self._emit(d + 1, f"{samples}.append((_w, s.serial, _u, _v{k}))")
@@ -182,7 +182,7 @@ class Compiler:
             samples = self._bind(self.sim.samples[st.obs], "O")
             emit(d, f"_v = {self._x(st.expr)}")
             emit(d, "if _sim.stats_on:")
-            emit(d + 1, f"{samples}.append((_env._now, s.serial, int(a[1]), _v))")
+            emit(d + 1, f"{samples}.append((_env.now, s.serial, int(a[1]), _v))")
         elif isinstance(st, ir.Turn):
             emit(d, "s.do_turn()")
         elif isinstance(st, ir.End):

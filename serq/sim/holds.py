@@ -5,13 +5,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from simpy.events import URGENT, Event
-from simpy.exceptions import Interrupt
+from simpy.events import Event
 
 from .. import ir
 from .cache import EPS
 from .pool import GRANTED, REJECTED, RELEASED, WAITING, HoldRequest, Pool
-from .ready import make_ready
 from .session import Preemption, Session
 
 if TYPE_CHECKING:
@@ -84,7 +82,7 @@ class Holds:
             pool.record()
         first = req.pools[0]
         if self.stats_on:
-            first.wait_sum += self.env._now - req.joined
+            first.wait_sum += self.env.now - req.joined
             first.wait_count += 1
         s.adm_seq = self.next_adm
         self.next_adm += 1
@@ -139,7 +137,7 @@ class Holds:
         assert sh is not None and req.shares is not None
         segs, nodes, r = req.shares[pool]
         alloc = req.alloc[k]
-        now = self.env._now
+        now = self.env.now
         seq = self.next_release
         self.next_release += 1
         snap = list(s.a)
@@ -178,7 +176,7 @@ class Holds:
             computed = req.pos[k] if req.grown else alloc
             keep = pool.round_down(want if want < computed else computed)
             if keep > 0.0:
-                pool.cache.put(s.serial, keep, self.env._now, self.next_release, list(s.a), s)
+                pool.cache.put(s.serial, keep, self.env.now, self.next_release, list(s.a), s)
                 self.next_release += 1
         pool.record()
 
@@ -263,7 +261,7 @@ class Holds:
         victim.resumed = True
         cause = Preemption(req)
         if self.env.active_process is not victim.proc:
-            self._interrupt(victim, cause)
+            self.env.throw(victim.proc, cause)
         return cause
 
     def detach(self, s: Session) -> None:
@@ -277,24 +275,6 @@ class Holds:
             if s in pool.growers:
                 pool.growers.remove(s)
             s.stall = None
-
-    def _interrupt(self, s: Session, cause: Preemption) -> None:
-        """Throw the preemption into the session's process at its ``yield``: like
-        SimPy's ``Process.interrupt``, but detached from what it waited on now,
-        so nothing it waited on can resume it first."""
-        proc = s.proc
-        target = proc._target
-        if target is not None and target.callbacks is not None:
-            try:
-                target.callbacks.remove(proc._resume)
-            except ValueError:
-                pass
-        ev = Event(self.env)
-        ev._ok = False
-        ev._value = Interrupt(cause)
-        ev._defused = True
-        ev.callbacks = [proc._resume]  # type: ignore[assignment]
-        self.env.schedule(ev, URGENT)
 
     def retry_growers(self, pool: Pool) -> None:
         """Stalled growths in stall order; the first that still does not fit stops."""
@@ -314,4 +294,4 @@ class Holds:
             req.alloc[k] = alloc + need
             s.stall = None
             if ev is not None:
-                make_ready(self.env, ev)
+                self.env.make_ready(ev)

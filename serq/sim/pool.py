@@ -29,7 +29,6 @@ from ..errors import SerqRuntimeError
 from .cache import _BIG, EPS, LRU, SCAN, PrefixCache, _exact, classify
 from .order import total_key
 from .prefix import SharedCache
-from .ready import make_ready
 from .stats import TimeAverage
 
 if TYPE_CHECKING:
@@ -248,7 +247,7 @@ class Pool(BaseResource):
     def record(self, now: float | None = None) -> None:
         """Sample the time-averaged signals (after any change)."""
         if now is None:
-            now = self.sim.env._now
+            now = self.sim.env.now
         # TimeAverage.set inlined (the same operations): this runs after every change
         a = self.used_avg
         a.integral += a.value * (now - a.last)
@@ -274,7 +273,7 @@ class Pool(BaseResource):
             if cache.kind is None:
                 evict = getattr(self.decl, "evict", None)
                 cache.kind = classify(evict) if isinstance(evict, (list, tuple)) else SCAN
-            cache.make_room(self.used, need, self.cap, self.sim.env._now)
+            cache.make_room(self.used, need, self.cap, self.sim.env.now)
 
     def allocate(self, need: float, now: float | None = None) -> None:
         """A growth's pool side: ``make_room(need)``, ``used += need``, ``record(now)``."""
@@ -330,7 +329,7 @@ class Pool(BaseResource):
                         eu = cache.evicted_units
                         if eu > _BIG:
                             self.used = used
-                            cache.make_room(used, need, cap, self.sim.env._now)
+                            cache.make_room(used, need, cap, self.sim.env.now)
                             total = cache.total
                             break
                         key = next(iter(entries))
@@ -407,7 +406,7 @@ class Pool(BaseResource):
             return None
         if self.queue_keys is None or q[0].front:
             return q[0]
-        now = self.sim.env._now
+        now = self.sim.env.now
         best, best_key = None, None
         for req in q:
             key = total_key(self.queue_keys(_SelectView(req, now)))
@@ -433,7 +432,7 @@ class Pool(BaseResource):
 
     def trigger(self, req: HoldRequest) -> None:
         """Wake the session of a granted request (it becomes ready)."""
-        make_ready(self.sim.env, req)
+        self.sim.env.make_ready(req)
 
 
 def _whole(xs: list[float]) -> bool:

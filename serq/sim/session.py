@@ -3,10 +3,9 @@ statements its compiled body calls into (semantics §1.4, §2)."""
 
 from __future__ import annotations
 
-from heapq import heappush
 from typing import TYPE_CHECKING, Any, Callable
 
-from simpy.events import URGENT, Event, Initialize, Process
+from simpy.events import Event
 from simpy.exceptions import Interrupt
 
 from .. import ir
@@ -17,7 +16,6 @@ from .pool import GRANTED, HoldRequest, HoldSpec
 _Keyed = rng.KeyedStream
 _INF = float("inf")
 _SERIAL = ir.SERIAL
-_new = object.__new__
 
 #: Wake-ups of one session at one instant before the run is declared not to settle (§1.3).
 READY_LIMIT = 1000
@@ -36,105 +34,6 @@ class Preemption:
 
     def __init__(self, old: HoldRequest) -> None:
         self.old = old
-
-
-class _Go:
-    """What a process started at once resumes with (an event that succeeded with None)."""
-
-    _ok = True
-    _value = None
-
-
-GO: Any = _Go()
-
-
-class SessionProcess(Process):
-    """A session's SimPy process, with a leaner resume than SimPy's own.
-
-    It runs the compiled body directly (no wrapping generator) and, when the
-    body returns, ends the session (``Simulator.end_session``) from inside the
-    process as before.  A process whose generator returns is itself an event
-    SimPy schedules at once; nothing ever waits on a session's process, so when
-    the run has no pool and no step stage that event is not scheduled at all:
-    it has no callbacks and would only make the simulator settle once more at
-    the same instant, which then changes nothing.  The events-per-instant guard
-    still counts it.  A step stage keeps it (its iterations start only once no
-    event is left at the instant), and so does a pool (a pool pass may evaluate
-    ``queue by`` keys, which can draw)."""
-
-    def __init__(self, env: Any, generator: Any, s: "Session", sim: "Simulator", ready: bool = True) -> None:
-        # Process.__init__ without its generator check; ``ready=False``: the
-        # caller starts it at once with ``_resume(GO)``
-        self.env = env
-        self.callbacks = []
-        self._generator = generator
-        self.session = s
-        self.sim = sim
-        self._resume = self._resume  # type: ignore[method-assign]  # one bound method for every wait
-        if not ready:
-            self._target = GO  # type: ignore[assignment]
-            return
-        # Initialize(env, self), inline: the process starts as a ready session
-        init = self._target = _new(Initialize)
-        init.env = env
-        init.callbacks = [self._resume]
-        init._value = None
-        init._ok = True
-        heappush(env._queue, (env._now, URGENT, next(env._eid), init))
-
-    def _resume(self, event: Event) -> None:
-        env = self.env
-        env._active_proc = self
-        gen = self._generator
-        while True:
-            try:
-                if event._ok:
-                    event = gen.send(event._value)
-                else:
-                    event._defused = True  # type: ignore[attr-defined]
-                    exc = type(event._value)(*event._value.args)
-                    exc.__cause__ = event._value
-                    event = gen.throw(exc)
-            except StopIteration:
-                event = None  # type: ignore[assignment]
-                self._end(True)
-                break
-            except SerqError as err:
-                event = None  # type: ignore[assignment]
-                self.sim.fail(err)
-                self._end(False)
-                break
-            except BaseException as e:
-                self._ok = False
-                e.__traceback__ = e.__traceback__.tb_next  # type: ignore[union-attr]
-                self._value = e
-                env.schedule(self)
-                self._target = None  # type: ignore[assignment]
-                env._active_proc = None
-                return
-            cbs = event.callbacks
-            if cbs is not None:
-                cbs.append(self._resume)
-                break
-            if not hasattr(event, "callbacks"):
-                raise RuntimeError(f"a session yielded {event!r}, not an event")
-        self._target = event
-        env._active_proc = None
-
-    def _end(self, returned: bool) -> None:
-        """The body returned (or failed with a run-time error, already recorded)."""
-        sim = self.sim
-        if returned:
-            try:
-                sim.end_session(self.session)
-            except SerqError as err:
-                sim.fail(err)
-        self._ok = True
-        self._value = None
-        if sim.engines or sim.all_pools or self.callbacks:
-            self.env.schedule(self)
-        else:
-            sim._room -= 1  # the end event this run skips still counts against the instant
 
 
 class Task:
@@ -293,7 +192,7 @@ class Session:
     def woke(self) -> None:
         """Called each time the session resumes after a wait: more than 1 000
         wake-ups at one instant means the run does not settle."""
-        now = self.sim.env._now
+        now = self.sim.env.now
         if now != self.woke_at:
             self.woke_at = now
             self.woke_n = 0
@@ -305,13 +204,13 @@ class Session:
 
     def spinning(self) -> None:
         raise SerqRuntimeError(
-            f"the run does not settle at time {self.sim.env._now:g}: session {self.serial} ran a loop "
+            f"the run does not settle at time {self.sim.env.now:g}: session {self.serial} ran a loop "
             "a million times without waiting")
 
     # -- the client clock (§8.5) -------------------------------------------------------
 
     def server_begin(self) -> None:
-        self.sent = self.sim.env._now
+        self.sent = self.sim.env.now
         self.first_tok = None
         self.n_after = 0
         self.resumed = False
@@ -319,7 +218,7 @@ class Session:
     def server_end(self) -> None:
         sim = self.sim
         if sim.stats_on:
-            now = sim.env._now
+            now = sim.env.now
             sim.client_record(self, now)
 
     def prefill_done(self, now: float, stage: Any) -> None:

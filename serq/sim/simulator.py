@@ -17,11 +17,7 @@ from __future__ import annotations
 import math
 import os
 from functools import partial
-from heapq import heappop, heappush
 from typing import Any, Mapping
-
-import simpy
-from simpy.events import NORMAL, URGENT, Timeout
 
 from .. import ir
 from ..errors import RunInterrupted, SerqError, SerqRuntimeError
@@ -32,8 +28,8 @@ from .cache import PrefixCache
 from .compile import Compiler, pool_source, stage_source
 from .holds import Holds
 from .pool import Pool
-from .ready import make_ready, timer
-from .session import GO, Session, SessionProcess, Task
+from .kernel import EVENTS_PER_INSTANT, EVENTS_PER_SESSION, Kernel, SessionProcess
+from .session import Session, Task
 from .stages.base import Stage
 from .stages.queueing import DelayStage, FifoStage, PsStage
 from .stages.step import StepEngine
@@ -48,12 +44,6 @@ SERQ_MAX_LIVE = 1_000_000  # sessions alive at once (about 2.5 GB of sessions)
 #: roots keep their serials 0, 1, 2 … (and their streams) under any design.
 CHILD_SERIALS = 1 << 32
 SERQ_MAX_ARRIVALS = 100_000_000  # arrivals an open workload may make over a run
-#: Events handled at one instant (sessions' wake-ups included) before the run
-#: is declared not to settle: this many, plus ``EVENTS_PER_SESSION`` for every
-#: session live when the instant began (a session can become ready at most
-#: 1 000 times at one instant, §1.3; each wake-up may follow a job's end).
-EVENTS_PER_INSTANT = 100_000
-EVENTS_PER_SESSION = 3_000
 #: Open arrivals at one instant (an interarrival time below the clock's resolution).
 ARRIVALS_PER_INSTANT = 1_000
 #: Extra closed-population replacements at one instant, beyond one per member.
@@ -88,18 +78,16 @@ class Simulator(Holds):
         self.horizon = horizon
         self.warmup = warmup
         self.arrival_limit = arrivals
-        self.env = simpy.Environment()
+        self.env = Kernel()
         self.ns: dict[str, Any] = base_namespace()
         self.ns["__env__"] = self.env
         self.n_attrs = len(program.attributes)
         self.stats_on = warmup <= 0.0
-        self.error: SerqError | None = None
         # counters (§9.1)
         self.events = 0
         self.arrivals = 0
         self.ended = 0
         self.turns = 0
-        self.live = 0
         self.live_avg = TimeAverage(0.0, 0.0)
         self.preemptions = 0
         self.next_serial = 0
@@ -112,8 +100,6 @@ class Simulator(Holds):
         self.max_arrivals = run_limit("SERQ_MAX_ARRIVALS", SERQ_MAX_ARRIVALS)
         self._arrive_at = -1.0  # the instant of the latest open arrival, and how many there were
         self._arrived = 0
-        self._instant = -1.0  # the instant the events-per-instant guard counts, and the events it has left
-        self._room = self._cap = 0
         self._closed = program.arrival.kind == "closed"  # an ended session is replaced at once
         # the session tree (docs/subagents.md): the slots of parent, depth and root, when the program spawns
         self.tree_slots: tuple[int, int, int] | None = None
@@ -219,153 +205,62 @@ class Simulator(Holds):
 
     # -- running --------------------------------------------------------------------------
 
+    @property
+    def live(self) -> int:
+        """Sessions live now (the kernel's guard reads the same count)."""
+        return self.env.live
+
     def run(self) -> None:
         env = self.env
         if self.warmup > 0.0:
-            Timeout(env, self.warmup).callbacks.append(self._end_warmup)  # type: ignore[union-attr]
+            env.timer(self.warmup, [self._end_warmup])
         self._start_arrivals()
-        q = env._queue
-        horizon = self.horizon
-        settle = self.settle
-        run_ready = self.run_ready
         limit = self.arrival_limit
         # the run stops once `stop` sessions have arrived and none is live: --arrivals N, or the
         # end of the trace under `arrive trace`
         stop = self.replay_total if self.replay_order is not None else limit
-        per_instant, per_session = EVENTS_PER_INSTANT, EVENTS_PER_SESSION
+        done = None if stop is None else (lambda: self.arrivals >= stop and env.live == 0)
         # With no pool and no step stage, settling is running the ready sessions
-        # and rescheduling the dirty ps stages: skipped when there are none.
-        heavy = bool(self.all_pools or self.engines)
-        settle()
-        while q:
-            t = q[0][0]
-            if t > horizon:
-                env._now = horizon
-                break
-            if t != self._instant:  # self._new_instant(t), inline
-                self._instant = t
-                self._room = self._cap = per_instant + per_session * self.live
-            self._room -= 1
-            if self._room < 0:
-                raise self._unsettled(t)
-            # SimPy's Environment.step, inline (no StopSimulation in a run)
-            env._now, _, _, event = heappop(q)
-            callbacks, event.callbacks = event.callbacks, None
-            for callback in callbacks:
-                callback(event)
-            if not event._ok and not hasattr(event, "_defused"):
-                raise _failure(event)
-            if self.error is not None:
-                raise self.error
-            if heavy:
-                settle()
-            else:
-                if q and q[0][1] == URGENT:
-                    run_ready()
-                if self.dirty_ps:
-                    settle()
-            if stop is not None and self.arrivals >= stop and self.live == 0:
-                break
-        else:
-            env._now = horizon
+        # and rescheduling the dirty ps stages: the kernel does the first itself.
+        env.loop(self.horizon, self.settle, bool(self.all_pools or self.engines), self.dirty_ps, done)
         if self.replay_order is not None:
             self._replay_ended()
         if limit is not None:
             if self.arrivals < limit:
                 raise SerqRuntimeError(
-                    f"horizon {horizon:g} reached before requested arrivals: got {self.arrivals}, "
+                    f"horizon {self.horizon:g} reached before requested arrivals: got {self.arrivals}, "
                     f"requested {limit}")
             if self.live:
-                raise SerqRuntimeError(f"failed to drain {self.live} active sessions within horizon {horizon:g}")
-
-    def run_ready(self) -> None:
-        """Run every ready session (an urgent event at this instant) until it blocks."""
-        env = self.env
-        q = env._queue
-        if not q or q[0][1] != URGENT:
-            return
-        now = env._now
-        if now != self._instant:
-            self._new_instant(now)
-        while q and q[0][1] == URGENT:
-            # SimPy's Environment.step, inline; a session's end may count against _room
-            _t, _, _, event = heappop(q)
-            callbacks, event.callbacks = event.callbacks, None
-            for callback in callbacks:
-                callback(event)
-            if not event._ok and not hasattr(event, "_defused"):
-                raise _failure(event)
-            self._room -= 1
-            if self._room < 0:
-                raise self._unsettled(now)
-            if self.error is not None:
-                raise self.error
-
-    def ready_now(self, ev: Any) -> None:
-        """A session waiting on ``ev`` becomes ready, from the last thing a
-        timer's event does: when no other session is ready it would be the next
-        to run (``run_ready`` right after this event), so it runs here, without
-        an urgent event; the events-per-instant guard counts it all the same."""
-        env = self.env
-        q = env._queue
-        if q and q[0][1] == URGENT:
-            make_ready(env, ev)
-            return
-        ev._ok = True
-        ev._value = None
-        callbacks, ev.callbacks = ev.callbacks, None
-        for callback in callbacks:
-            callback(ev)
-        self._room -= 1
-        if self._room < 0:
-            raise self._unsettled(env._now)
-
-    def _new_instant(self, t: float) -> None:
-        """The events-per-instant guard: the events (sessions' wake-ups included)
-        an instant may handle, counted from its first."""
-        self._instant = t
-        self._room = self._cap = EVENTS_PER_INSTANT + EVENTS_PER_SESSION * self.live
-
-    def _unsettled(self, t: float) -> SerqError:
-        cap = self._cap
-        return SerqRuntimeError(
-            f"the run does not settle at time {t:g}: it handled more than {cap:,} events at that instant "
-            "without time advancing",
-            helps=["look for sessions that end or finish work of 0 seconds at once, over and over "
-                   f"(in a closed population each is replaced at once), or for times too small to change "
-                   f"the clock at {t:g}"])
+                raise SerqRuntimeError(f"failed to drain {self.live} active sessions within horizon {self.horizon:g}")
 
     def settle(self) -> None:
         """§1.3: ready sessions, pool passes until quiet, then iterations and ps rates."""
         env = self.env
-        q = env._queue
+        q = env.queue
         pools = self.all_pools
         while True:
-            self.run_ready()
+            env.run_ready()
             if pools:
                 self.try_admit_all()
-                if q and q[0][1] == URGENT:
+                if env.ready_pending():
                     continue
             break
-        if self.engines and not (q and q[0][0] <= env._now):
+        if self.engines and not (q and q[0][0] <= env.now):
             for engine in self.engines:
                 if not engine.iterating and engine.has_work():
                     engine.start_iteration()
-        if self.dirty_ps:
-            dirty, self.dirty_ps = self.dirty_ps, []
+        if self.dirty_ps:  # (emptied in place: the kernel's loop holds this list)
+            dirty = self.dirty_ps[:]
+            self.dirty_ps.clear()
             for st in dirty:
                 st.reschedule()
-
-    def fail(self, err: SerqError) -> None:
-        if self.error is None:
-            self.error = err
 
     # -- warm-up and arrivals ---------------------------------------------------------------
 
     def _end_warmup(self, _ev: Any) -> None:
         self.events += 1
         self.stats_on = True
-        now = self.env._now
+        now = self.env.now
         self.live_avg.reset(now)
         for pool in self.all_pools:
             for avg in (pool.used_avg, pool.cached_avg, pool.queue_avg, pool.holders_avg):
@@ -425,13 +320,7 @@ class Simulator(Holds):
 
     def _replay_at(self, when: float) -> None:
         """The next trace arrival, at the instant ``when`` exactly (not ``now + (when - now)``)."""
-        t = object.__new__(Timeout)
-        t.env = self.env
-        t.callbacks = [self._replay_arrive]
-        t._value = None
-        t._delay = when - self.env._now
-        t._ok = True
-        heappush(self.env._queue, (when, NORMAL, next(self.env._eid), t))
+        self.env.timer_at(when, [self._replay_arrive])
 
     def _arrivals_at(self, now: float) -> int:
         """Count one open arrival at ``now``: how many arrived at this instant so far."""
@@ -443,7 +332,7 @@ class Simulator(Holds):
 
     def _replay_arrive(self, _ev: Any) -> None:
         self.events += 1
-        now = self.env._now
+        now = self.env.now
         if self._arrivals_at(now) > ARRIVALS_PER_INSTANT:
             raise SerqRuntimeError(
                 f"the run does not settle at time {now:g}: more than {ARRIVALS_PER_INSTANT:,} trace sessions "
@@ -456,7 +345,7 @@ class Simulator(Holds):
     def _replay_ended(self) -> None:
         """How a replay ended (``Report.replay``; a ``note:`` on stderr): the trace was
         used up and every session ended, or the horizon came first."""
-        now = self.env._now
+        now = self.env.now
         exhausted = self.arrivals >= self.replay_total and self.live == 0
         self.replay = {"sessions": self.replay_total, "arrived": self.arrivals, "live": self.live,
                        "exhausted": exhausted, "end": now}
@@ -496,7 +385,7 @@ class Simulator(Holds):
         return f"{what} in the program's `workload {{ arrive … }}`"
 
     def _at(self, delay: float, callback: Any) -> None:
-        Timeout(self.env, delay).callbacks.append(callback)  # type: ignore[union-attr]
+        self.env.timer(delay, [callback])
 
     def _renewal_gap(self) -> float:
         gap = self._gap(None)
@@ -506,7 +395,7 @@ class Simulator(Holds):
 
     def _arrive(self, _ev: Any) -> None:
         self.events += 1
-        now = self.env._now
+        now = self.env.now
         if self._arrivals_at(now) > ARRIVALS_PER_INSTANT:
             raise SerqRuntimeError(
                 f"the run does not settle at time {now:g}: more than {ARRIVALS_PER_INSTANT:,} arrivals at "
@@ -527,7 +416,7 @@ class Simulator(Holds):
                 gap = -_log(1.0 - self.arrival_stream.random()) / rate
             else:
                 gap = self._renewal_gap()
-            timer(self.env, gap, [self._arrive_cb])
+            self.env.timer(gap, [self._arrive_cb])
         self.spawn(True)
 
     def _rate_name(self) -> str:
@@ -553,7 +442,7 @@ class Simulator(Holds):
 
     def _too_many_live(self, tree: bool = False) -> SerqError:
         arr = self.program.arrival
-        now = self.env._now
+        now = self.env.now
         if tree:
             return SerqRuntimeError(
                 f"at time {now:g}: a `spawn` would make more than {self.max_live:,} sessions live at once "
@@ -586,7 +475,7 @@ class Simulator(Holds):
         if self.tree_slots is not None:
             p, d, r = self.tree_slots
             s.a[p], s.a[d], s.a[r] = -1.0, 0.0, float(s.serial)
-            s.task = Task(s.serial, self.env._now)
+            s.task = Task(s.serial, self.env.now)
             self.tree_live[s] = None
         if self.corpus is not None:
             if self.replay_order is not None:  # `arrive trace`: the trace session arriving now
@@ -599,13 +488,10 @@ class Simulator(Holds):
         self._live_by(1)
         self.arrivals += 1
         self.code.init(s)
-        q = env._queue
-        if run_now and not (q and q[0][1] == URGENT):
+        if run_now and not env.ready_pending():
             proc = s.proc = SessionProcess(env, self.code.body(s), s, self, False)
-            proc._resume(GO)
-            self._room -= 1
-            if self._room < 0:
-                raise self._unsettled(env._now)
+            env.start(proc)
+            env.spend()
         else:
             s.proc = SessionProcess(env, self.code.body(s), s, self)
         return s
@@ -640,9 +526,10 @@ class Simulator(Holds):
 
     def _live_by(self, delta: int) -> None:
         """The live count moves by ``delta`` now (a session starts or ends)."""
-        live = self.live = self.live + delta
+        env = self.env
+        live = env.live = env.live + delta
         avg = self.live_avg  # avg.set(now, live), inline
-        now = self.env._now
+        now = env.now
         avg.integral += avg.value * (now - avg.last)
         avg.last = now
         avg.value = live
@@ -676,12 +563,12 @@ class Simulator(Holds):
         if task.stuck:
             self.tasks_stuck += 1
         elif self.stats_on:
-            self.task_log.append((task.root, task.start, self.env._now, task.sessions, int(task.depth), task.turn))
+            self.task_log.append((task.root, task.start, self.env.now, task.sessions, int(task.depth), task.turn))
 
     def _replaced_now(self) -> None:
         """A closed population replaces an ended session at once; sessions that
         end without time passing, over and over, would never let it pass."""
-        now = self.env._now
+        now = self.env.now
         if now != self._replace_at:
             self._replace_at, self._replaced = now, 0
         self._replaced += 1
@@ -701,14 +588,6 @@ class Simulator(Holds):
             if s.n_after >= 1:
                 c["tpot"].append((now, serial, turn, (s.last_tok - s.first_tok) / s.n_after))
         c["response"].append((now, serial, turn, now - s.sent))
-
-
-def _failure(event: Any) -> BaseException:
-    """The exception of an event that failed and nobody handled, as SimPy's
-    ``Environment.step`` raises it."""
-    exc = type(event._value)(*event._value.args)
-    exc.__cause__ = event._value
-    return exc
 
 
 def _raise_with(name: str, value: float) -> str:
@@ -763,7 +642,7 @@ def simulate(program: ir.Program, *, seed: int | None = None, horizon: float | N
     except SerqError:
         raise
     except KeyboardInterrupt:  # Ctrl-C: say how far the run got (the CLI prints it, exit 130)
-        raise RunInterrupted(sim.env._now, horizon) from None
+        raise RunInterrupted(sim.env.now, horizon) from None
     except RecursionError:
         raise SerqRuntimeError("the run recursed too deeply") from None
     except ZeroDivisionError as err:  # pragma: no cover - arithmetic is IEEE in compiled code

@@ -9,7 +9,6 @@ from simpy.events import Event
 
 from ...errors import SerqRuntimeError
 from ..stats import TimeAverage
-from ..ready import make_ready
 
 if TYPE_CHECKING:
     from ..pool import HoldRequest
@@ -107,19 +106,19 @@ class Stage:
     def immediate(self) -> Event:
         """A run of zero work completes at once: the session is ready again now."""
         ev = Event(self.env)
-        make_ready(self.env, ev)
+        self.env.make_ready(ev)
         return ev
 
     def count(self, delta: int) -> None:
         self.n += delta
-        now = self.env._now
+        now = self.env.now
         self.number_avg.set(now, self.n)
         self.busy_avg.set(now, 1.0 if self.n else 0.0)
 
     def finished(self, job: Job) -> None:
         """Statistics of a completed job (after warm-up) (§5)."""
         if self.sim.stats_on:
-            now = self.env._now
+            now = self.env.now
             self.completed += 1
             self.wait_sum += job.started - job.enqueued
             self.service_sum += now - job.started
@@ -132,7 +131,7 @@ class Stage:
         """The job's session becomes ready (ready FIFO: an urgent event now)."""
         ev = job.ev
         if ev is not None and ev.callbacks is not None and not ev.triggered:
-            make_ready(self.env, ev)
+            self.env.make_ready(ev)
 
     def reset_stats(self, now: float) -> None:
         self.number_avg.reset(now)

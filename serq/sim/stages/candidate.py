@@ -37,12 +37,12 @@ class Candidate:
     * ``joined`` — the time it joined the queue.
     """
 
-    __slots__ = ("_req", "_engine", "_now", "_position")
+    __slots__ = ("_req", "_engine", "_at", "_position")
 
     def __init__(self, req: "HoldRequest", engine: "StepEngine", now: float, position: int) -> None:
         self._req = req
         self._engine = engine
-        self._now = now
+        self._at = now
         self._position = position
 
     def attr(self, name: str) -> float:
@@ -58,12 +58,12 @@ class Candidate:
 
     @property
     def waited(self) -> float:
-        return self._now - self._req.joined
+        return self._at - self._req.joined
 
     @property
     def age(self) -> float:
         sent = self._req.session.sent
-        return self._now - sent if sent >= 0.0 else self._now - self._req.joined
+        return self._at - sent if sent >= 0.0 else self._at - self._req.joined
 
     @property
     def serial(self) -> int:
@@ -99,5 +99,5 @@ def unknown_attr(engine: "StepEngine", name: str) -> SerqRuntimeError:
 
 def candidates(engine: "StepEngine", queue: Sequence[Any]) -> list[Candidate]:
     """The waiting requests of one queue, in queue order."""
-    now = engine.env._now
+    now = engine.env.now
     return [Candidate(req, engine, now, i) for i, req in enumerate(queue)]

@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import bisect
 from collections import deque
-from heapq import heappush
 from typing import TYPE_CHECKING, Any, Callable
 
-from simpy.events import NORMAL, PENDING, Event, Timeout
+from simpy.events import Event, Timeout
 
-from ..ready import make_ready, timer
 from ..stats import fold
 from .base import Stage, check_work
 
@@ -25,7 +23,6 @@ if TYPE_CHECKING:
 
 
 _INF = float("inf")
-_new = object.__new__
 
 
 class QJob:
@@ -58,8 +55,8 @@ class DelayStage(Stage):
         check_work(label, work)
         if work == 0.0:
             return self.immediate()
-        job = QJob(s, work, None, self.env._now)
-        t = job.timer = timer(self.env, work, [self._finish])
+        job = QJob(s, work, None, self.env.now)
+        t = job.timer = self.env.timer(work, [self._finish])
         t.job = job  # type: ignore[attr-defined]
         self.jobs[job] = None
         self.count(+1)
@@ -84,7 +81,7 @@ class DelayStage(Stage):
             self.count(-1)
 
     def work(self) -> float:
-        now = self.env._now
+        now = self.env.now
         return fold((max(0.0, j.work - (now - j.started)) for j in self.jobs), 0.0)
 
 
@@ -109,7 +106,7 @@ class FifoStage(Stage):
             check_work(label, work)
         if work == 0.0:
             return self.immediate()
-        now = self.env._now
+        now = self.env.now
         # self.count(+1), inline
         n = self.n = self.n + 1
         avg = self.number_avg
@@ -132,7 +129,7 @@ class FifoStage(Stage):
 
     def _start(self, job: QJob) -> Timeout:
         env = self.env
-        job.started = env._now
+        job.started = env.now
         self.active.append(job)
         ev = job.ev
         if ev is not None and ev.callbacks:
@@ -144,15 +141,8 @@ class FifoStage(Stage):
             job.ev = None
         else:
             callbacks = [self._fin]
-        # t = timer(env, job.work, callbacks), inline
-        t = job.timer = _new(Timeout)
-        t.env = env
-        t.callbacks = callbacks
-        t._value = None
-        t._delay = work = job.work
-        t._ok = True
+        t = job.timer = env.timer(job.work, callbacks)
         t.job = job  # type: ignore[attr-defined]
-        heappush(env._queue, (env._now + work, NORMAL, next(env._eid), t))
         return t
 
     def _fill(self) -> None:
@@ -168,7 +158,7 @@ class FifoStage(Stage):
         job.done = True
         active = self.active
         active.remove(job)
-        now = self.env._now
+        now = self.env.now
         # self.count(-1), inline
         n = self.n = self.n - 1
         avg = self.number_avg
@@ -186,8 +176,8 @@ class FifoStage(Stage):
             self.service_sum += now - job.started
         job.session.job = None
         ev = job.ev  # a job that started at once has no event: its session waits on the timer
-        if ev is not None and ev.callbacks is not None and ev._value is PENDING:
-            make_ready(self.env, ev)
+        if ev is not None and ev.callbacks is not None and not ev.triggered:
+            self.env.make_ready(ev)
         waiting = self.waiting
         if waiting:
             servers = self.servers
@@ -212,7 +202,7 @@ class FifoStage(Stage):
         return float(len(self.active))
 
     def work(self) -> float:
-        now = self.env._now
+        now = self.env.now
         return fold((max(0.0, j.work - (now - j.started)) for j in self.active), 0.0) + fold((j.work for j in self.waiting), 0.0)
 
 
@@ -248,7 +238,7 @@ class PsStage(Stage):
         self._view = _PsView(0.0)  # what phi reads, reused
 
     def _advance(self) -> None:
-        now = self.env._now
+        now = self.env.now
         self.v += self.rate * (now - self.v_last)
         self.v_last = now
 
@@ -258,7 +248,7 @@ class PsStage(Stage):
         if work == 0.0:
             return self.immediate()
         env = self.env
-        now = env._now
+        now = env.now
         # self._advance(), inline
         v = self.v = self.v + self.rate * (now - self.v_last)
         self.v_last = now
@@ -293,7 +283,7 @@ class PsStage(Stage):
         self.dirty = False
         if n and rate > 0.0:
             tag, _seq, job = self.tags[0]
-            t = timer(self.env, max(0.0, (tag - self.v) / rate), [self._finish])
+            t = self.env.timer(max(0.0, (tag - self.v) / rate), [self._finish])
             t.job = job  # type: ignore[attr-defined]
             t.epoch = self.epoch  # type: ignore[attr-defined]
 
@@ -314,8 +304,8 @@ class PsStage(Stage):
             self.dirty = True
             sim.dirty_ps.append(self)
         ev = job.ev  # self.wake(job), and the session runs now if nobody else is ready
-        if ev is not None and ev.callbacks is not None and ev._value is PENDING:
-            sim.ready_now(ev)
+        if ev is not None and ev.callbacks is not None and not ev.triggered:
+            sim.env.wake(ev)
 
     def remove(self, job: QJob) -> None:  # type: ignore[override]
         if job.done:
@@ -327,5 +317,5 @@ class PsStage(Stage):
         self._changed()
 
     def work(self) -> float:
-        v = self.v + self.rate * (self.env._now - self.v_last)
+        v = self.v + self.rate * (self.env.now - self.v_last)
         return fold((max(0.0, tag - v) for tag, _s, _j in self.tags), 0.0)

@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any, Callable
 
-from simpy.events import Event, Timeout
+from simpy.events import Event
 
 from ... import expr, ir
 from ...errors import SerqRuntimeError
@@ -184,7 +184,7 @@ class StepEngine(Stage):
         check_work(label, work)
         if work == 0.0:
             return self.immediate()
-        job = Job(s, work, Event(self.env), self.env._now)
+        job = Job(s, work, Event(self.env), self.env.now)
         job.prefill = mode == "prefill"
         if growing is not None:
             found = s.innermost(growing)
@@ -268,7 +268,7 @@ class StepEngine(Stage):
                 self.sim.admit(req, amounts)
             finally:
                 self.admitting_left = None
-            self.sim.run_ready()
+            self.env.run_ready()
             return True
         return False
 
@@ -428,7 +428,7 @@ class StepEngine(Stage):
             if budget > 0.0:
                 self.starved_at = None
             elif self.starved_at is None:
-                self.starved_at = self.env._now  # work waits and no token can be scheduled
+                self.starved_at = self.env.now  # work waits and no token can be scheduled
                 self.starved_budget = budget
             return False
         self.starved_at = None
@@ -489,7 +489,7 @@ class StepEngine(Stage):
                 "an iteration that schedules tokens lasts a positive time")
         if not math.isfinite(cost):
             raise SerqRuntimeError(f"stage `{self.label}`: an iteration costs {cost:g}, not a finite time")
-        now = self.env._now
+        now = self.env.now
         if self.step_log is not None:
             self.step_log.extend((now, cost, tokens, decoders, prefilled, kv_d, kv_p, attention,
                                   float(len(self.residents))))
@@ -503,8 +503,7 @@ class StepEngine(Stage):
         self.run_length = m
         self.run_cost = cost
         self._run_start = now
-        timer = Timeout(self.env, end - now)
-        timer.callbacks.append(self._iter_end)  # type: ignore[union-attr]
+        timer = self.env.timer(end - now, [self._iter_end])
         timer.epoch = self.epoch  # type: ignore[attr-defined]
         return True
 
@@ -543,7 +542,7 @@ class StepEngine(Stage):
         if m > 1:
             coalesce.replay(self, assign, m)
         self.sim.events += 1
-        now = self.env._now
+        now = self.env.now
         finished = []
         for job, tokens in assign:
             if job.done:
