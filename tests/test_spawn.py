@@ -10,7 +10,7 @@ from frontend_util import fails, load, where
 
 import serq
 from serq.errors import SerqRuntimeError
-from serq.sim.simulator import CHILD_SERIALS
+from serq.sim.population import CHILD_SERIALS
 
 C0 = CHILD_SERIALS  # the first child's serial
 

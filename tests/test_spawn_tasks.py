@@ -18,7 +18,7 @@ from frontend_util import load
 
 import serq
 from serq.report import TaskRecord, client_decimals, fixed
-from serq.sim.simulator import CHILD_SERIALS
+from serq.sim.population import CHILD_SERIALS
 
 C0 = CHILD_SERIALS  # the first child's serial
 ROOT = Path(__file__).resolve().parent.parent

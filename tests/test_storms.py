@@ -124,7 +124,7 @@ def test_the_live_limit_defaults_to_a_million_and_max_live_wins_over_the_environ
     from serq.sim.simulator import Simulator
 
     program = serq.load("workload { arrive batch(B); }\nsession { end; }\nrun { horizon 5; }\nlet B = 11;")
-    assert Simulator(program, seed=1, horizon=5.0, warmup=0.0).max_live == 1_000_000
+    assert Simulator(program, seed=1, horizon=5.0, warmup=0.0).population.max_live == 1_000_000
     with pytest.raises(serq.SerqError, match=r"a batch of 11 sessions is more than the limit of 10 live") as err:
         serq.run(program, max_live=10)
     assert any("`--max-live 11`" in h for h in err.value.helps)

@@ -1,5 +1,5 @@
 """Holds on pools: joining, admission, release, growth and preemption
-(semantics §2.2–§2.7, §4.5), as the simulator's methods."""
+(semantics §2.2–§2.7, §4.5)."""
 
 from __future__ import annotations
 
@@ -13,22 +13,22 @@ from .pool import GRANTED, REJECTED, RELEASED, WAITING, HoldRequest, Pool
 from .session import Preemption, Session
 
 if TYPE_CHECKING:
+    from .simulator import Simulator
     from .stages.step import StepEngine
 
 
 class Holds:
-    """The pool side of the simulator: what sessions and step engines call
-    when a hold joins, is admitted, grows, is preempted or ends.  Mixed into
-    :class:`~serq.sim.simulator.Simulator`, whose ``env``, pools and counters
-    it uses."""
+    """The pool side of a run: what sessions and step engines call when a
+    hold joins, is admitted, grows, is preempted or ends.  The simulator owns
+    one (``sim.holds``); it keeps the admission and release sequence numbers
+    and counts preemptions into the simulator's report counters."""
 
-    env: Any
-    all_pools: list[Pool]
-    stats_on: bool
-    next_adm: int
-    next_release: int
-    preemptions: int
-    probing: HoldRequest | None = None  # a hold whose header `enqueue` reads (a shared cache's `cachedin`)
+    def __init__(self, sim: "Simulator") -> None:
+        self.sim = sim
+        self.env = sim.env
+        self.next_adm = 0  # the order of admissions (a session's ``adm_seq``: vLLM's `running` order)
+        self.next_release = 0  # the order of releases (an LRU cache entry's age)
+        self.probing: HoldRequest | None = None  # a hold whose header `enqueue` reads (a shared cache's `cachedin`)
 
     # -- holds: join, admit, release (§2.2–§2.6) ----------------------------------------------
 
@@ -81,7 +81,7 @@ class Holds:
             req.held[k] = True
             pool.record()
         first = req.pools[0]
-        if self.stats_on:
+        if self.sim.stats_on:
             first.wait_sum += self.env.now - req.joined
             first.wait_count += 1
         s.adm_seq = self.next_adm
@@ -183,7 +183,7 @@ class Holds:
     def try_admit_all(self) -> None:
         """A pass over every pool in declaration order: stalled growers, then
         its queue, unless a step stage admits it (§1.3 step 2)."""
-        for pool in self.all_pools:
+        for pool in self.sim.all_pools:
             if pool.growers:
                 self.retry_growers(pool)
             if pool.put_queue and pool.admit_via is None:
@@ -254,7 +254,7 @@ class Holds:
                 h.pools[0].cancel(h)
         del victim.holds[i:]
         pool.preemptions += 1
-        self.preemptions += 1
+        self.sim.preemptions += 1
         new = HoldRequest(victim, req.spec, req.spec.pools(victim), front=True)
         self.enqueue(new)
         victim.requeued = new

@@ -53,7 +53,7 @@ class Kernel(simpy.Environment):
         super().__init__()
         self.now = 0.0
         #: the event heap, (time, priority, id, event): ``queue[0]`` is the next event
-        self.queue: list[tuple[float, int, int, Event]] = self._queue
+        self.queue: list[Any] = self._queue  # (time, priority, id, event) tuples
         # the events-per-instant guard: the instant it counts, the events it has left, its cap
         self.instant = -1.0
         self.room = 0
@@ -137,7 +137,7 @@ class Kernel(simpy.Environment):
         The guard counts it as an event."""
         ev._ok = True
         ev._value = None
-        callbacks, ev.callbacks = ev.callbacks, None
+        callbacks, ev.callbacks = ev.callbacks, None  # type: ignore[assignment]
         for callback in callbacks:  # type: ignore[union-attr]
             callback(ev)
         self.room -= 1
@@ -183,7 +183,7 @@ class Kernel(simpy.Environment):
         while q and q[0][1] == URGENT:
             # SimPy's Environment.step; a session's end may count against the room
             _t, _, _, event = heappop(q)
-            callbacks, event.callbacks = event.callbacks, None
+            callbacks, event.callbacks = event.callbacks, None  # type: ignore[assignment]
             for callback in callbacks:
                 callback(event)
             if not event._ok and not hasattr(event, "_defused"):
@@ -217,7 +217,7 @@ class Kernel(simpy.Environment):
             # SimPy's Environment.step, inline (no StopSimulation in a run)
             self._now, _, _, event = heappop(q)
             self.now = self._now
-            callbacks, event.callbacks = event.callbacks, None
+            callbacks, event.callbacks = event.callbacks, None  # type: ignore[assignment]
             for callback in callbacks:
                 callback(event)
             if not event._ok and not hasattr(event, "_defused"):
@@ -264,7 +264,7 @@ class SessionProcess(Process):
     """A session's SimPy process, with a leaner resume than SimPy's own.
 
     It runs the compiled body directly (no wrapping generator) and, when the
-    body returns, ends the session (``Simulator.end_session``) from inside the
+    body returns, ends the session (``Population.end_session``) from inside the
     process as before.  A process whose generator returns is itself an event
     SimPy schedules at once; nothing ever waits on a session's process, so when
     the run has no pool and no step stage that event is not scheduled at all:
@@ -338,7 +338,7 @@ class SessionProcess(Process):
         sim = self.sim
         if returned:
             try:
-                sim.end_session(self.session)
+                sim.population.end_session(self.session)
             except SerqError as err:
                 self.env.fail(err)  # type: ignore[attr-defined]
         self._ok = True

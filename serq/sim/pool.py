@@ -125,7 +125,7 @@ class HoldRequest(Event):
         if exc_type is not None and not isinstance(exc, Interrupt):  # only a preemption unwinds a hold
             return  # the run is failing; leave the state as it is
         if self.state == GRANTED:
-            s.sim.release_hold(self, completed=exc_type is None and not s.ending)
+            s.sim.holds.release_hold(self, completed=exc_type is None and not s.ending)
         elif self.state == WAITING:
             self.pools[0].cancel(self)
         s.forget_hold(self)
@@ -205,7 +205,7 @@ class Pool(BaseResource):
             return 0.0
         sh = self.shared
         assert sh is not None
-        req = self.sim.probing
+        req = self.sim.holds.probing
         if req is None or req.session is not s or self not in req.pools:
             req = None
             for h in reversed(s.holds):
@@ -420,7 +420,7 @@ class Pool(BaseResource):
         if amounts is None:
             return False
         self.put_queue.remove(req)
-        self.sim.admit(req, amounts)
+        self.sim.holds.admit(req, amounts)
         return True
 
     def _trigger_put(self, get_event: Any = None) -> None:

@@ -55,9 +55,9 @@ def build_report(sim: "Simulator") -> Report:
         samples[decl.name] = rows
         if decl.is_test and len(values) >= 40 and all(v == 0.0 for v in values):
             notes.append(f"observe {decl.name} is constant 0 over {len(values)} samples")
-    client = {name: summarize([r[3] for r in rows]) for name, rows in sim.client.items() if rows}
+    client = {name: summarize([r[3] for r in rows]) for name, rows in sim.population.client.items() if rows}
     if client:  # a program with a client: its rows' samples, every row, prefixed apart from the observes
-        for name, rows in sim.client.items():
+        for name, rows in sim.population.client.items():
             samples.setdefault(f"client_{name}", rows)  # (an observe of that very name keeps it)
     stages = []
     for sdecl, members in zip(p.stages, sim.stages):
@@ -99,7 +99,7 @@ def build_report(sim: "Simulator") -> Report:
     steps = {e.label: StepLog(e.step_log) for e in sim.engines if e.step_log is not None}
     return Report(
         horizon=sim.horizon, end=end, warmup=sim.warmup, seed=sim.seed, events=sim.events,
-        arrivals=sim.arrivals, ended=sim.ended, turns=sim.turns, mean_live=sim.live_avg.mean(end, start),
+        arrivals=sim.arrivals, ended=sim.ended, turns=sim.turns, mean_live=sim.population.live_avg.mean(end, start),
         observes=observes, client=client, stages=stages, pools=pools, notes=notes, samples=SampleLists(samples),
         stage_warnings=stage_warnings, tasks=tasks, steps=steps, replay=sim.replay,
     )
@@ -110,19 +110,20 @@ def _tasks(sim: "Simulator", samples: dict[str, Any]) -> TaskSummary | None:
     that spawns, once the run has spawned a child (so that a `spawn (0)`
     leaves the report as it is without the statement); its task times join
     ``samples`` as ``task_time`` (an observe of that name keeps it)."""
-    from .simulator import CHILD_SERIALS
+    from .population import CHILD_SERIALS
 
-    if sim.tree_slots is None or sim.next_child == CHILD_SERIALS:
+    pop = sim.population
+    if pop.tree_slots is None or pop.next_child == CHILD_SERIALS:
         return None
-    log = sim.task_log
+    log = pop.task_log
     open_tasks: dict[int, Task] = {}
-    for s in sim.tree_live:  # the sessions not ended: their tasks are open, stuck if one of them is
+    for s in pop.tree_live:  # the sessions not ended: their tasks are open, stuck if one of them is
         task = s.task
         assert task is not None, "a session of a program that spawns belongs to a task"
         open_tasks[id(task)] = task
         if s.stuck:
             task.stuck = True
-    stuck = sim.tasks_stuck + sum(1 for task in open_tasks.values() if task.stuck)
+    stuck = pop.tasks_stuck + sum(1 for task in open_tasks.values() if task.stuck)
     samples.setdefault("task_time", [(end, root, int(turn), end - start) for root, start, end, _n, _d, turn in log])
     return TaskSummary(
         time=summarize([end - start for _r, start, end, _n, _d, _t in log]),

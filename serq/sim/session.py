@@ -169,7 +169,7 @@ class Session:
         w[0] += n
         sim = self.sim
         for _ in range(n):
-            sim.spawn_child(self, handle, values, slots)
+            sim.population.spawn_child(self, handle, values, slots)
 
     def kid_ended(self, handle: int) -> None:
         w = self.waits[handle]  # type: ignore[index]
@@ -219,7 +219,7 @@ class Session:
         sim = self.sim
         if sim.stats_on:
             now = sim.env.now
-            sim.client_record(self, now)
+            sim.population.client_record(self, now)
 
     def prefill_done(self, now: float, stage: Any) -> None:
         """A prefill ended: the turn's first token, or after a preemption the
@@ -251,7 +251,7 @@ class Session:
             self.requeued = None
             return req
         req = HoldRequest(self, spec, spec.pools(self))
-        self.sim.enqueue(req)
+        self.sim.holds.enqueue(req)
         return req
 
     def forget_hold(self, req: HoldRequest) -> None:
@@ -301,7 +301,7 @@ class Session:
         if found is None:
             raise SerqRuntimeError(f"{label}: `grow {pool.label}` outside a hold of `{pool.label}`")
         req, k = found
-        outcome = self.sim.grow(self, req, k, amount)
+        outcome = self.sim.holds.grow(self, req, k, amount)
         if outcome is True:
             return None
         if isinstance(outcome, Preemption):
@@ -312,9 +312,9 @@ class Session:
         found = self.innermost(pool)
         if found is not None:
             req, k = found
-            self.sim.release_part(req, k)
+            self.sim.holds.release_part(req, k)
             self.preempt_pos.pop(pool, None)
-            self.sim.try_admit_all()
+            self.sim.holds.try_admit_all()
 
     def drop(self, pool: "Pool") -> None:
         pool.cache.take(self.serial)

@@ -265,7 +265,7 @@ class StepEngine(Stage):
             pool.put_queue.remove(req)
             self.admitting_left = left
             try:
-                self.sim.admit(req, amounts)
+                self.sim.holds.admit(req, amounts)
             finally:
                 self.admitting_left = None
             self.env.run_ready()
@@ -315,7 +315,7 @@ class StepEngine(Stage):
     def choose_victim(self, pool: "Pool", grower: "Session") -> "Session | None":
         """Whom a growth that does not fit preempts: vLLM's ``running[-1]``,
         the most recently admitted resident holding the pool (§4.5)."""
-        return self.sim.lifo_victim(pool)
+        return self.sim.holds.lifo_victim(pool)
 
     def iteration_cost(self, view: StepView) -> float:
         """The iteration's duration from the ``cost`` expression."""
@@ -409,7 +409,7 @@ class StepEngine(Stage):
                     k = job.k
                     pos = req.pos[k]
                     need = pos + tokens - req.alloc[k]
-                    if need > EPS and sim.grow(s, req, k, need, engine=self) is not True:
+                    if need > EPS and sim.holds.grow(s, req, k, need, engine=self) is not True:
                         continue  # preempted (it is no longer a resident) or stalled
                     if job.prefill:
                         attention += tokens * (pos + tokens / 2.0)

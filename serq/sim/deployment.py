@@ -1,0 +1,108 @@
+"""Building a run's deployment from the program: the pools and stages (one
+object per member of a family), their compiled keys and expressions, the
+step engine class of each step stage, and the pairing of ``admit via`` and
+``memory`` families (language §3, "Arrays")."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import TYPE_CHECKING, Any, Mapping
+
+from .. import ir
+from ..errors import SerqError
+from ..expr import Frame, compile_expr
+from .cache import PrefixCache
+from .compile import pool_source, stage_source
+from .pool import Pool
+from .stages.base import Stage
+from .stages.queueing import DelayStage, FifoStage, PsStage
+from .stages.step import StepEngine
+
+if TYPE_CHECKING:
+    from .simulator import Simulator
+
+
+def build(sim: "Simulator", engines: Mapping[str, type]) -> None:
+    """Make ``sim.pools`` and ``sim.stages`` (lists of families), ``sim.all_pools``
+    and ``sim.engines`` (flat, in declaration order); ``engines`` gives step
+    stages their classes by name (``--engine``)."""
+    p = sim.program
+    unknown = sorted(set(engines) - {s.name for s in p.stages if s.kind == "step"})
+    if unknown:
+        raise SerqError(f"--engine `{unknown[0]}`: no step stage of that name")
+    sim.pools = []
+    for decl in p.pools:
+        members = [Pool(sim, decl, label(decl.name, i, decl.size), i if decl.size is not None else None)
+                   for i in range(decl.members)]
+        sim.pools.append(members)
+    sim.all_pools = [m for ms in sim.pools for m in ms]
+    sim.stages = [[] for _ in p.stages]
+    frame = Frame(sim.ns, attrs="c.a", ctx="c", session=None, stream="_mrng",
+                  resolve_pool=partial(pool_source, sim), resolve_stage=partial(stage_source, sim))
+    for si, sdecl in enumerate(p.stages):
+        for i in range(sdecl.members):
+            name = label(sdecl.name, i, sdecl.size)
+            index = i if sdecl.size is not None else None
+            if sdecl.kind == "delay":
+                stage: Stage = DelayStage(sim, sdecl, name, index)
+            elif sdecl.kind == "fifo":
+                stage = FifoStage(sim, sdecl, name, index)
+            elif sdecl.kind == "ps":
+                assert sdecl.phi is not None
+                stage = PsStage(sim, sdecl, name, index, phi=compile_expr(sdecl.phi, frame))
+            else:
+                stage = _step(sim, sdecl, name, index, frame, engines.get(sdecl.name, StepEngine))
+            sim.stages[si].append(stage)
+    sim.engines = [s for ms in sim.stages for s in ms if isinstance(s, StepEngine)]
+    # pools' keys and the pairing of `admit via` / `memory` families (language §3 "Arrays")
+    for decl, members in zip(p.pools, sim.pools):
+        for i, pool in enumerate(members):
+            if decl.queue != "fifo":
+                keys = [compile_expr(k, frame.derive(session="c.session", stream="c.srng")) for k in decl.queue]
+                pool.queue_keys = keys_of(keys)
+            if decl.evict != "lru":
+                keys = [compile_expr(k, frame.derive(stream="c.srng")) for k in decl.evict]
+                pool.cache = PrefixCache(pool.block, keys_of(keys), sim.eviction_stream)
+            if decl.admit_via is not None:
+                engine = pair(sim.stages[decl.admit_via], i, len(members))
+                engine.admit_pools.append(pool)  # type: ignore[attr-defined]
+    for engine in sim.engines:
+        if engine.memory is not None:
+            engine.memory.engines.append(engine)
+
+
+def _step(sim: "Simulator", decl: ir.StageDecl, name: str, index: int | None, frame: Frame,
+          cls: type) -> StepEngine:
+    step = decl.step
+    assert step is not None
+    memory = None
+    if step.memory is not None:
+        memory = pair(sim.pools[step.memory], index or 0, decl.members)
+    serve_keys = None
+    if isinstance(step.serve, tuple):
+        serve_keys = keys_of([compile_expr(k, frame.derive(session=None)) for k in step.serve])
+    if not (isinstance(cls, type) and issubclass(cls, StepEngine)):
+        raise SerqError(f"--engine {decl.name}: `{cls!r}` is not a StepEngine subclass")
+    return cls(sim, decl, name, index,
+               budget=compile_expr(step.budget, frame), chunk=compile_expr(step.chunk, frame),
+               cost=compile_expr(step.cost, frame), serve=step.serve, serve_keys=serve_keys,
+               memory=memory)
+
+
+def label(name: str, i: int, size: int | None) -> str:
+    """A member's label: ``kv`` for a single pool or stage, ``kv[2]`` for a member of a family."""
+    return name if size is None else f"{name}[{i}]"
+
+
+def pair(members: list[Any], i: int, count: int) -> Any:
+    """Member ``i`` of a family of ``count`` paired with another family: one
+    for one when the counts match, one for all when the other has one."""
+    return members[0] if len(members) == 1 else members[i if count == len(members) else 0]
+
+
+def keys_of(fns: list[Any]) -> Any:
+    """Key functions as one function giving their tuple."""
+    if len(fns) == 1:
+        f = fns[0]
+        return lambda c: (f(c),)
+    return lambda c: tuple(f(c) for f in fns)
