@@ -72,7 +72,7 @@ def main() -> None:
     ns = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        _, _, base_rss = child(["-c", "import serq.cli, serq.traces"])
+        _, _, base_rss = child(["-c", "import serq.cli, serq.traces.convert"])
         print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; python {sys.version.split()[0]}; a child that only imports serq.cli and serq.traces: "
               f"peak RSS {base_rss / 1024:.1f} MiB")
         print(f"{'format':<10} {'rows':>9} {'input':>9} {'output':>9} {'wall':>8} {'cpu':>8} {'rows/s':>9} {'peak RSS':>9}")

@@ -356,8 +356,8 @@ def trace_import(
     model: Optional[List[str]] = typer.Option(None, metavar="NAME", help="burstgpt: keep this Model (repeatable)."),
 ) -> None:
     """Convert a public trace to serQ's trace CSV: one single-turn session per request, with its arrival."""
-    from .traces import import_trace
-    from .traces.importers import get_format
+    from .traces.convert import import_trace
+    from .traces.formats import get_format
 
     try:
         try:

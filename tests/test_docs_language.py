@@ -29,7 +29,7 @@ import serq
 from serq import ir
 from serq.expr import DISTRIBUTIONS, POOL_PROBES, PURE_FUNCTIONS, STAGE_PROBES
 from serq.frontend import grammar, words
-from serq.sim import trace as sim_trace
+from serq.traces import reader as trace_reader
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "language.md"
@@ -186,7 +186,7 @@ def inventory() -> dict[str, set[str]]:
         "built-in attribute": set(ir.BUILTIN_ATTRIBUTES) | set(ir.TREE_ATTRIBUTES),
         "context variable": set(words.CONTEXT),
         "old context variable": set(words.OLD_CONTEXT),
-        "trace column": set(sim_trace.NAMES),
+        "trace column": set(trace_reader.NAMES),
     }
 
 

@@ -19,7 +19,7 @@ from serq.frontend import defs as defs_module
 from serq.frontend import load_program
 from serq.frontend.lexer import MAX_TOKENS
 from serq.frontend.library import MAX_BYTES
-from serq.sim import trace as trace_module
+from serq.traces import reader as trace_module
 
 TRACE_PROGRAM = """
 stage think : delay;

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from serq.errors import SerqError, UsageError
-from serq.sim.trace import parse_trace, read_trace
+from serq.traces.reader import parse_trace, read_trace
 from serq.traces import FORMATS, HEADER, import_trace
 
 ROOT = Path(__file__).resolve().parent.parent

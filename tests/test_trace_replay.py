@@ -15,7 +15,7 @@ import pytest
 
 import serq
 from serq import SerqError
-from serq.sim.trace import TraceTurn, parse_trace, read_trace
+from serq.traces.reader import TraceTurn, parse_trace, read_trace
 
 ROOT = Path(__file__).resolve().parent.parent
 AZURE = ROOT.parent / "shared" / "data" / "azure-llm-2023"

@@ -31,7 +31,7 @@ from .population import Population
 from .stages.base import Stage
 from .stages.queueing import PsStage
 from .stages.step import StepEngine
-from .trace import read_trace
+from ..traces.reader import read_trace
 
 #: Run limits (docs/simulator.md, "Run guards and limits").  Both can be
 #: raised with an environment variable of the same name; the live limit also

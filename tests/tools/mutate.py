@@ -144,7 +144,7 @@ MUTATIONS = [
     Mutation(
         "trace-window-closed",
         "`serq trace import --duration D` keeps a request at exactly start + D (the window is [start, start + D))",
-        (("serq/traces/importers.py", "                if end_d is not None and rel >= end_d:\n",
+        (("serq/traces/convert.py", "                if end_d is not None and rel >= end_d:\n",
           "                if end_d is not None and rel > end_d:\n"),),
         ("tests/test_trace_import.py",),
     ),
