@@ -158,6 +158,17 @@ BEHAVIOURS: dict[str, list[tuple[str, Callable[..., Any], str]]] = {
         ("True", lambda self, view: True, "error"),
         ("complex", lambda self, view: 1j, "error"),
     ],
+    # notifications: an exception stops the run; what they return is ignored
+    "on_finish": [
+        ("default", default("on_finish"), "ok"),
+        ("raises", raising, "error"),
+        ("returns", lambda self, job: "anything", "ok"),
+    ],
+    "on_remove": [
+        ("default", default("on_remove"), "ok"),
+        ("raises", raising, "error"),
+        ("returns", lambda self, job: 3, "ok"),
+    ],
 }
 
 
@@ -203,7 +214,7 @@ def test_each_bad_value_is_an_error_naming_the_class_and_hook(hook: str, label: 
 @st.composite
 def misbehaving(draw: Any) -> tuple[str, str, Callable[..., Any], str]:
     """A hook that answers with the default, or one of the bad values, call by call."""
-    hook = draw(st.sampled_from(HOOKS))
+    hook = draw(st.sampled_from(list(HOOKS)))
     choices = BEHAVIOURS[hook]
     picks = draw(st.lists(st.integers(0, len(choices) - 1), min_size=1, max_size=6))
     every = draw(st.integers(1, 50))  # misbehave at every `every`-th call, behave otherwise

@@ -23,23 +23,11 @@ class FairShare(StepEngine):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.served: dict[int, float] = {}  # session serial → tokens served
-        self._given: dict[int, float] = {}  # id(job) → its work when submitted
 
     def select_waiting(self, candidates: list[Candidate]) -> Candidate | None:
         served = self.served
         return min(candidates, key=lambda c: served.get(c.serial, 0.0))
 
-    def submit(self, s: Any, work: float, mode: str | None, growing: Any, label: str) -> Any:
-        ev = super().submit(s, work, mode, growing, label)
-        if s.job is not None and s.job[0] is self:
-            self._given[id(s.job[1])] = work
-        return ev
-
-    def finished(self, job: Job) -> None:
-        super().finished(job)
+    def on_finish(self, job: Job) -> None:
         serial = job.session.serial
-        self.served[serial] = self.served.get(serial, 0.0) + self._given.pop(id(job), 0.0)
-
-    def remove(self, job: Job) -> None:
-        super().remove(job)
-        self._given.pop(id(job), None)
+        self.served[serial] = self.served.get(serial, 0.0) + job.size

@@ -20,7 +20,7 @@ class Priority(StepEngine):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         try:
-            self._attr_slot(self.key)  # a program without it: an error before the run
+            self.attr_slot(self.key)  # a program without it: an error before the run
         except SerqError as err:
             err.helps.append(f'choose the attribute: `--policy {self.label}=priority:ATTR`, or a subclass '
                              'with key = "ATTR"')

@@ -18,7 +18,7 @@ class ShortestPromptFirst(StepEngine):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._attr_slot(self.key)  # a program without it: an error before the run
+        self.attr_slot(self.key)  # a program without it: an error before the run
 
     def select_waiting(self, candidates: list[Candidate]) -> Candidate | None:
         key = self.key

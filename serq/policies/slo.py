@@ -32,14 +32,14 @@ class LeastSlack(StepEngine):
         self._due_attr: str | None = None  # the attribute holding each session's target
         self._due = 0.0  # the target of every session
         if isinstance(target, str) and (target in program.attributes or target not in program.constants):
-            self._attr_slot(target)  # an attribute first (an unknown name: its error, with did-you-mean)
+            self.attr_slot(target)  # an attribute first (an unknown name: its error, with did-you-mean)
             self._due_attr = target
         else:
             self._due = float(program.constants[target] if isinstance(target, str) else target)
             if not self._due >= 0.0:
                 raise SerqRuntimeError(f"stage `{self.label}`: the TTFT target is {self._due:g}, not seconds >= 0")
         if self.per_token:
-            self._attr_slot(self.prompt)
+            self.attr_slot(self.prompt)
 
     def select_waiting(self, candidates: list[Candidate]) -> Candidate | None:
         attr, due, per_token, prompt = self._due_attr, self._due, self.per_token, self.prompt

@@ -94,7 +94,8 @@ def build_report(sim: "Simulator") -> Report:
                 evicted_entries=pool.cache.evicted_entries, evicted_units=pool.cache.evicted_units,
                 preemptions=pool.preemptions, spills=0, rejected=pool.rejected, stuck=pool.stuck,
             ))
-    stage_warnings = [w for w in map(_starved, sim.engines) if w is not None]
+    stage_warnings = [note for e in sim.engines for note in e.notes]
+    stage_warnings += [w for w in map(_starved, sim.engines) if w is not None]
     tasks = _tasks(sim, samples)
     steps = {e.label: StepLog(e.step_log) for e in sim.engines if e.step_log is not None}
     return Report(

@@ -21,18 +21,19 @@ class Job:
     it, and for a step stage its mode and the hold it grows.
 
     A :class:`~serq.sim.stages.step.StepEngine` hook reads a resident's
-    ``remaining``, ``decoding``, ``prefill`` and ``session`` (its attributes are
-    ``session.a``, its admission order ``session.adm_seq``) and never changes
-    them: the engine alone does."""
+    ``remaining``, ``size`` (the work it came with), ``decoding``, ``prefill``
+    and ``session`` (its attributes are ``session.a``, its admission order
+    ``session.adm_seq``) and never changes them: the engine alone does."""
 
     __slots__ = (
-        "session", "work", "prefill", "hold", "k", "enqueued", "started", "ev", "done", "seq",
+        "session", "work", "size", "prefill", "hold", "k", "enqueued", "started", "ev", "done", "seq",
         "first", "timer",
     )
 
     def __init__(self, session: "Session", work: float, ev: Event | None, now: float) -> None:
         self.session = session
         self.work = work
+        self.size = work  # the work it came with
         self.prefill = False
         self.hold: "HoldRequest | None" = None  # the hold a `growing` job grows
         self.k = -1  # the pool's index in that hold

@@ -48,7 +48,7 @@ class Candidate:
     def attr(self, name: str) -> float:
         """The session attribute ``name`` (a built-in such as ``serial`` or
         ``turn_no``, or one the program sets); hidden attributes cannot be read."""
-        slot = self._engine._attr_slot(name)
+        slot = self._engine.attr_slot(name)
         return self._req.session.a[slot]
 
     @property

@@ -8,21 +8,16 @@ left; it lasts ``cost``.  One engine needs one SimPy ``Timeout`` per
 iteration and nothing else: no process, resource or store is created per
 iteration.
 
-:class:`StepEngine` is a template method.  Each hook makes one decision and
-may be overridden by a subclass (pick it per stage with
+:class:`StepEngine` is a template method: a subclass (picked per stage with
 ``serq.run(program, engines={"engine": MyEngine})`` or ``--engine
-engine=package.module:MyEngine``):
-
-* :meth:`StepEngine.order_residents` — the serving order;
-* :meth:`StepEngine.plan_tokens` — the tokens a resident asks for;
-* :meth:`StepEngine.select_waiting` — which waiting request to try next;
-* :meth:`StepEngine.admit_next` — admit one waiting request;
-* :meth:`StepEngine.choose_victim` — whom a failed growth preempts;
-* :meth:`StepEngine.iteration_cost` — how long an iteration takes.
-
-A subclass's overridden hooks are checked (:func:`serq.sim.engines.guard_hooks`):
-one that raises or returns what the engine cannot use stops the run with a
-:class:`~serq.sim.engines.HookError` naming the class and the hook.
+engine=package.module:MyEngine``) overrides *hooks*, each one decision
+(``order_residents``, ``plan_tokens``, ``select_waiting``, ``choose_victim``,
+``iteration_cost``) or one notification (``on_finish``, ``on_remove``).
+:data:`serq.sim.stages.hooks.HOOKS` is the one table of them: what each
+decides, which keep the coalesced decode runs, which may be declared
+:func:`~serq.sim.stages.hooks.pure`, and the guard an override runs in (one
+that raises or returns what the engine cannot use stops the run with a
+:class:`~serq.sim.stages.hooks.HookError` naming the class and the hook).
 
 The iteration's state (``assign``, ``left``, ``cursor``) is explicit on the
 engine, so an iteration can be reasoned about (and runs of identical decode
@@ -37,18 +32,17 @@ from typing import TYPE_CHECKING, Any, Callable
 from simpy.events import Event
 
 from ... import expr, ir
-from ...errors import SerqRuntimeError
+from ...errors import SerqError, SerqRuntimeError
+from ..cache import EPS
 from ..order import total_key
 from ..stats import LogHistogram, fold
-from . import candidate, coalesce, waiting
+from . import candidate, coalesce, hooks, waiting
 from .base import Job, Stage, check_work
 from .candidate import Candidate
 
 if TYPE_CHECKING:
     from ..pool import HoldRequest, Pool
     from ..session import Session
-
-EPS = 1e-9
 
 
 class StepView:
@@ -88,17 +82,9 @@ class StepEngine(Stage):
     #: Advance runs of identical decode iterations in one event (same report);
     #: False runs every iteration as its own event.
     coalesce = True
-    #: A subclass that overrides ``order_residents``, ``plan_tokens`` or
-    #: ``iteration_cost`` sets this to keep coalesced runs.  It promises that
-    #: those hooks are deterministic, draw nothing, keep no state, and read only
-    #: their documented inputs; that ``order_residents`` orders residents that
-    #: all decode by what a run does not change (their admission numbers, modes
-    #: and session attributes, not ``remaining`` nor memory); and that
-    #: ``plan_tokens`` gives a decoding job with more than one token left one
-    #: token (docs/simulator.md, "Coalesced decode runs").  ``choose_victim``
-    #: never needs it (a run stops before a growth that does not fit), nor
-    #: ``select_waiting`` and ``admit_next`` (with them overridden a run goes
-    #: on only while no waiting request could be admitted, whichever is chosen).
+    #: The older way to declare ``order_residents``, ``plan_tokens`` and
+    #: ``iteration_cost`` overrides pure (all of them): prefer
+    #: :func:`~serq.sim.stages.hooks.pure` on each.
     coalesce_safe = False
 
     def __init__(self, sim: Any, decl: Any, label: str, index: int | None, *,
@@ -150,13 +136,32 @@ class StepEngine(Stage):
         # B8: since when every attempt found work but no budget (None: it scheduled since)
         self.starved_at: float | None = None
         self.starved_budget = 0.0
+        over = hooks.overridden(type(self))
         # `select_waiting` overridden: admit_next asks it (else pool.select(), unchanged)
-        self._default_select = type(self).select_waiting is StepEngine.select_waiting
+        self._default_select = "select_waiting" not in over
+        self._default_admit = "admit_next" not in over
+        self._default_plan = "plan_tokens" not in over
         self._slots: dict[str, int] | None = None  # session attribute name → slot, for candidates
         self._watch_pools: dict[tuple[int, int], Any] = {}  # waiting._watch, per (hold, blocking pool)
-        if type(self) is not StepEngine:
-            from ..engines import guard_hooks  # a user's class: its overridden hooks are checked
-            guard_hooks(self)
+        #: lines for the report's warnings (a deprecated override)
+        self.notes: list[str] = []
+        if over:
+            hooks.guard_hooks(self)  # a user's class: its overridden hooks are checked
+            if not self._default_admit:
+                cls = type(self)
+                self.notes.append(
+                    f"stage `{label}`: engine class `{cls.__module__}.{cls.__qualname__}` overrides `admit_next`, "
+                    "which is deprecated (admitting is the engine's mechanism): override `select_waiting` to "
+                    "choose the request, and the engine admits it")
+            wrong = hooks.misdeclared(type(self))
+            if wrong:
+                raise SerqError(f"engine class `{type(self).__qualname__}`: @pure on `{wrong[0]}`, which is not a "
+                                "hook that may be declared pure",
+                                helps=["@pure applies to order_residents, plan_tokens and iteration_cost "
+                                       "(docs/policies.md, \"The hook contract\")"])
+        # notifications: called only when overridden (the default engine pays nothing)
+        self._on_finish = self.on_finish if "on_finish" in over else None
+        self._on_remove = self.on_remove if "on_remove" in over else None
 
     # -- probes ---------------------------------------------------------------------------
 
@@ -216,6 +221,8 @@ class StepEngine(Stage):
         # in place: an iteration being planned holds this very list
         self.assign[:] = [(j, t) for j, t in self.assign if j is not job]
         self.count(-1)
+        if self._on_remove is not None:
+            self._on_remove(job)
 
     def has_work(self) -> bool:
         if self.residents:
@@ -302,8 +309,12 @@ class StepEngine(Stage):
         chosen = self.select_waiting(candidate.candidates(self, q))
         return None if chosen is None else chosen._req
 
-    def _attr_slot(self, name: str) -> int:
-        """The slot of session attribute ``name`` (for :meth:`Candidate.attr`)."""
+    def attr_slot(self, name: str) -> int:
+        """The slot of session attribute ``name`` in ``session.a`` (what
+        :meth:`Candidate.attr` reads); an unknown or hidden name is a
+        :class:`~serq.errors.SerqError` with the nearest names.  A policy that
+        reads an attribute asks for its slot in ``__init__``, so a program
+        without it fails before the run."""
         slots = self._slots
         if slots is None:
             slots = self._slots = candidate.attr_slots(self)
@@ -321,6 +332,14 @@ class StepEngine(Stage):
         """The iteration's duration from the ``cost`` expression."""
         return self.cost_fn(view)
 
+    def on_finish(self, job: Job) -> None:
+        """Notification: ``job``'s run ended, all its work served (after the
+        stage's statistics counted it; ``job.size`` is the work it came with)."""
+
+    def on_remove(self, job: Job) -> None:
+        """Notification: ``job`` left without finishing (its session was
+        preempted; its tokens will be computed again)."""
+
     # -- one iteration (§4.3) -----------------------------------------------------------------
 
     def _prepare(self) -> None:
@@ -333,14 +352,9 @@ class StepEngine(Stage):
         if self.step_log is not None:  # the log records kv_decode and kv_prefill whatever the cost reads
             self._kv_needed = self.memory is not None
         cls = type(self)
-        overridden = {h for h in ("order_residents", "plan_tokens", "iteration_cost", "start_iteration",
-                                  "_launch", "_iter_end", "admit_next")
-                      if getattr(cls, h) is not getattr(StepEngine, h)}
-        self._default_admit = "admit_next" not in overridden
-        self._default_plan = "plan_tokens" not in overridden
-        overridden.discard("admit_next")
-        overridden.discard("_iter_end")  # a wrapper that calls the engine's own
-        safe_hooks = not overridden or (self.coalesce_safe and not overridden & {"start_iteration", "_launch"})
+        #: the overrides that make this engine run iteration by iteration (docs/policies.md)
+        self.run_blockers = hooks.run_blockers(cls)
+        safe_hooks = not self.run_blockers
         steady = all(_steady(e) for e in (step.budget, step.chunk, step.cost))
         ordered = self.serve in ("admission", "exclusive_prefill", "decode_first") or (
             isinstance(step.serve, tuple) and waiting.constant_keys(step.serve))
@@ -558,6 +572,8 @@ class StepEngine(Stage):
             job.done = True
             self.count(-1)
             self.finished(job)
+            if self._on_finish is not None:
+                self._on_finish(job)
             s = job.session
             if job.prefill:
                 s.prefill_done(now, self)
