@@ -395,11 +395,12 @@ def fit(
     """Fit a step stage's cost to measured iterations (docs/calibration.md)."""
     import json
 
-    from . import fit as fitting
+    from .calibration import fit as fitting
+    from .calibration.linalg import SOLVER_ALIASES, SOLVERS
 
     _need_stdout("the fit")
     try:
-        if solver not in fitting.SOLVERS and solver not in fitting.SOLVER_ALIASES:
+        if solver not in SOLVERS and solver not in SOLVER_ALIASES:
             raise UsageError(f"invalid value for --solver: `{solver}` (expected builtin or scipy)")
         if roofline and terms is not None:
             raise UsageError("--terms and --roofline are two models: give one")
@@ -446,7 +447,7 @@ def roofline_cmd(
     """First-principles a, omega and beta from a model's shape and a GPU (docs/calibration.md)."""
     import json
 
-    from . import roofline as rl
+    from .calibration import roofline as rl
 
     _need_stdout("the constants")
     if list_:

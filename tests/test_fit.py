@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 import serq
-from serq import fit as fitting
+from serq.calibration import fit as fitting
+from serq.calibration import linalg
 from serq.errors import SerqError
 from serq.report import STEP_COLUMNS
 
@@ -268,23 +269,23 @@ def test_the_builtin_nnls_gives_scipys_answer() -> None:
         m, n = int(rng.integers(3, 80)), int(rng.integers(1, 9))
         A = rng.normal(size=(m, n)) * rng.uniform(0.01, 100, n)
         b = rng.normal(size=m)
-        x1 = fitting.nnls(A, b, "scipy")
-        x2 = fitting.nnls(A, b, "builtin")
+        x1 = linalg.nnls(A, b, "scipy")
+        x2 = linalg.nnls(A, b, "builtin")
         assert (x1 >= 0).all() and (x2 >= 0).all()
         r1 = np.linalg.norm(A @ x1 - b)
         r2 = np.linalg.norm(A @ x2 - b)
         assert r2 == pytest.approx(r1, rel=1e-9, abs=1e-12)
         assert np.allclose(x1, x2, rtol=1e-6, atol=1e-9)
         # Lawson-Hanson on the unreduced, unscaled problem: the same minimiser
-        x3 = fitting.nnls_builtin(A, b)
+        x3 = linalg.nnls_builtin(A, b)
         assert np.linalg.norm(A @ x3 - b) == pytest.approx(r1, rel=1e-9, abs=1e-12)
 
 
 def test_the_solver_names() -> None:
-    assert fitting.solver_name("builtin") == fitting.solver_name("auto") == fitting.solver_name("numpy") == "builtin"
-    assert fitting.solver_name("scipy") == "scipy"
+    assert linalg.solver_name("builtin") == linalg.solver_name("auto") == linalg.solver_name("numpy") == "builtin"
+    assert linalg.solver_name("scipy") == "scipy"
     with pytest.raises(ValueError, match="expected builtin or scipy"):
-        fitting.solver_name("lapack")
+        linalg.solver_name("lapack")
     r = serq_cli("fit", "x.csv", "--solver", "lapack")
     assert r.returncode == 2 and "expected builtin or scipy" in r.stderr
     rng = np.random.default_rng(4)
@@ -313,7 +314,7 @@ def test_the_householder_qr_matches_numpys() -> None:
         m, k = int(rng.integers(1, 300)), int(rng.integers(1, 7))
         A = _well_conditioned(rng, m, k) if m >= k else rng.normal(size=(m, k))
         b = rng.normal(size=m)
-        R, qb = fitting._qr([A[:, j] for j in range(k)], b)
+        R, qb = linalg.qr([A[:, j] for j in range(k)], b)
         Rn = np.linalg.qr(A, mode="r")
         Q = np.linalg.qr(A)[0]
         # unique up to the sign of each row of R (and of Qᵀb with it)
@@ -333,7 +334,7 @@ def test_the_least_squares_match_numpys() -> None:
         cols = sorted(rng.choice(k, size=int(rng.integers(1, k + 1)), replace=False).tolist())
         norms = np.linalg.norm(A[:, cols], axis=0)  # numpy's SVD on the raw columns loses digits to their scales
         want = np.linalg.lstsq(A[:, cols] / norms, b, rcond=None)[0] / norms
-        got = fitting._lstsq(A.tolist(), b.tolist(), cols)
+        got = linalg._lstsq(A.tolist(), b.tolist(), cols)
         assert np.allclose(got, want, rtol=1e-10, atol=0), (got, want)
 
 

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from serq import roofline as rl
+from serq.calibration import roofline as rl
 from serq.errors import SerqError
 
 
