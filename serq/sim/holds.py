@@ -39,7 +39,7 @@ class Holds:
         amounts = req.spec.amounts(s)
         self.probing = None
         for pool, (_u, need) in zip(req.pools, amounts):
-            if pool.round_up(need) > pool.cap + EPS:
+            if not pool.can_ever_hold(need):
                 pool.rejected += 1
                 req.state = REJECTED
                 return
@@ -142,9 +142,7 @@ class Holds:
         self.next_release += 1
         snap = list(s.a)
         pool.used -= alloc - r
-        pool.used -= sh.unlock(nodes, now, seq, snap, s)
-        if pool.used < EPS:
-            pool.used = 0.0 if pool.used > -EPS else pool.used
+        pool.give_back(sh.unlock(nodes, now, seq, snap, s))
         pool.holders.remove(req)
         req.held[k] = False
         want = req.spec.cache(s)  # type: ignore[misc]
@@ -164,9 +162,7 @@ class Holds:
             self.release_shared(req, k)
             return
         alloc = req.alloc[k]
-        pool.used -= alloc
-        if pool.used < EPS:
-            pool.used = 0.0 if pool.used > -EPS else pool.used
+        pool.give_back(alloc)
         pool.holders.remove(req)
         req.held[k] = False
         cache = req.spec.cache
@@ -202,7 +198,7 @@ class Holds:
         if need <= 0.0:
             return True
         while True:
-            if pool.used + need <= pool.cap + EPS:
+            if pool.has_room(need):
                 pool.allocate(need)  # evicts first: eviction keys see the old allocation
                 req.alloc[k] = alloc + need
                 return True
@@ -287,7 +283,7 @@ class Holds:
             _pool, req, k, units, ev = stall
             alloc = req.alloc[k]
             need = pool.round_up(alloc + units) - alloc
-            if pool.used + need > pool.cap + EPS:
+            if not pool.has_room(need):
                 break
             pool.growers.pop(0)
             pool.allocate(need)

@@ -84,20 +84,27 @@ class HoldSpec:
         return out
 
     def amounts(self, s: "Session") -> list[tuple[float, float]]:
-        """(units, units that must fit) per pool, evaluated now."""
+        """(units, units that must fit) per pool, evaluated now; an amount
+        that is not a number ≥ 0 is an error."""
         out = []
-        for u_fn, r_fn in zip(self.units, self.reserve):
-            u = u_fn(s)
+        for k in range(len(self.units)):
+            u, r, need = self.need(k, s)
             if not u >= 0.0:
                 raise bad_amount(self.label, u)
-            need = u
-            if r_fn is not None:
-                r = r_fn(s)
-                if not r >= 0.0:
-                    raise bad_amount(self.label, r)
-                need = max(u, r)
+            if r is not None and not r >= 0.0:
+                raise bad_amount(self.label, r)
             out.append((u, need))
         return out
+
+    def need(self, k: int, s: "Session") -> tuple[float, float | None, float]:
+        """Pool ``k``'s units, its ``reserve`` (None without one) and the units
+        that must fit — the larger of the two (§2.2) — evaluated now, unchecked."""
+        u = self.units[k](s)
+        r_fn = self.reserve[k]
+        if r_fn is None:
+            return u, None, u
+        r = r_fn(s)
+        return u, r, (r if r > u else u)
 
 
 class HoldRequest(Event):
@@ -248,23 +255,10 @@ class Pool(BaseResource):
         """Sample the time-averaged signals (after any change)."""
         if now is None:
             now = self.sim.env.now
-        # TimeAverage.set inlined (the same operations): this runs after every change
-        a = self.used_avg
-        a.integral += a.value * (now - a.last)
-        a.last = now
-        a.value = self.used
-        a = self.cached_avg
-        a.integral += a.value * (now - a.last)
-        a.last = now
-        a.value = self.cache.total
-        a = self.queue_avg
-        a.integral += a.value * (now - a.last)
-        a.last = now
-        a.value = len(self.put_queue)
-        a = self.holders_avg
-        a.integral += a.value * (now - a.last)
-        a.last = now
-        a.value = len(self.holders)
+        self.used_avg.set(now, self.used)
+        self.cached_avg.set(now, self.cache.total)
+        self.queue_avg.set(now, len(self.put_queue))
+        self.holders_avg.set(now, len(self.holders))
 
     def make_room(self, need: float) -> None:
         """Evict cached units until ``need`` more fit beside what is used (§3.3)."""
@@ -387,16 +381,40 @@ class Pool(BaseResource):
         self.record()
 
     def fits(self, req: HoldRequest) -> list[tuple[float, float]] | None:
-        """The amounts of ``req`` if every pool of it has room now (§2.3), else None.
-        Cached units never block: they are evicted to make room."""
+        """The amounts of ``req`` if every pool of it has room now (§2.3), else None."""
         amounts = req.spec.amounts(req.session)
         for pool, (_u, need) in zip(req.pools, amounts):
-            if pool.used + pool.round_up(need) > pool.cap + EPS:
-                if pool.shared is None or req.spec.cache is None:
-                    return None
-                if pool.used + pool.shared_extra(req, need) > pool.cap + EPS:  # the shared part in use is free
-                    return None
+            if not pool.admits(req, need):
+                return None
         return amounts
+
+    # -- the fit rules: the one place each is written --------------------------------------
+
+    def has_room(self, need: float) -> bool:
+        """Whether ``need`` more units fit beside those in use (a growth, §2.7).
+        Cached units never block: they are evicted to make room."""
+        return self.used + need <= self.cap + EPS
+
+    def admits(self, req: HoldRequest, need: float) -> bool:
+        """Whether an admission of ``req`` needing ``need`` units (before
+        rounding to blocks) fits this pool now (§2.3): the units rounded up
+        beside those in use — on a shared prefix cache, only the part of its
+        chain not already in use by other holds counts."""
+        if self.used + self.round_up(need) <= self.cap + EPS:
+            return True
+        return self.shared is not None and req.spec.cache is not None and \
+            self.used + self.shared_extra(req, need) <= self.cap + EPS
+
+    def give_back(self, units: float) -> None:
+        """``units`` in use are released (a residue within rounding of 0 is 0)."""
+        used = self.used - units
+        if used < EPS and used > -EPS:
+            used = 0.0
+        self.used = used
+
+    def can_ever_hold(self, need: float) -> bool:
+        """Whether ``need`` units (rounded up to blocks) fit the pool at all."""
+        return self.round_up(need) <= self.cap + EPS
 
     def select(self) -> HoldRequest | None:
         """The waiting hold to try next: the head, or under ``queue by`` the

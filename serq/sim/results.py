@@ -63,9 +63,10 @@ def build_report(sim: "Simulator") -> Report:
     for sdecl, members in zip(p.stages, sim.stages):
         for st in members:
             done = st.completed
+            number, util = st.presence.means(end, start)
             row = StageSummary(
                 name=sdecl.name, index=st.index,
-                mean_number=st.number_avg.mean(end, start), utilization=st.busy_avg.mean(end, start),
+                mean_number=number, utilization=util,
                 completed=done, throughput=_div(done, span),
                 mean_wait=_div(st.wait_sum, done), mean_service=_div(st.service_sum, done),
                 iterations=st.iterations,

@@ -176,6 +176,46 @@ class TimeAverage:
         return self.area(end) / span
 
 
+class CountAverage:
+    """A stage's count of jobs present and two time averages of it (§5): the
+    count itself (``number``) and whether it is positive (``util``).  One
+    ``set`` updates both (a stage's count changes at every job's start and
+    end, so this is kept to one call); the same float operations as two
+    :class:`TimeAverage` of the count and of ``1.0 if count else 0.0``."""
+
+    __slots__ = ("value", "last", "area", "busy_area", "start")
+
+    def __init__(self, now: float = 0.0) -> None:
+        self.value = 0  # the count now
+        self.last = now  # when it took that value (or the last reset)
+        self.area = 0.0  # ∫ count dt over [start, last]
+        self.busy_area = 0.0  # ∫ [count > 0] dt over [start, last]
+        self.start = now
+
+    def set(self, now: float, value: int) -> None:
+        """The count is ``value`` from ``now`` on."""
+        dt = now - self.last
+        n = self.value
+        self.area += n * dt
+        self.busy_area += (1.0 if n else 0.0) * dt
+        self.last = now
+        self.value = value
+
+    def reset(self, now: float) -> None:
+        """Restart both integrals at ``now`` (end of warm-up); the count is kept."""
+        self.area = self.busy_area = 0.0
+        self.last = self.start = now
+
+    def means(self, end: float, start: float) -> tuple[float, float]:
+        """(mean count, fraction of time busy) over [start, end] (NaN for an empty span)."""
+        span = end - start
+        if not span > 0.0:
+            return NAN, NAN
+        dt = end - self.last
+        n = self.value
+        return (self.area + n * dt) / span, (self.busy_area + (1.0 if n else 0.0) * dt) / span
+
+
 #: §8.4: buckets of 1 % relative width, bucket k holds [1.01^k, 1.01^(k+1)).
 _LOG_W = _log1p(0.01)
 #: Zero (and, defensively, negative and NaN values) share one bucket below all others.

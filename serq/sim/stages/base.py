@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from simpy.events import Event
 
 from ...errors import SerqRuntimeError
-from ..stats import TimeAverage
+from ..stats import CountAverage
 
 if TYPE_CHECKING:
     from ..pool import HoldRequest
@@ -76,9 +76,7 @@ class Stage:
         self.label = label
         self.index = index
         self.n = 0  # jobs present
-        now = sim.env.now
-        self.number_avg = TimeAverage(now, 0.0)
-        self.busy_avg = TimeAverage(now, 0.0)
+        self.presence = CountAverage(sim.env.now)  # their count's time averages (number, util)
         self.completed = 0
         self.wait_sum = 0.0
         self.service_sum = 0.0
@@ -111,10 +109,9 @@ class Stage:
         return ev
 
     def count(self, delta: int) -> None:
-        self.n += delta
-        now = self.env.now
-        self.number_avg.set(now, self.n)
-        self.busy_avg.set(now, 1.0 if self.n else 0.0)
+        """``delta`` jobs come (or go) now."""
+        n = self.n = self.n + delta
+        self.presence.set(self.env.now, n)
 
     def finished(self, job: Job) -> None:
         """Statistics of a completed job (after warm-up) (§5)."""
@@ -135,5 +132,4 @@ class Stage:
             self.env.make_ready(ev)
 
     def reset_stats(self, now: float) -> None:
-        self.number_avg.reset(now)
-        self.busy_avg.reset(now)
+        self.presence.reset(now)

@@ -28,8 +28,9 @@ from itertools import accumulate, islice, repeat
 from operator import add, sub
 from typing import TYPE_CHECKING, Any
 
+from ..cache import EPS
 from ..stats import _SHORT, fold, fold_same
-from .waiting import EPS, _still_blocked, _waiting
+from .waiting import _still_blocked, _waiting
 
 if TYPE_CHECKING:
     from .base import Job

@@ -86,11 +86,9 @@ class DelayStage(Stage):
 
 
 class FifoStage(Stage):
-    """``c`` servers; jobs start in arrival order as servers free up.
-
-    The job count and its two time averages are updated inline (the same float
-    operations as ``Stage.count``), and a job's timer is made without
-    ``Timeout``'s constructor: this is the M/G/1 path."""
+    """``c`` servers; jobs start in arrival order as servers free up.  A job
+    that starts at once has no event of its own: its session waits on the
+    job's timer (this is the M/G/1 path)."""
 
     kind = "fifo"
 
@@ -107,16 +105,7 @@ class FifoStage(Stage):
         if work == 0.0:
             return self.immediate()
         now = self.env.now
-        # self.count(+1), inline
-        n = self.n = self.n + 1
-        avg = self.number_avg
-        avg.integral += avg.value * (now - avg.last)
-        avg.last = now
-        avg.value = n
-        avg = self.busy_avg
-        avg.integral += avg.value * (now - avg.last)
-        avg.last = now
-        avg.value = 1.0
+        self.count(+1)
         if len(self.active) < self.servers and not self.waiting:
             # a free server: the session waits on the job's end itself
             job = QJob(s, work, None, now)
@@ -159,16 +148,7 @@ class FifoStage(Stage):
         active = self.active
         active.remove(job)
         now = self.env.now
-        # self.count(-1), inline
-        n = self.n = self.n - 1
-        avg = self.number_avg
-        avg.integral += avg.value * (now - avg.last)
-        avg.last = now
-        avg.value = n
-        avg = self.busy_avg
-        avg.integral += avg.value * (now - avg.last)
-        avg.last = now
-        avg.value = 1.0 if n else 0.0
+        self.count(-1)
         # self.finished(job), inline
         if sim.stats_on:
             self.completed += 1

@@ -22,7 +22,6 @@ from ... import expr, ir
 if TYPE_CHECKING:
     from .step import StepEngine
 
-EPS = 1e-9
 
 #: Context variables a `serve by` key may read and still order a run's
 #: residents the same way at every iteration of it.
@@ -235,16 +234,10 @@ def _blocking_pool(self: "StepEngine", req: Any, rs: list[Any]) -> int | None:
     self.admitting_left = self.left
     try:
         for k in sorted(range(len(rs)), key=lambda k: len(rs[k])):  # pure amounts first
-            u = spec.units[k](s)
-            need = u
-            r_fn = spec.reserve[k]
-            if r_fn is not None:
-                need = max(u, r_fn(s))
+            u, _r, need = spec.need(k, s)
             if not (u >= 0.0 and need >= 0.0):
                 return None
-            p = req.pools[k]
-            if p.used + p.round_up(need) > p.cap + EPS and (
-                    p.shared is None or spec.cache is None or p.used + p.shared_extra(req, need) > p.cap + EPS):
+            if not req.pools[k].admits(req, need):
                 return k
     finally:
         self.admitting_left = None
@@ -323,19 +316,11 @@ def _still_blocked(self: "StepEngine", req: Any, left: float) -> bool:
 
 
 def _blocked_at(self: "StepEngine", req: Any, k: int, left: float) -> bool:
-    spec, s = req.spec, req.session
     self.admitting_left = left
     try:
-        u = spec.units[k](s)
-        need = u
-        r_fn = spec.reserve[k]
-        if r_fn is not None:
-            need = max(u, r_fn(s))
+        u, _r, need = req.spec.need(k, req.session)
     finally:
         self.admitting_left = None
     if not (u >= 0.0 and need >= 0.0):
         return False
-    p = req.pools[k]
-    if p.used + p.round_up(need) > p.cap + EPS:
-        return p.shared is None or spec.cache is None or p.used + p.shared_extra(req, need) > p.cap + EPS
-    return False
+    return not req.pools[k].admits(req, need)
