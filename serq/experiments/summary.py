@@ -12,14 +12,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from ..errors import UsageError, suggest
 from .grid import value_text
 from .stats import Interval, across
 
-if TYPE_CHECKING:
-    from .sweep import SweepResult
+#: The figures the summary shows by default (each skipped when no row has it).
+DEFAULT_SHOW = (
+    "req_per_s", "client.ttft.mean", "client.ttft.p99", "client.response.mean",
+    "pools.kv.preemptions", "pools.kv.stuck", "pools.kv.rejected",
+)
 
 
 @dataclass
@@ -69,12 +72,12 @@ def _cell(iv: Interval) -> str:
     return f"{_num(iv.mean)} ± {half}"
 
 
-def summarize(result: "SweepResult", show: Sequence[str] | None) -> Summary:
-    from .sweep import DEFAULT_SHOW
-
-    columns = result.columns()
+def summarize(rows: Sequence[Mapping[str, Any]], axes: Sequence[str], show: Sequence[str] | None) -> Summary:
+    """The summary of a sweep's ``rows`` (in plan order), one point per value of the
+    ``axes``; ``show`` as :meth:`serq.experiments.sweep.SweepResult.summary` says."""
+    columns = list(dict.fromkeys(c for r in rows for c in r))
     if show is None:
-        figures = [f for f in DEFAULT_SHOW if any(r.get(f) is not None for r in result.rows)]
+        figures = [f for f in DEFAULT_SHOW if any(r.get(f) is not None for r in rows)]
         if not figures:  # a program without client rows or a `kv` pool: its observes' means
             figures = [c for c in columns if c.startswith("observes.") and c.endswith(".mean")]
     else:
@@ -89,17 +92,17 @@ def summarize(result: "SweepResult", show: Sequence[str] | None) -> Summary:
                          else ["the figures are the columns of --out (see --json)"])
                 raise UsageError(f"unknown figure `{f}` in the sweep's rows", helps=helps)
     points: list[tuple[dict[str, Any], dict[str, Interval]]] = []
-    groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    groups: dict[tuple[str, ...], list[Mapping[str, Any]]] = {}
     order: list[tuple[str, ...]] = []
-    for row in result.rows:
-        key = tuple(value_text(row.get(a)) for a in result.axes)
+    for row in rows:
+        key = tuple(value_text(row.get(a)) for a in axes)
         if key not in groups:
             groups[key] = []
             order.append(key)
         groups[key].append(row)
     for key in order:
-        rows = groups[key]
-        values = {a: rows[0].get(a) for a in result.axes}
-        values["runs"] = len(rows)
-        points.append((values, {f: across(r.get(f) for r in rows) for f in figures}))
-    return Summary([*result.axes, "runs"], figures, points)
+        group = groups[key]
+        values = {a: group[0].get(a) for a in axes}
+        values["runs"] = len(group)
+        points.append((values, {f: across(r.get(f) for r in group) for f in figures}))
+    return Summary([*axes, "runs"], figures, points)

@@ -30,12 +30,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from ..errors import SerqError, UsageError, suggest
 from ..report import row_label, shortest
 from .grid import MAX_POINTS, Axis, number_or_text, value_text
-
-#: The figures the summary shows by default (each skipped when no row has it).
-DEFAULT_SHOW = (
-    "req_per_s", "client.ttft.mean", "client.ttft.p99", "client.response.mean",
-    "pools.kv.preemptions", "pools.kv.stuck", "pools.kv.rejected",
-)
+from .summary import Summary, summarize
 
 
 # ---------------------------------------------------------------------------
@@ -332,15 +327,14 @@ class SweepResult:
         """Every column, in first-seen order."""
         return list(dict.fromkeys(c for r in self.rows for c in r))
 
-    def summary(self, show: Sequence[str] | None = None) -> "Summary":
+    def summary(self, show: Sequence[str] | None = None) -> Summary:
         """Per point: the mean over seeds and the 95 % Student-t half-width
-        across seeds of each figure in ``show`` (default :data:`DEFAULT_SHOW`,
-        each skipped when no row has it — and when none is there, every
-        ``observes.NAME.mean``; a figure named in ``show`` that no row has is
-        an error, with a did-you-mean)."""
-        from .summary import summarize
-
-        return summarize(self, show)
+        across seeds of each figure in ``show`` (default
+        :data:`~serq.experiments.summary.DEFAULT_SHOW`, each skipped when no
+        row has it — and when none is there, every ``observes.NAME.mean``; a
+        figure named in ``show`` that no row has is an error, with a
+        did-you-mean)."""
+        return summarize(self.rows, self.axes, show)
 
     def to_frame(self) -> Any:
         """The rows as a :class:`pandas.DataFrame` (needs pandas: ``pip install 'serq[pandas]'``)."""
@@ -349,9 +343,6 @@ class SweepResult:
         except ImportError:
             raise SerqError("SweepResult.to_frame needs pandas: pip install 'serq[pandas]' (or pandas)") from None
         return pd.DataFrame(self.rows, columns=self.columns())
-
-
-from .summary import Summary  # noqa: E402  (the result's summary type)
 
 
 def run_plan(
