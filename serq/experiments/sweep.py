@@ -162,22 +162,12 @@ def program_ref(program: Any) -> tuple[str, str]:
 
 
 def resolve_engine(kind: str, spec: str) -> type:
-    """A ``--policy`` short name (through :func:`serq.policies.resolve`) or an
-    ``--engine`` ``pkg.mod:Class`` path, as a StepEngine subclass."""
-    if kind == "policy":
-        try:
-            from ..policies import resolve  # type: ignore[import-not-found,unused-ignore]
-        except ImportError:
-            if ":" in spec:
-                from ..sim.engines import load_class
+    """A ``--policy`` or ``--engine`` value as a StepEngine subclass: both
+    resolve alike (:func:`serq.policies.resolve`: a ready-made policy's name
+    or ``package.module:Class``); ``kind`` says which option gave it."""
+    from ..policies import resolve
 
-                return load_class(spec)
-            raise UsageError(f"unknown policy `{spec}`: this serq has no ready-made policies (serq.policies)",
-                             helps=["name a class instead: --engine STAGE=package.module:Class"]) from None
-        return resolve(spec)  # type: ignore[no-any-return]
-    from ..sim.engines import load_class
-
-    return load_class(spec)
+    return resolve(spec)
 
 
 def make_plan(
