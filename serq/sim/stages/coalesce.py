@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..cache import EPS
 from ..stats import _SHORT, fold, fold_same
-from .waiting import _still_blocked, _waiting
 
 if TYPE_CHECKING:
     from .base import Job
@@ -93,10 +92,10 @@ def run_length(self: "StepEngine", now: float, cost: float) -> tuple[int, float]
     self._final = None
     self._xheads = False
     if any(p.put_queue for p in sim.all_pools):
-        terms = _waiting(self)
+        terms = self._heads.terms()  # type: ignore[union-attr]
         if terms is None:
             return 1, t
-        more, recheck, self._head = terms
+        more, recheck, self._head, self._blocking, self._xheads = terms
         stop = stop | more
     memory = self.memory
     kv_tracked = self._kv_needed
@@ -490,7 +489,7 @@ def _finishing(self: "StepEngine", assign: list, m: int, idx: list[int], pools: 
             return None  # the run tried no admission (no budget left) and this iteration would
         if self._xheads:
             return None  # a header elsewhere may read budget_left, which these wishes change
-        if attempt and not _still_blocked(self, head, left):
+        if attempt and not self._heads.still_blocked(head, self._blocking, left):  # type: ignore[union-attr]
             return None
     growths: list[tuple[int, float]] = []
     again = attempt and head is not None and special

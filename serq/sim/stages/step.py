@@ -142,7 +142,6 @@ class StepEngine(Stage):
         self._default_admit = "admit_next" not in over
         self._default_plan = "plan_tokens" not in over
         self._slots: dict[str, int] | None = None  # session attribute name → slot, for candidates
-        self._watch_pools: dict[tuple[int, int], Any] = {}  # waiting._watch, per (hold, blocking pool)
         #: lines for the report's warnings (a deprecated override)
         self.notes: list[str] = []
         if over:
@@ -363,8 +362,8 @@ class StepEngine(Stage):
         self._state_pools = frozenset(
             waiting.state_pools(step.budget, sim, self.memory) | waiting.state_pools(step.chunk, sim, self.memory)
             | waiting.state_pools(step.cost, sim, None))
-        self._headers: dict[int, list] = {}
-        self._hold_ir: dict[int, Any] = {}
+        #: what the waiting requests let a run do: the program read once, here
+        self._heads = waiting.HeadAnalysis(self, self._default_select, self._default_admit) if self._coalescable else None
         self._view = StepView() if cls.iteration_cost is StepEngine.iteration_cost else None
         self._prepared = True
 

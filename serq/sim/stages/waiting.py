@@ -1,15 +1,19 @@
 """What a coalesced decode run knows of the waiting requests.
 
 A run of decode iterations (:mod:`.coalesce`) may go on while requests wait
-only if none of them could be admitted before the run's next change.  This
-module works that out: which pools an expression reads (:func:`reads`,
-:func:`state_pools`), which amount of the waiting head blocks it and what
-would unblock it (:func:`_waiting`, :func:`_blocking_pool`), the same for
-every waiting request when a user's ``select_waiting`` or ``admit_next``
-chooses (:func:`_none_admissible`, :class:`_Heads`), and whether the head is
-still blocked when a growth changed what its header reads
-(:func:`_still_blocked`).  The functions take the engine as ``self``, as
-:mod:`.coalesce`'s do (docs/simulator.md, "Coalesced decode runs").
+only if none of them could be admitted before the run's next change.  A
+:class:`HeadAnalysis`, one per coalescing engine, works that out.  When the
+engine is prepared it reads the program once: what each hold's header reads
+(:func:`reads`, per pool of the hold), which pools' ``queue by`` keys read
+nothing a run changes, and for each hold and blocking pool which caches its
+other amounts read.  At each planned run (:meth:`HeadAnalysis.terms`) it
+finds which amount of the waiting head blocks it and what would unblock it,
+the same for every waiting request when a user's ``select_waiting`` or
+``admit_next`` chooses (:class:`HeadSet`), and whether the head is still
+blocked with another budget left (:meth:`HeadAnalysis.still_blocked`).
+:func:`state_pools` and :func:`constant_keys` are the same analysis of the
+stage's own ``budget``, ``chunk``, ``cost`` and ``serve by`` keys
+(docs/simulator.md, "Coalesced decode runs").
 """
 
 from __future__ import annotations
@@ -93,160 +97,209 @@ def _holds(x: Any, out: dict[int, ir.Hold]) -> None:
                 _holds(v, out)
 
 
-def header(self: "StepEngine", spec: Any) -> list[frozenset[int] | None]:
-    """Per pool of a hold, what its units and reserve read (:func:`reads`)."""
-    cache = self._headers
-    found = cache.get(spec.id)
-    if found is None:
-        if not self._hold_ir:
-            _holds(self.sim.program.session, self._hold_ir)
-        st = self._hold_ir.get(spec.id)
-        if st is None:
-            found = [None]
-        else:
-            found = []
-            for hp in st.pools:
-                r = reads(hp.units, self.sim, self)
-                if r is not None and hp.reserve is not None:
-                    r2 = reads(hp.reserve, self.sim, self)
-                    r = None if r2 is None else r | r2
-                found.append(r)
-        cache[spec.id] = found
+#: What a hold the program does not contain reads: something that blocks a run.
+_UNKNOWN: list[frozenset[int] | None] = [None]
+#: :meth:`HeadAnalysis.terms`: (pools whose growth ends the run, pools whose growth makes the
+#: head's header be evaluated again, the head, its blocking pool, whether requests wait in a
+#: pool without `admit via`)
+Terms = tuple[frozenset[int], frozenset[int], Any, int, bool]
+
+
+class HeadAnalysis:
+    """What the waiting requests let a coalesced run of ``engine`` do.
+
+    Built when the engine is prepared: ``headers``, per hold (by id), what
+    each pool's amount (units and reserve) reads (:func:`reads`); ``watch``,
+    per hold and blocking pool ``k``, the pools whose ``cachedin`` the other
+    amounts read (None when they read a pool's ``used`` or ``free``, or a
+    shared cache); ``steady_queues``, the pools whose ``queue by`` keys read
+    nothing a run changes (so ``select()`` picks the same head at every
+    iteration).  ``default_select`` and ``default_admit``: whether the
+    engine's ``select_waiting`` and ``admit_next`` are its own."""
+
+    __slots__ = ("engine", "sim", "default_select", "default_admit", "headers", "watch", "steady_queues")
+
+    def __init__(self, engine: "StepEngine", default_select: bool, default_admit: bool) -> None:
+        self.engine = engine
+        sim = self.sim = engine.sim
+        self.default_select = default_select
+        self.default_admit = default_admit
+        holds: dict[int, ir.Hold] = {}
+        _holds(sim.program.session, holds)
+        self.headers: dict[int, list[frozenset[int] | None]] = {
+            hid: _header(st, sim, engine) for hid, st in holds.items()}
+        self.watch: dict[tuple[int, int], list[Any] | None] = {}
+        for hid, st in holds.items():
+            rs = [r for r in self.headers[hid] if r is not None]
+            if len(rs) == len(st.pools):  # (`terms` looks no further when an amount reads what changes)
+                for k in range(len(rs)):
+                    own: set[int] = set()
+                    for j, r in enumerate(rs):
+                        if j != k:
+                            own |= r
+                    self.watch[hid, k] = _watch(st, k, own, sim)
+        self.steady_queues = frozenset(
+            id(p) for p in sim.all_pools if p.queue_keys is not None
+            and all(r is not None and not r for r in (reads(k, sim, engine) for k in p.decl.queue)))
+
+    def header(self, spec: Any) -> list[frozenset[int] | None]:
+        """Per pool of a hold, what its units and reserve read (:func:`reads`)."""
+        return self.headers.get(spec.id, _UNKNOWN)
+
+    def _head(self, pool: Any) -> Any:
+        """The request ``pool.select()`` picks at every iteration of a run, or None
+        when that choice could change (``queue by`` keys that read what changes)."""
+        q = pool.put_queue
+        if pool.queue_keys is None or q[0].front:
+            return q[0]
+        if id(pool) not in self.steady_queues:
+            return None
+        return pool.select()
+
+    def terms(self) -> Terms | None:
+        """Whether a run may go on with requests waiting, and on what terms
+        (:data:`Terms`), or None when it may not.
+
+        * A request in the queue of a pool without ``admit via`` is tried at every
+          settle: its header must read nothing a run changes, so it fails as it
+          just did (pools only fill up inside a run).
+        * The head this engine tries after each iteration's residents (while
+          tokens are left) must have a pool whose amount reads nothing the run
+          changes before its end and does not fit now: it cannot fit later, as
+          ``used`` only grows.  A growth in a pool that amount reads ends the run
+          before it (``stop``).  Its other amounts are evaluated again at each
+          iteration whose growths changed a pool they read (``recheck``), as the
+          one-by-one attempt would (an error there is the same error).
+        * With a user's ``select_waiting`` (the head not a preempted request) or
+          ``admit_next``, every request it may choose must be so
+          (:meth:`_none_admissible`): none can be admitted, whichever is chosen."""
+        engine = self.engine
+        stop: frozenset[int] = frozenset()
+        xheads = False
+        for pool in self.sim.all_pools:
+            if pool.put_queue and pool.admit_via is None:
+                xheads = True
+                req = self._head(pool)
+                if req is None:
+                    return None
+                for r in self.header(req.spec):
+                    if r is None or r:
+                        return None
+            elif pool.put_queue and pool not in engine.admit_pools:
+                return None  # another engine's: it is iterating or has no work (checked before)
+        if not (engine.left > 0.0 and any(p.put_queue for p in engine.admit_pools)):
+            return stop, frozenset(), None, 0, xheads  # no admission attempt in the run
+        pool = next(p for p in engine.admit_pools if p.put_queue)
+        if not self.default_admit:  # a user's admit_next: no waiting request may fit
+            return self._none_admissible([r for p in engine.admit_pools for r in p.put_queue], xheads)
+        if not self.default_select and not pool.put_queue[0].front:  # a user's select_waiting
+            return self._none_admissible(pool.put_queue, xheads)
+        req = self._head(pool)
+        if req is None:
+            return None
+        header_reads = self.header(req.spec)
+        rs = [r for r in header_reads if r is not None]
+        if len(rs) != len(header_reads):
+            return None
+        blocking = self._blocking_pool(req, rs)
+        if blocking is None:
+            return None
+        rest: set[int] = set()
+        for k, r in enumerate(rs):
+            if k != blocking:
+                rest |= r
+        return stop | rs[blocking], frozenset(rest), req, blocking, xheads
+
+    def _none_admissible(self, queue: Sequence[Any], xheads: bool) -> Terms | None:
+        """:meth:`terms` when a user's ``select_waiting`` (or ``admit_next``)
+        chooses among ``queue``: the run may go on only while none of them
+        could be admitted, whichever the hook would choose.  Each must have a
+        blocking amount as the default head must (pure, and not fitting now);
+        a growth in a pool any blocking amount reads ends the run before it;
+        the other amounts of all of them are evaluated again where the head's
+        would be (:class:`HeadSet`)."""
+        stop: set[int] = set()
+        rest: set[int] = set()
+        watched = []
+        for req in queue:
+            rs = self.header(req.spec)
+            if any(r is None for r in rs):
+                return None
+            k = self._blocking_pool(req, rs)
+            if k is None:
+                return None
+            own: set[int] = set()
+            for j, r in enumerate(rs):
+                (stop if j == k else own).update(r)  # type: ignore[arg-type]
+            rest |= own
+            watched.append((req, k, self.watch[req.spec.id, k]))
+        return frozenset(stop), frozenset(rest), HeadSet(self.engine, watched), 0, xheads
+
+    def _blocking_pool(self, req: Any, rs: list[Any]) -> int | None:
+        """The pool of ``req`` whose amount reads least and does not fit now
+        (read with ``budget_left`` = the tokens left), or None."""
+        engine = self.engine
+        spec, s = req.spec, req.session
+        engine.admitting_left = engine.left
+        try:
+            for k in sorted(range(len(rs)), key=lambda k: len(rs[k])):  # pure amounts first
+                u, _r, need = spec.need(k, s)
+                if not (u >= 0.0 and need >= 0.0):
+                    return None
+                if not req.pools[k].admits(req, need):
+                    return k
+        finally:
+            engine.admitting_left = None
+        return None
+
+    def still_blocked(self, head: Any, blocking: int, left: float) -> bool:
+        """Whether the head's ``blocking`` pool (pure amount, :meth:`terms`)
+        still does not fit when the attempt reads ``budget_left = left`` (for
+        a user's hook, every request's)."""
+        if isinstance(head, HeadSet):
+            return all(self._blocked_at(r, k, left) for r, k in head.blocking)
+        return self._blocked_at(head, blocking, left)
+
+    def _blocked_at(self, req: Any, k: int, left: float) -> bool:
+        engine = self.engine
+        engine.admitting_left = left
+        try:
+            u, _r, need = req.spec.need(k, req.session)
+        finally:
+            engine.admitting_left = None
+        if not (u >= 0.0 and need >= 0.0):
+            return False
+        return not req.pools[k].admits(req, need)
+
+
+def _header(st: ir.Hold, sim: Any, engine: "StepEngine") -> list[frozenset[int] | None]:
+    """Per pool of the hold ``st``, what its units and reserve read (:func:`reads`)."""
+    found: list[frozenset[int] | None] = []
+    for hp in st.pools:
+        r = reads(hp.units, sim, engine)
+        if r is not None and hp.reserve is not None:
+            r2 = reads(hp.reserve, sim, engine)
+            r = None if r2 is None else r | r2
+        found.append(r)
     return found
 
 
-def _head(self: "StepEngine", pool: Any) -> Any:
-    """The request ``pool.select()`` picks at every iteration of a run, or None
-    when that choice could change (``queue by`` keys that read what changes)."""
-    q = pool.put_queue
-    if pool.queue_keys is None or q[0].front:
-        return q[0]
-    for k in pool.decl.queue:
-        r = reads(k, self.sim, self)
-        if r is None or r:
-            return None
-    return pool.select()
+def _watch(st: ir.Hold, k: int, ids: set[int], sim: Any) -> list[Any] | None:
+    """The pools whose ``cachedin`` the amounts of the hold ``st`` other than
+    the ``k``-th read (``ids``: the pools they read), or None when they read a
+    pool's ``used`` or ``free`` (or a shared cache's ``cachedin``)."""
+    room = any(isinstance(x, ir.Probe) and isinstance(x.target, ir.PoolRef) and x.fn in ("used", "free")
+               for j, hp in enumerate(st.pools) if j != k
+               for e in (hp.units, hp.reserve) if e is not None for x in expr.walk(e))
+    found = None if room else [p for p in sim.all_pools if id(p) in ids]
+    if found and any(p.shared is not None for p in found):
+        found = None  # a shared cache's `cachedin` moves with other sessions' releases
+    return found
 
 
-def _waiting(self: "StepEngine") -> tuple[frozenset[int], frozenset[int], Any] | None:
-    """Whether a run may go on with requests waiting, and on what terms:
-    ``(stop, recheck, head)``, or None when it may not.
-
-    * A request in the queue of a pool without ``admit via`` is tried at every
-      settle: its header must read nothing a run changes, so it fails as it
-      just did (pools only fill up inside a run).
-    * The head this engine tries after each iteration's residents (while
-      tokens are left) must have a pool whose amount reads nothing the run
-      changes before its end and does not fit now: it cannot fit later, as
-      ``used`` only grows.  A growth in a pool that amount reads ends the run
-      before it (``stop``).  Its other amounts are evaluated again at each
-      iteration whose growths changed a pool they read (``recheck``), as the
-      one-by-one attempt would (an error there is the same error).
-    * With a user's ``select_waiting`` (the head not a preempted request) or
-      ``admit_next``, every request it may choose must be so
-      (:func:`_none_admissible`): none can be admitted, whichever is chosen."""
-    sim = self.sim
-    stop: frozenset[int] = frozenset()
-    self._xheads = False
-    for pool in sim.all_pools:
-        if pool.put_queue and pool.admit_via is None:
-            self._xheads = True
-            req = _head(self, pool)
-            if req is None:
-                return None
-            for r in header(self, req.spec):
-                if r is None or r:
-                    return None
-        elif pool.put_queue and pool not in self.admit_pools:
-            return None  # another engine's: it is iterating or has no work (checked before)
-    if not (self.left > 0.0 and self._admittable()):
-        return stop, frozenset(), None  # no admission attempt in the run
-    pool = next(p for p in self.admit_pools if p.put_queue)
-    if not self._default_admit:  # a user's admit_next: no waiting request may fit
-        return _none_admissible(self, [r for p in self.admit_pools for r in p.put_queue])
-    if not self._default_select and not pool.put_queue[0].front:  # a user's select_waiting
-        return _none_admissible(self, pool.put_queue)
-    req = _head(self, pool)
-    if req is None:
-        return None
-    header_reads = header(self, req.spec)
-    rs = [r for r in header_reads if r is not None]
-    if len(rs) != len(header_reads):
-        return None
-    blocking = _blocking_pool(self, req, rs)
-    if blocking is None:
-        return None
-    self._blocking = blocking
-    rest: set[int] = set()
-    for k, r in enumerate(rs):
-        if k != blocking:
-            rest |= r  # type: ignore[arg-type]
-    return stop | rs[blocking], frozenset(rest), req  # type: ignore[operator]
-
-
-def _none_admissible(self: "StepEngine", queue: Sequence[Any]) -> tuple[frozenset[int], frozenset[int], Any] | None:
-    """:func:`_waiting`'s terms when a user's ``select_waiting`` (or
-    ``admit_next``) chooses among ``queue``: the run may go on only while
-    none of them could be admitted, whichever the hook would choose.  Each
-    must have a blocking amount as the default head must (pure, and not
-    fitting now); a growth in a pool any blocking amount reads ends the run
-    before it; the other amounts of all of them are evaluated again where
-    the head's would be (:class:`_Heads`)."""
-    stop: set[int] = set()
-    rest: set[int] = set()
-    watched = []
-    for req in queue:
-        rs = header(self, req.spec)
-        if any(r is None for r in rs):
-            return None
-        k = _blocking_pool(self, req, rs)
-        if k is None:
-            return None
-        own: set[int] = set()
-        for j, r in enumerate(rs):
-            (stop if j == k else own).update(r)  # type: ignore[arg-type]
-        rest |= own
-        watched.append((req, k, _watch(self, req.spec, k, own)))
-    return frozenset(stop), frozenset(rest), _Heads(self, watched)
-
-
-def _watch(self: "StepEngine", spec: Any, k: int, ids: set[int]) -> list[Any] | None:
-    """The pools whose ``cachedin`` the amounts of ``spec`` other than the
-    ``k``-th read, or None when they read a pool's ``used`` or ``free``."""
-    key = (spec.id, k)
-    found = self._watch_pools.get(key, False)
-    if found is False:
-        st = self._hold_ir[spec.id]
-        room = any(isinstance(x, ir.Probe) and isinstance(x.target, ir.PoolRef) and x.fn in ("used", "free")
-                   for j, hp in enumerate(st.pools) if j != k
-                   for e in (hp.units, hp.reserve) if e is not None for x in expr.walk(e))
-        found = None if room else [p for p in self.sim.all_pools if id(p) in ids]
-        if found and any(p.shared is not None for p in found):
-            found = None  # a shared cache's `cachedin` moves with other sessions' releases
-        self._watch_pools[key] = found
-    return found  # type: ignore[return-value]
-
-
-def _blocking_pool(self: "StepEngine", req: Any, rs: list[Any]) -> int | None:
-    """The pool of ``req`` whose amount reads least and does not fit now
-    (read with ``budget_left`` = the tokens left), or None."""
-    spec, s = req.spec, req.session
-    self.admitting_left = self.left
-    try:
-        for k in sorted(range(len(rs)), key=lambda k: len(rs[k])):  # pure amounts first
-            u, _r, need = spec.need(k, s)
-            if not (u >= 0.0 and need >= 0.0):
-                return None
-            if not req.pools[k].admits(req, need):
-                return k
-    finally:
-        self.admitting_left = None
-    return None
-
-
-class _Heads:
+class HeadSet:
     """The waiting requests a user's hook chooses among, standing for the
-    run's head: where a growth changed what their headers read, ``replay``
+    run's head: where a growth changed what their headers read, the replay
     evaluates ``head.spec.amounts(head.session)`` — here the amounts of every
     one whose inputs changed, in queue order, so an amount that became
     invalid is an error as when it is the one chosen (docs/simulator.md,
@@ -302,25 +355,3 @@ class _Heads:
 def _cached(req: Any, pools: list[Any]) -> list[float]:
     serial = req.session.serial
     return [p.cache.size_of(serial) for p in pools]
-
-
-# -- a run ----------------------------------------------------------------------------------
-
-def _still_blocked(self: "StepEngine", req: Any, left: float) -> bool:
-    """Whether the head's blocking pool (pure amount, :func:`_waiting`) still
-    does not fit when the attempt reads ``budget_left = left`` (for a user's
-    hook, every request's)."""
-    if isinstance(req, _Heads):
-        return all(_blocked_at(self, r, k, left) for r, k in req.blocking)
-    return _blocked_at(self, req, self._blocking, left)
-
-
-def _blocked_at(self: "StepEngine", req: Any, k: int, left: float) -> bool:
-    self.admitting_left = left
-    try:
-        u, _r, need = req.spec.need(k, req.session)
-    finally:
-        self.admitting_left = None
-    if not (u >= 0.0 and need >= 0.0):
-        return False
-    return not req.pools[k].admits(req, need)
