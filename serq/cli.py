@@ -15,7 +15,6 @@ import math
 import os
 import re
 import sys
-import typing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, List, Optional
 
@@ -30,6 +29,7 @@ else:
     except ImportError:  # pragma: no cover - depends on the installed typer
         from click.exceptions import UsageError as ClickUsageError
 
+from ._typer_patch import quick_coercion
 from .errors import RunInterrupted, SerqError, UsageError
 
 #: The exit codes, as ``serq --help`` and the README list them.
@@ -462,125 +462,10 @@ def roofline_cmd(
     _emit(json.dumps(result.to_json(), indent=2) if json_ else result.text(), "the constants")
 
 
-_FLOAT_TEXT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
-_INT_TEXT = re.compile(r"[0-9]{1,18}\Z")
-_SLOW = object()  # "not a value the quick path is sure of"
-
-
-def _quick_value(kind: str, value: Any, low: Any, high: Any) -> Any:
-    """``value`` coerced as typer's pydantic adapter would, for the plain forms
-    serq's options take (a string; decimal digits; a plain decimal number), or
-    ``_SLOW`` for anything else, which then goes to typer's own coercion (so
-    every refusal, and its message, is typer's)."""
-    if kind == "str":
-        return value if type(value) is str else _SLOW
-    if kind == "bool":  # a flag: True or False already (typer skips those itself)
-        return value if type(value) is bool else _SLOW
-    if kind == "list":
-        if not isinstance(value, (list, tuple)) or any(type(v) is not str for v in value):
-            return _SLOW
-        return list(value)
-    if type(value) is not str:
-        return _SLOW
-    number: float | int
-    if kind == "float":
-        if not _FLOAT_TEXT.match(value):
-            return _SLOW
-        number = float(value)
-        if not math.isfinite(number):
-            return _SLOW
-    elif kind == "int":
-        if not _INT_TEXT.match(value):
-            return _SLOW
-        number = int(value)
-    else:
-        return _SLOW
-    if (low is not None and number < low) or (high is not None and number > high):
-        return _SLOW
-    return number
-
-
-def _kind(annotation: Any) -> str | None:
-    if annotation is str or annotation is float or annotation is int or annotation is bool:
-        return annotation.__name__
-    if typing.get_origin(annotation) is list and typing.get_args(annotation) == (str,):
-        return "list"
-    return None
-
-
-def _quick_coercion(command: Any) -> None:
-    """Give each option of ``command`` (and of its subcommands) a coercion
-    without pydantic for the plain values it takes.
-
-    Typer ≥ 0.2x coerces every value through a pydantic ``TypeAdapter``, built
-    when the first value is processed: importing pydantic and building the
-    adapters is ~80 ms, most of a ``serq check``.  A quick coercion returns
-    exactly what the adapter would (a ``str`` as it is, a list of them, a
-    plain decimal number within its bounds) and hands any other value to
-    typer's own, so that errors and their messages are typer's.  On a typer
-    without this machinery (older versions coerce with click) nothing changes."""
-    try:
-        from typer._coercion import RuntimeParam, build_runtime_param
-    except ImportError:  # pragma: no cover - depends on the installed typer
-        return
-
-    class QuickParam(RuntimeParam):  # type: ignore[misc]
-        """A typer runtime parameter: the quick path, else typer's own."""
-
-        def __init__(self, descriptor: Any, kind: str) -> None:
-            info = descriptor.parameter_info
-            super().__init__(parameter_info=info, annotation=descriptor.annotation)
-            object.__setattr__(self, "_quick", (kind, info.min, info.max))
-            object.__setattr__(self, "_descriptor", descriptor)
-            object.__setattr__(self, "_full", None)
-
-        def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
-            kind, low, high = self._quick  # type: ignore[attr-defined]
-            quick = _quick_value(kind, value, low, high)
-            if quick is not _SLOW:
-                return quick
-            if self._full is None:  # type: ignore[attr-defined]
-                object.__setattr__(self, "_full", build_runtime_param(self._descriptor))  # type: ignore[attr-defined]
-            return self._full._coerce_value(value, param=param, ctx=ctx)  # type: ignore[attr-defined]
-
-    def install(param: Any) -> None:
-        descriptor = getattr(param, "type_descriptor", None)
-        if descriptor is None or getattr(param, "_runtime_param", False) is not None:
-            return
-        info = descriptor.parameter_info
-        kind = _kind(descriptor.annotation)
-        if kind is None or descriptor.file_annotation is not None or info.parser is not None \
-                or info.clamp or getattr(info, "click_type", None) is not None:
-            return
-        param._runtime_param = QuickParam(descriptor, kind)
-
-    def with_help(cmd: Any) -> None:
-        get_help_option = cmd.get_help_option
-
-        def quick_help_option(ctx: Any) -> Any:  # click makes --help when it is first asked for
-            option = get_help_option(ctx)
-            if option is not None:
-                install(option)
-            return option
-
-        cmd.get_help_option = quick_help_option
-
-    def walk(cmd: Any) -> Any:  # a command, its subcommands, theirs (`serq trace import`)
-        yield cmd
-        for sub in getattr(cmd, "commands", {}).values():
-            yield from walk(sub)
-
-    for cmd in walk(command):
-        for param in cmd.params:
-            install(param)
-        if callable(getattr(cmd, "get_help_option", None)):
-            with_help(cmd)
-
-
 def _command() -> Any:
-    """The click command of :data:`app`, with the quick coercion."""
+    """The click command of :data:`app`, with the quick coercion of its options."""
     command = typer.main.get_command(app)
-    _quick_coercion(command)
+    quick_coercion(command)
     return command
 
 

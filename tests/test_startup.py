@@ -186,13 +186,13 @@ def _strings(seed: int, n: int) -> list[str]:
 def test_quick_numbers_are_what_typer_makes_of_them(annotation: type, low: int | None) -> None:
     pytest.importorskip("pydantic")
     pytest.importorskip("typer._adapters")
-    from serq.cli import _SLOW, _quick_value
+    from serq._typer_patch import SLOW, quick_value
 
     kind = annotation.__name__
     quick_count = 0
     for text in _strings(7, 600):
-        quick = _quick_value(kind, text, low, None)
-        if quick is _SLOW:
+        quick = quick_value(kind, text, low, None)
+        if quick is SLOW:
             continue
         quick_count += 1
         status, value = _typer_value(annotation, low, text)
@@ -207,12 +207,12 @@ def test_quick_strings_and_lists_are_what_typer_makes_of_them() -> None:
     pytest.importorskip("typer._adapters")
     from typing import List
 
-    from serq.cli import _SLOW, _quick_value
+    from serq._typer_patch import SLOW, quick_value
 
     for text in ["mg1.sq", "", " a b ", "\udcff", "é", "x=1", "a\x00b"]:
-        assert _quick_value("str", text, None, None) == _typer_value(str, None, text)[1]
+        assert quick_value("str", text, None, None) == _typer_value(str, None, text)[1]
     many = ("a=1", "b=2")
-    assert _quick_value("list", many, None, None) == _typer_value(List[str], None, many)[1]
-    assert _quick_value("bool", True, None, None) is True
-    assert _quick_value("bool", "yes", None, None) is _SLOW
-    assert _quick_value("int", 3, 0, None) is _SLOW  # not text: typer's own coercion
+    assert quick_value("list", many, None, None) == _typer_value(List[str], None, many)[1]
+    assert quick_value("bool", True, None, None) is True
+    assert quick_value("bool", "yes", None, None) is SLOW
+    assert quick_value("int", 3, 0, None) is SLOW  # not text: typer's own coercion

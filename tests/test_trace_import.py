@@ -408,7 +408,7 @@ def test_the_azure_conversation_trace_imports_19366_requests(tmp_path: Path) -> 
 
 def test_the_command_coerces_its_options_without_pydantic(tmp_path: Path) -> None:
     """`serq trace import` is a subcommand of a subcommand: its options get the quick
-    coercion of serq/cli.py too (tests/test_startup.py checks check and run)."""
+    coercion of serq/_typer_patch.py too (tests/test_startup.py checks check and run)."""
     src = tmp_path / "in.csv"
     src.write_text(SPLITWISE)
     argv = ["serq", "trace", "import", "vidur", str(src), "-o", str(tmp_path / "out.csv"), "--limit", "2",

@@ -9,7 +9,7 @@ from simpy.events import Event
 from simpy.exceptions import Interrupt
 
 from .. import ir
-from ..errors import SerqError, SerqRuntimeError
+from ..errors import SerqRuntimeError
 from . import rng
 from .pool import GRANTED, HoldRequest, HoldSpec
 
