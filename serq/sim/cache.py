@@ -102,6 +102,14 @@ def _exact(x: float) -> bool:
     return -_BIG <= x <= _BIG and x == int(x)
 
 
+def _whole(xs: list[float]) -> bool:
+    """Every ``x`` of ``xs`` (floats) is an integer."""
+    try:
+        return all(map(float.is_integer, xs))
+    except TypeError:  # not floats
+        return all(map(_exact, xs))
+
+
 class PrefixCache:
     """The entries of one pool and the order in which they go."""
 
@@ -249,6 +257,54 @@ class PrefixCache:
                 return True
             if not used + self.total + need > limit:
                 return False
+
+    def whole_blocks(self, used: float, needs: list[float], cap: float) -> bool:
+        """Whether growths of ``needs`` in turn from ``used`` under ``cap`` can
+        all make room by :meth:`make_room_whole`: LRU with no dead entry, and
+        every size, block, ``cap``, ``used`` and need a whole number whose sums
+        stay exact (``used`` stays an integer ≤ _BIG as whole needs are added)."""
+        if not (self.kind == LRU and not self._dead_heap and self._ints and self._int_block
+                and _exact(cap) and _exact(used) and min(needs) >= 0.0
+                and used + math.fsum(needs) <= _BIG and _whole(needs)):
+            return False
+        self._cap = cap
+        self._cap_exact = True
+        return True
+
+    def make_room_whole(self, used: float, need: float, cap: float, now: float) -> float:
+        """:meth:`make_room` once :meth:`whole_blocks` said yes: the oldest
+        entries drained as :meth:`_drain` drains them (``k`` blocks in one
+        subtraction), with no dead entry to compare against; the new total."""
+        entries = self.entries
+        limit = cap + EPS
+        bi = int(self.block)  # type: ignore[arg-type]
+        b = self.block
+        total = self.total
+        while entries:
+            eu = self.evicted_units
+            if eu > _BIG:  # the sums may no longer be exact: the general way
+                self.make_room(used, need, cap, now)
+                return self.total
+            key = next(iter(entries))
+            e = entries[key]
+            s = e.size
+            k = -(-int(used + total + need - cap) // bi)  # blocks that cover the shortfall
+            if k * bi < s:  # they leave part of the entry
+                taken = k * b  # type: ignore[operator]
+                e.size = s - taken
+                total = total - taken
+                self.total = total
+                self.evicted_units = eu + taken
+            else:
+                e.size = 0.0  # s − (the pieces, in turn) is exactly 0
+                del entries[key]
+                self.evicted_entries += 1
+                total = total - s
+                self.total = total
+                self.evicted_units = eu + s
+            if not used + total + need > limit:
+                break
+        return total
 
     def make_room(self, used: float, need: float, cap: float, now: float) -> None:
         """Evict until ``used + cached + need ≤ cap + ε`` or nothing is cached (§3.3)."""

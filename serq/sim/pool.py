@@ -26,7 +26,7 @@ from simpy.exceptions import Interrupt
 from simpy.resources.base import BaseResource
 
 from ..errors import SerqRuntimeError
-from .cache import _BIG, EPS, LRU, SCAN, PrefixCache, _exact, classify
+from .cache import EPS, SCAN, PrefixCache, classify
 from .order import total_key
 from .prefix import SharedCache
 from .stats import TimeAverage
@@ -281,8 +281,8 @@ class Pool(BaseResource):
         between them): the same float operations in the same order, in one
         loop.  The queue and the holders do not change, and the four time
         averages share their last change (``record`` sets them together).
-        Under LRU with integer amounts a victim is drained as
-        ``PrefixCache._drain`` does, inline."""
+        Under LRU with whole amounts the cache drains its oldest entries by
+        whole blocks (:meth:`PrefixCache.make_room_whole`)."""
         if not needs:
             return
         ua, ca, qa, ha = self.used_avg, self.cached_avg, self.queue_avg, self.holders_avg
@@ -300,51 +300,16 @@ class Pool(BaseResource):
         qi, qv = qa.integral, qa.value
         hi, hv = ha.integral, ha.value
         qn, hn = len(self.put_queue), len(self.holders)
-        entries = cache.entries
-        b = cache.block
-        # the integer drain of `_drain` applies to every growth (checked once: `used` stays an
-        # integer ≤ _BIG as whole needs are added); `evicted_units` is checked at each drain
-        fast = (cache.kind == LRU and not cache._dead_heap and cache._ints and cache._int_block
-                and _exact(cap) and _exact(used) and min(needs) >= 0.0 and used + math.fsum(needs) <= _BIG
-                and _whole(needs))
-        if fast:
-            bi = int(b)  # type: ignore[arg-type]
-            cache._cap = cap
-            cache._cap_exact = True
+        whole = cache.whole_blocks(used, needs, cap)
         for need, now in zip(needs, times):
             total = cache.total
             if used + total + need > limit:  # make_room(need)
-                if not fast:
+                if whole:
+                    total = cache.make_room_whole(used, need, cap, now)
+                else:
                     self.used = used
                     self.make_room(need)
                     total = cache.total
-                else:
-                    while entries:  # the oldest live entry (no dead one: none can appear here)
-                        eu = cache.evicted_units
-                        if eu > _BIG:
-                            self.used = used
-                            cache.make_room(used, need, cap, self.sim.env.now)
-                            total = cache.total
-                            break
-                        key = next(iter(entries))
-                        e = entries[key]
-                        s = e.size
-                        k = -(-int(used + total + need - cap) // bi)  # blocks that cover the shortfall
-                        if k * bi < s:  # they leave part of the entry
-                            taken = k * b  # type: ignore[operator]
-                            e.size = s - taken
-                            total = total - taken
-                            cache.total = total
-                            cache.evicted_units = eu + taken
-                        else:
-                            e.size = 0.0  # s − (the pieces, in turn) is exactly 0
-                            del entries[key]
-                            cache.evicted_entries += 1
-                            total = total - s
-                            cache.total = total
-                            cache.evicted_units = eu + s
-                        if not used + total + need > limit:
-                            break
             used += need
             # record(now), inline
             dt = now - last
@@ -451,14 +416,6 @@ class Pool(BaseResource):
     def trigger(self, req: HoldRequest) -> None:
         """Wake the session of a granted request (it becomes ready)."""
         self.sim.env.make_ready(req)
-
-
-def _whole(xs: list[float]) -> bool:
-    """Every ``x`` of ``xs`` (floats) is an integer."""
-    try:
-        return all(map(float.is_integer, xs))
-    except TypeError:  # not floats
-        return all(map(_exact, xs))
 
 
 class _SelectView:

@@ -83,7 +83,6 @@ class SharedCache:
     ``keys``, ``evicted_*``, ``make_room``, ``evict_one``, ``take``)."""
 
     kind = TRIE
-    _dead_heap: tuple = ()  # read by Pool.allocate_run's fast-path test (never taken: kind is TRIE)
 
     def __init__(self, block: float | None, keys: Callable[[EvictView], tuple] | None, stream: Any) -> None:
         self.block = block
@@ -96,9 +95,12 @@ class SharedCache:
         self.evicted_units = 0.0
         self._heap: list[tuple[float, int, int, Node]] = []  # LRU candidates, lazily checked
         self._n = 0  # heap tie-breaker
-        self.entries: dict = {}  # read (never used) by Pool.allocate_run before its fast-path test
 
     # -- chains ----------------------------------------------------------------
+
+    def whole_blocks(self, used: float, needs: list[float], cap: float) -> bool:
+        """A run's growths make room the general way here (:meth:`make_room`)."""
+        return False
 
     def down(self, x: float) -> float:
         b = self.block

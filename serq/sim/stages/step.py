@@ -36,7 +36,9 @@ from ...errors import SerqError, SerqRuntimeError
 from ..cache import EPS
 from ..order import total_key
 from ..stats import LogHistogram, fold
-from . import candidate, coalesce, hooks, waiting
+from . import candidate, hooks, waiting
+from .coalesce import RunPlanner
+from .decode_run import DecodeRun
 from .base import Job, Stage, check_work
 from .candidate import Candidate
 
@@ -119,15 +121,9 @@ class StepEngine(Stage):
         self._default_order = type(self).order_residents is StepEngine.order_residents and self.serve in (
             "admission", "exclusive_prefill")
         self._prepared = False
-        self.run_length = 1  # iterations the in-flight timeout stands for (coalesced runs)
-        self.run_cost = 0.0
-        self._run_start = 0.0
-        self._plan: tuple = ([], [])  # a coalesced run: costs of iterations 2 … m, growth events
-        self._head: Any = None  # a coalesced run's waiting head whose header is evaluated again
-        self._blocking = 0  # the pool of that head that does not fit
-        self._xheads = False  # requests wait in a pool without `admit via`
-        self._final: list[float] | None = None  # the tokens of a run's last iteration, if not all 1
-        self._budget_now = 0.0  # the budget of the iteration in flight
+        #: the coalesced decode run in flight (None: one iteration), and who plans them
+        self.run: DecodeRun | None = None
+        self.planner: RunPlanner | None = None
         self._view: StepView | None = None
         #: the step log (``serq run --steps``): None, or a flat array of the
         #: columns :data:`serq.report.STEP_COLUMNS` per iteration; the simulator sets it, and
@@ -357,14 +353,16 @@ class StepEngine(Stage):
         steady = all(_steady(e) for e in (step.budget, step.chunk, step.cost))
         ordered = self.serve in ("admission", "exclusive_prefill", "decode_first") or (
             isinstance(step.serve, tuple) and waiting.constant_keys(step.serve))
-        self._coalescable = self.coalesce and safe_hooks and steady and ordered
-        sim = self.sim
-        self._state_pools = frozenset(
-            waiting.state_pools(step.budget, sim, self.memory) | waiting.state_pools(step.chunk, sim, self.memory)
-            | waiting.state_pools(step.cost, sim, None))
-        #: what the waiting requests let a run do: the program read once, here
-        self._heads = waiting.HeadAnalysis(self, self._default_select, self._default_admit) if self._coalescable else None
         self._view = StepView() if cls.iteration_cost is StepEngine.iteration_cost else None
+        if self.coalesce and safe_hooks and steady and ordered:
+            sim = self.sim
+            state_pools = frozenset(
+                waiting.state_pools(step.budget, sim, self.memory) | waiting.state_pools(step.chunk, sim, self.memory)
+                | waiting.state_pools(step.cost, sim, None))
+            self.planner = RunPlanner(
+                self, kv_tracked=self._kv_needed, state_pools=state_pools,
+                heads=waiting.HeadAnalysis(self, self._default_select, self._default_admit),
+                default_plan=self._default_plan, view=self._view)
         self._prepared = True
 
     def start_iteration(self) -> bool:
@@ -381,7 +379,6 @@ class StepEngine(Stage):
         if budget != budget:
             raise SerqRuntimeError(f"stage `{self.label}`: the budget is NaN, not a number of tokens")
         self.left = budget
-        self._budget_now = budget
         assign: list[tuple[Job, float]] = []
         self.assign = assign
         self.cursor = 0
@@ -395,7 +392,7 @@ class StepEngine(Stage):
             while True:
                 job = self._next(served)
                 if job is None:
-                    if (self.left > 0.0 and sim.preemptions == preempted0 and self._admittable()
+                    if (self.left > 0.0 and sim.preemptions == preempted0 and self.has_waiting()
                             and self.admit_next(self.left)):
                         continue
                     break
@@ -445,9 +442,16 @@ class StepEngine(Stage):
                 self.starved_budget = budget
             return False
         self.starved_at = None
-        return self._launch(attention, preempted)
+        return self._launch(attention, preempted, budget)
 
-    def _admittable(self) -> bool:
+    @property
+    def run_length(self) -> int:
+        """Iterations the iteration in flight stands for: a coalesced run's length, else 1."""
+        run = self.run
+        return 1 if run is None else run.length
+
+    def has_waiting(self) -> bool:
+        """Whether a request waits in a pool this stage admits for (``admit via``)."""
         for pool in self.admit_pools:
             if pool.put_queue:
                 return True
@@ -468,8 +472,8 @@ class StepEngine(Stage):
                 return job
         return None
 
-    def _cost(self, tokens: float, prefilled: float, decoders: float, kv_d: float, kv_p: float,
-              attention: float) -> float:
+    def cost_of(self, tokens: float, prefilled: float, decoders: float, kv_d: float, kv_p: float,
+                attention: float) -> float:
         """``iteration_cost`` of an iteration scheduled so (moment Step)."""
         view = self._view
         if view is None:  # a subclass's iteration_cost may keep its view
@@ -481,7 +485,7 @@ class StepEngine(Stage):
         view.attention = attention
         return self.iteration_cost(view)
 
-    def _launch(self, attention: float, preempted: bool) -> bool:
+    def _launch(self, attention: float, preempted: bool, budget: float) -> bool:
         tokens = prefilled = decoders = kv_d = kv_p = 0.0
         memory = self.memory if self._kv_needed else None
         for job, t in self.assign:
@@ -494,7 +498,7 @@ class StepEngine(Stage):
                 decoders += 1.0
                 if memory is not None:
                     kv_d += job.session.held_in(memory)
-        cost = self._cost(tokens, prefilled, decoders, kv_d, kv_p, attention)
+        cost = self.cost_of(tokens, prefilled, decoders, kv_d, kv_p, attention)
         cost = cost if cost > 0.0 else 0.0
         if tokens > 0.0 and not cost > 0.0:
             raise SerqRuntimeError(
@@ -510,12 +514,12 @@ class StepEngine(Stage):
         self._account(now, cost, prefilled, decoders)
         self.iterating = True
         self.epoch += 1
-        m, end = 1, now + cost
-        if self._coalescable and not preempted and not prefilled and decoders == len(self.residents) > 0:
-            m, end = coalesce.run_length(self, now, cost)
-        self.run_length = m
-        self.run_cost = cost
-        self._run_start = now
+        run = None
+        planner = self.planner
+        if planner is not None and not preempted and not prefilled and decoders == len(self.residents) > 0:
+            run = planner.plan(now, cost, budget)
+        self.run = run
+        end = now + cost if run is None else run.end
         timer = self.env.timer(end - now, [self._iter_end])
         timer.epoch = self.epoch  # type: ignore[attr-defined]
         return True
@@ -551,9 +555,10 @@ class StepEngine(Stage):
             return
         self.iterating = False
         assign = self.assign
-        m = self.run_length
-        if m > 1:
-            coalesce.replay(self, assign, m)
+        run = self.run
+        if run is not None:
+            run.replay(self, assign)
+            self.run = None
         self.sim.events += 1
         now = self.env.now
         finished = []

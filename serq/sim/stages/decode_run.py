@@ -1,0 +1,302 @@
+"""One coalesced decode run of the step engine: what was planned, and its replay.
+
+When an iteration is a pure-decode batch, the planner
+(:class:`~serq.sim.stages.coalesce.RunPlanner`) works out how many like it
+follow back to back and leaves them as a :class:`DecodeRun`; the engine keeps
+it as ``engine.run`` (None while it runs iteration by iteration) and
+schedules one event at the run's end, where :meth:`DecodeRun.replay` commits
+iterations 1 … m−1 — the tokens, the growths, the statistics — with the same
+floating-point operations in the same order as one by one, and the engine's
+``_iter_end`` commits the m-th as usual (docs/simulator.md, "Coalesced decode
+runs").  What repeats is folded in C (``accumulate``, ``reduce``,
+:func:`serq.sim.stats.fold`), in the same order.
+"""
+
+from __future__ import annotations
+
+import sys
+from functools import reduce
+from itertools import accumulate, islice, repeat
+from math import fmod, frexp, ulp
+from operator import add, sub
+from typing import TYPE_CHECKING, Any
+
+from ..stats import _SHORT, fold, fold_same
+
+if TYPE_CHECKING:
+    from .base import Job
+    from .step import StepEngine
+
+_NORMAL = sys.float_info.min  # the smallest positive normal float
+
+#: A growth event of a planned run: the index of the iteration's start among
+#: the ends, the growths (job index, units) it makes, the budget left to read
+#: the waiting head's header with again (None when nothing it reads moved),
+#: and the time it starts.
+RunEvent = tuple[int, list[tuple[int, float]], "float | None", float]
+
+
+class DecodeRun:
+    """A planned run of ``length`` decode iterations of one batch, the first
+    starting at ``start`` and costing ``cost``, the last ending at ``end``.
+
+    Its plan: ``first``, the end of iteration 1; ``segs``, iterations 2 … m
+    as runs ``[cost, how many in a row, the end before the first, the end of
+    the last]`` (each end the previous plus the cost); ``events``, the
+    iterations that grow a hold (:data:`RunEvent`); ``final``, the tokens of
+    the last iteration when it finishes a job with a fraction of one (None
+    when every job takes one token).  What the waiting requests allow:
+    ``head``, the waiting request (or :class:`~.waiting.HeadSet`) whose
+    header the admission attempts of the run evaluate again after a growth
+    that changed what it reads, and ``blocking``, the pool of that head that
+    does not fit; ``budget``, the budget of every iteration."""
+
+    __slots__ = ("start", "cost", "budget", "length", "end", "first", "segs", "events", "final", "head",
+                 "blocking")
+
+    def __init__(self, start: float, cost: float, budget: float, head: Any, blocking: int) -> None:
+        self.start = start
+        self.cost = cost
+        self.budget = budget
+        self.head = head
+        self.blocking = blocking
+        self.first = start + cost
+        self.length = 1
+        self.end = self.first
+        self.segs: list[list] = []
+        self.events: list[RunEvent] = []
+        self.final: list[float] | None = None
+
+    # -- the replay -------------------------------------------------------------------------
+
+    def replay(self, engine: "StepEngine", assign: list[tuple["Job", float]]) -> None:
+        """Iterations 1 … m−1, exactly as one by one: commit each at its end
+        (a token per job, as ``_iter_end`` and ``Session.decode_token`` do),
+        then plan the next at that time (its growths, a token of position per
+        job) and account for it (as ``_account``).  With a fractional last
+        iteration, ``assign`` becomes its tokens for ``_iter_end``."""
+        k = self.length - 1  # commits replayed here; the m-th is `_iter_end`'s
+        self._commit(engine, assign, k)
+        self._grow(engine, assign)
+        self._account(engine, len(assign), k)
+        final = self.final
+        if final is not None:  # `_iter_end` commits the last iteration with its own tokens
+            assign[:] = [(job, x) for (job, _t), x in zip(assign, final)]
+
+    def _commit(self, engine: "StepEngine", assign: list[tuple["Job", float]], k: int) -> None:
+        """The tokens of iterations 1 … k: each job's work and position, its
+        session's token times and the gap to the first iteration's end."""
+        first = self.first
+        c, n, t0, _t_last = self.segs[-1]
+        before_last = t0 if n == 1 else fold_same(c, n - 1, t0)  # the end of iteration k
+        stats = engine.sim.stats_on
+        itl = engine.itl
+        for job, tokens in assign:
+            job.work = minus(job.work, tokens, k)
+            s = job.session
+            if s.first_tok is None:
+                s.first_tok = first
+                s.n_after += k - 1
+            else:
+                if stats:
+                    itl.add(first - s.last_tok)
+                s.n_after += k
+            s.last_tok = before_last
+        final = self.final
+        for i, (job, _tokens) in enumerate(assign):
+            req = job.hold
+            if req is not None:
+                if final is None:
+                    req.pos[job.k] = plus_ones(req.pos[job.k], k)
+                else:  # the last iteration's tokens may be a fraction
+                    req.pos[job.k] = plus_ones(req.pos[job.k], k - 1) + final[i]
+
+    def _grow(self, engine: "StepEngine", assign: list[tuple["Job", float]]) -> None:
+        """The growths of iterations 2 … m at their starts, in turn.  Growths
+        in one pool go to ``Pool.allocate_run`` together, up to an admission
+        attempt that reads them or a growth in another pool; an attempt whose
+        header reads what a growth changed is evaluated again there."""
+        events = self.events
+        head = self.head
+        if len(assign) == 1 and head is None:  # one job: its hold and pool looked up once
+            req = assign[0][0].hold
+            if req is not None:
+                _grow_one(req, assign[0][0].k, events)
+            return
+        pending: Any = None
+        needs: list[float] = []
+        times: list[float] = []
+        for _j, growths, again, start in events:
+            for i, need in growths:
+                job = assign[i][0]
+                req = job.hold
+                kk = job.k
+                pool = req.pools[kk]  # type: ignore[union-attr]
+                if pool is not pending:
+                    if needs:
+                        pending.allocate_run(needs, times)
+                        needs = []
+                        times = []
+                    pending = pool
+                needs.append(need)
+                times.append(start)
+                req.alloc[kk] = req.alloc[kk] + need  # type: ignore[union-attr]
+            if again is not None:  # the admission attempt of that iteration reads what changed
+                if needs:
+                    pending.allocate_run(needs, times)
+                    needs = []
+                    times = []
+                engine.admitting_left = again  # (its budget_left)
+                try:
+                    head.spec.amounts(head.session)
+                finally:
+                    engine.admitting_left = None
+        if needs:
+            pending.allocate_run(needs, times)
+
+    def _account(self, engine: "StepEngine", jobs: int, k: int) -> None:
+        """The statistics of iterations 2 … m, as ``_account`` and ``gap`` of
+        the engine count them one by one: every job's inter-token gaps (from
+        the second commit on), the decode-only time and its decoders, the
+        iterations, their decoders and costs."""
+        sim = engine.sim
+        segs = self.segs
+        stats = sim.stats_on
+        # the iterations' lengths, k of them, as [length, how many in a row]
+        lengths = _length_runs(segs)
+        lo: float | None = None  # the smallest of the first k − 1, when taken
+        if stats and k > 1:
+            last = lengths[-1]
+            gaps = lengths[:-1]
+            if last[1] > 1:
+                gaps.append([last[0], last[1] - 1])
+            lo = min([x for x, _c in gaps])
+            engine.itl.add_runs(gaps, jobs, lo)
+        spans = self._spans(sim, lengths, lo, k)
+        nf = float(jobs)
+        if spans:
+            if nf == 1.0:  # (x * 1.0 is x for every float: one decoder adds the spans themselves)
+                engine.t_decode_only, engine.t_decoders = _fold_runs2(spans, engine.t_decode_only,
+                                                                      engine.t_decoders)
+            else:
+                engine.t_decode_only = _fold_runs(spans, engine.t_decode_only)
+                engine.t_decoders = _fold_runs([[nf * x, c] for x, c in spans], engine.t_decoders)
+        if stats:
+            engine.dec_iters += k
+            d = engine.dec_sum  # whole numbers: one addition is exact below 2**53
+            engine.dec_sum = d + k * nf if d.is_integer() and d + k * nf < 2.0 ** 52 else reduce(add, repeat(nf, k), d)
+            engine.dec_cost = _fold_runs(segs, engine.dec_cost)
+        engine.iterations += k
+        sim.events += k
+
+    def _spans(self, sim: Any, lengths: list[list], lo: float | None, k: int) -> list[list]:
+        """The spans the step statistics add for iterations 2 … m, as runs
+        ``[span, count]``: span = min(end, horizon) − max(start, warm-up),
+        added when positive; a run ends by the horizon, and one that starts
+        after the warm-up spans its lengths."""
+        first = self.first
+        segs = self.segs
+        if first >= sim.warmup:
+            spans = lengths  # as runs
+            smin = min(lo, lengths[-1][0]) if lo is not None else min([x for x, _c in spans])
+        elif segs[-1][3] <= sim.warmup:  # every span ≤ end − warm-up ≤ 0: none is added
+            return []
+        else:
+            ends = [first]  # ends[j]: the end of iteration j + 1
+            for c, n, t0, _t1 in segs:
+                ends.extend(islice(accumulate(repeat(c, n), add, initial=t0), 1, None))
+            spans = [[x, 1] for x in map(sub, map(min, ends[1:], repeat(sim.horizon)),
+                                         map(max, ends[:k], repeat(sim.warmup)))]
+            smin = min([x for x, _c in spans]) if spans else 0.0
+        if spans and not smin > 0.0:
+            spans = [r for r in spans if r[0] > 0.0]
+        return spans
+
+
+def _grow_one(req: Any, kk: int, events: list[RunEvent]) -> None:
+    """The growths of a run of one job and no waiting head (no admission
+    attempt is evaluated): its hold and pool looked up once, the pool's side
+    in one ``allocate_run``."""
+    ra = req.alloc
+    a = ra[kk]
+    needs: list[float] = []
+    times: list[float] = []
+    for _j, growths, _again, start in events:
+        if growths:
+            need = growths[0][1]
+            needs.append(need)
+            times.append(start)
+            a = a + need
+    ra[kk] = a
+    req.pools[kk].allocate_run(needs, times)
+
+
+# -- sums of a run, folded in the order one by one makes them ---------------------------------
+
+def minus(w: float, tokens: float, k: int) -> float:
+    """``w`` less ``tokens`` ``k`` times in turn (one subtraction when every
+    step is exact: whole tokens off a float of at most 53 bits that stays ≥ 0)."""
+    if tokens == 1.0 and w >= k and w < 9007199254740992.0:  # (a finite w ≥ 1 below 2**53 is
+        return w - k  # at most 53 bits: its numerator as_integer_ratio() is below 2**53)
+    return reduce(sub, repeat(tokens, k), w)
+
+
+def plus_ones(p: float, k: int) -> float:
+    """``p + 1.0`` ``k`` times in turn (one addition when every step is exact)."""
+    if exact_steps(p, k):
+        return p + k
+    return reduce(add, repeat(1.0, k), p)
+
+
+def exact_steps(p: float, cap: int) -> bool:
+    """Whether ``p + 1.0`` repeated up to ``cap + 2`` times is exact (every
+    ``p + d`` a float), so the position at any iteration is one addition."""
+    if not (p >= 0.0 and p < 2.0 ** 51):
+        return False
+    num, den = p.as_integer_ratio()
+    return num + (cap + 2) * den < 1 << 53
+
+
+def _fold_runs(runs: list[list], acc: float) -> float:
+    """``acc`` plus each ``x`` of the runs ``[x, count]``, ``count`` times in turn."""
+    for r in runs:  # ([x, count, …]: the plan's runs of costs too)
+        x = r[0]
+        c = r[1]
+        acc = fold(repeat(x, c), acc) if c < _SHORT else fold_same(x, c, acc)
+    return acc
+
+
+def _fold_runs2(runs: list[list], a: float, b: float) -> tuple[float, float]:
+    """``_fold_runs`` of the same runs into two sums, in one loop."""
+    for r in runs:
+        x = r[0]
+        c = r[1]
+        if c < _SHORT:
+            a = fold(repeat(x, c), a)
+            b = fold(repeat(x, c), b)
+        else:
+            a = fold_same(x, c, a)
+            b = fold_same(x, c, b)
+    return a, b
+
+
+def _length_runs(segs: list[list]) -> list[list]:
+    """The lengths (end minus the end before) of a planned run's iterations
+    2 … m as runs ``[length, count]``, in order.  The iterations of one run of
+    ``segs`` (cost ``c``, from the end ``t0`` to ``t1``) have one length when
+    ``t0`` and ``t1`` lie in one binade ``[2^p, 2^(p+1))`` and ``c`` is not
+    halfway between two multiples of its ulp ``u``: each end is ``fl(e + c)``
+    with ``e`` a multiple of ``u``, which is ``e`` plus the multiple of ``u``
+    nearest ``c`` (the same for every ``e``), and the difference of two floats
+    of one binade is exact (:func:`serq.sim.stats.fold_same`).  Else the ends
+    are added again one by one and each length is computed."""
+    out: list[list] = []
+    for c, n, t0, t1 in segs:
+        if n > 1:
+            u = ulp(t0)
+            if not (t0 >= _NORMAL and frexp(t0)[1] == frexp(t1)[1] and fmod(c, u) * 2.0 != u):
+                ends = list(accumulate(repeat(c, n), add, initial=t0))
+                out.extend([x, 1] for x in map(sub, islice(ends, 1, None), ends))
+                continue
+        out.append([(t0 + c) - t0, n])
+    return out
