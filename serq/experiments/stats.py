@@ -10,7 +10,7 @@ independent, roughly normal observations::
 :func:`t_quantile` computes ``t(p, df)`` from the Student-t distribution
 function, written with the regularized incomplete beta function (continued
 fraction, Numerical Recipes §6.4) and inverted by bisection: no table to
-keep, any ``df``, ~1e-12 accuracy (``tests/test_sweep_stats.py`` checks
+keep, any ``df``, ~1e-12 accuracy (``tests/experiments/test_sweep_stats.py`` checks
 12.706 at df 1, 2.262 at df 9, 2.093 at df 19 and the normal limit).
 """
 

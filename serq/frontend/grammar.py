@@ -16,7 +16,7 @@ Conventions:
   syntax that builds the same expressions Parsimonious's ``Grammar(text)``
   builds, ten times faster (Parsimonious parses rule text with its own PEG,
   ~40 ms for this grammar, paid by every ``serq`` process);
-  ``tests/test_grammar.py`` checks the two give the same expressions.
+  ``tests/frontend/test_grammar.py`` checks the two give the same expressions.
 * Catch-all rules (``other_item``, ``other_stmt``, ``pool_other`` …) accept an
   unknown word followed by a balanced "soup" of tokens, so that the builder can
   say *unknown statement `w`*, refuse an advanced feature at its location, or

@@ -10,7 +10,7 @@ with a leaner resume than SimPy's.
 
 This module is the only one that touches SimPy's underscored fields
 (``_now``, ``_queue``, ``_eid``, ``_ok``, ``_value``, ``_defused``,
-``_resume``, ``_target``…); ``tests/test_kernel.py`` greps for them.  The
+``_resume``, ``_target``…); ``tests/sim/test_kernel.py`` greps for them.  The
 rest of the simulator reads the clock as ``kernel.now`` (a plain attribute,
 kept equal to SimPy's ``_now``), looks at the heap as ``kernel.queue`` and
 makes events ready, timed or failed through the methods below.

@@ -162,7 +162,10 @@ class RunPlanner:
         assign = engine.assign
         memory = engine.memory
         tracked = memory is not None and self.kv_tracked
-        kv = [job.session.held_in(memory) for job, _t in assign] if tracked else [0.0] * len(assign)
+        if memory is not None and tracked:
+            kv = [job.session.held_in(memory) for job, _t in assign]
+        else:
+            kv = [0.0] * len(assign)
         pools: list[Any] = []
         pos: list[float] = []
         alloc: list[float] = []
