@@ -60,6 +60,8 @@ CASES: list[tuple[str, str, tuple[str, ...]]] = [
     ("sys prompt", "programs/single-turn/vllm_system_prompt.sq", ()),
     ("sys no prefix", "programs/single-turn/vllm_system_prompt.sq", ()),
     ("sys 0-chain", "programs/single-turn/vllm_system_prompt.sq", ()),
+    ("L=0.6 serve by", "programs/multi-turn/vllm.sq", ("Lambda=0.6",)),
+    ("L=0.6 evict by", "programs/multi-turn/vllm.sq", ("Lambda=0.6",)),
 ]
 
 _CHAIN = "vllm_request_prefix(reqs, kv, engine, prompt, o, seg1, len1, seg2, len2);"
@@ -67,9 +69,14 @@ _CHAIN = "vllm_request_prefix(reqs, kv, engine, prompt, o, seg1, len1, seg2, len
 EDITS: dict[str, tuple[str, str]] = {
     "sys no prefix": (_CHAIN, "vllm_request(reqs, kv, engine, prompt, o);"),
     "sys 0-chain": (_CHAIN, "vllm_request_prefix(reqs, kv, engine, prompt, o, 0, 0, 0, 0);"),
+    # the clauses a scheduler comparison writes (docs/guide.md): shortest remaining first, and
+    # eviction of the largest prefixes of sessions not waiting first
+    "L=0.6 serve by": ("  memory kv;\n}", "  memory kv;\n  serve by (decoding ? 0 : 1, remaining);\n}"),
+    "L=0.6 evict by": ("evict lru;", "evict by (waiting, -size);"),
 }
 #: (case, baseline) pairs whose in-process ratio is printed after the table.
-RATIOS = [("sys prompt", "sys no prefix"), ("sys 0-chain", "sys no prefix")]
+RATIOS = [("sys prompt", "sys no prefix"), ("sys 0-chain", "sys no prefix"),
+          ("L=0.6 serve by", "vllm L=0.6"), ("L=0.6 evict by", "vllm L=0.6")]
 
 
 def program_path(label: str, path: str, tmp: Path) -> str:

@@ -97,6 +97,18 @@ def classify(exprs: Any) -> str:
     return kind
 
 
+def lasting(exprs: Any) -> bool:
+    """Whether a heap of entries by the ``evict by`` keys ``exprs`` stays right
+    across the growths of a decode run (:meth:`PrefixCache.victims`): keys
+    ``STABLE`` or ``SIZED`` that do not read ``age`` (the clock moves between
+    the growths; nothing else a key reads changes inside a run)."""
+    from .. import ir
+    from ..expr import walk
+
+    return classify(exprs) != SCAN and not any(
+        isinstance(x, ir.Ctx) and x.name == "age" for e in exprs for x in walk(e))
+
+
 def _exact(x: float) -> bool:
     """``x`` is an integer small enough that sums of three such stay exact."""
     return -_BIG <= x <= _BIG and x == int(x)
@@ -126,6 +138,8 @@ class PrefixCache:
         self.stream = stream
         # LRU, or how `evict by` keys are evaluated; None: not known yet (the pool classifies its keys)
         self.kind = LRU if keys is None else kind
+        #: a heap of the entries by the keys may serve the growths of a whole run (:func:`lasting`)
+        self.lasting = False
         self.entries: dict[int, Entry] = {}  # serial → entry, in release order
         self.dead: dict[int, Entry] = {}  # in insertion order
         self._dead_heap: list[tuple[float, int, int]] = []  # LRU: (last, seq, id) of dead entries, lazily deleted
@@ -331,8 +345,14 @@ class PrefixCache:
                 if not self.evict_one(now):
                     return
             return
-        # `evict by` keys fixed for this call (but for the victim's size under SIZED): a heap
-        # of them, in the scan's order (i) for ties, which the release sequence rules out anyway
+        self.drain_by_keys(self.victims(now), used, need, cap, now)
+
+    def victims(self, now: float) -> list[tuple[Any, int, dict[int, Entry], int]]:
+        """Every entry, live and dead, in a heap by its ``evict by`` keys read
+        at ``now``, the scan's order (``i``) breaking ties (the release sequence
+        in the keys rules them out anyway).  The keys stay right while nothing
+        but eviction changes the cache and, unless they read ``age``, the
+        clock moves (a decode run's growths: ``Pool.allocate_run``)."""
         keys = self.keys
         assert keys is not None
         stream = self.stream
@@ -343,7 +363,18 @@ class PrefixCache:
                 heap.append((total_key((*keys(EvictView(e, now, stream)), e.seq)), i, store, k))
                 i += 1
         heapify(heap)
-        sized = kind == SIZED
+        return heap
+
+    def drain_by_keys(self, heap: list[tuple[Any, int, dict[int, Entry], int]], used: float, need: float,
+                      cap: float, now: float) -> None:
+        """Evict from the top of :meth:`victims`' ``heap`` until ``used + cached
+        + need ≤ cap + ε`` (``STABLE`` and ``SIZED`` keys: only the victim's
+        key can change, as it shrinks)."""
+        keys = self.keys
+        assert keys is not None
+        stream = self.stream
+        limit = cap + EPS
+        sized = self.kind == SIZED
         while heap:
             _key, i, store, k = heap[0]
             e = store[k]

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 from .. import ir
 from ..errors import SerqError
 from ..expr import Frame, compile_expr
-from .cache import PrefixCache
+from .cache import PrefixCache, classify, lasting
 from .compile import pool_source, stage_source
 from .pool import Pool
 from .stages.base import Stage
@@ -62,7 +62,8 @@ def build(sim: "Simulator", engines: Mapping[str, type]) -> None:
                 pool.queue_keys = keys_of(keys)
             if decl.evict != "lru":
                 keys = [compile_expr(k, frame.derive(stream="c.srng")) for k in decl.evict]
-                pool.cache = PrefixCache(pool.block, keys_of(keys), sim.eviction_stream)
+                pool.cache = PrefixCache(pool.block, keys_of(keys), sim.eviction_stream, classify(decl.evict))
+                pool.cache.lasting = lasting(decl.evict)
             if decl.admit_via is not None:
                 engine = pair(sim.stages[decl.admit_via], i, len(members))
                 engine.admit_pools.append(pool)  # type: ignore[attr-defined]

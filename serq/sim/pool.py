@@ -260,18 +260,20 @@ class Pool(BaseResource):
         self.queue_avg.set(now, len(self.put_queue))
         self.holders_avg.set(now, len(self.holders))
 
-    def make_room(self, need: float) -> None:
-        """Evict cached units until ``need`` more fit beside what is used (§3.3)."""
+    def make_room(self, need: float, now: float | None = None) -> None:
+        """Evict cached units until ``need`` more fit beside what is used (§3.3),
+        ``evict by`` keys read at ``now`` (default: the clock)."""
         cache = self.cache
         if self.used + cache.total + need > self.cap + EPS:
             if cache.kind is None:
                 evict = getattr(self.decl, "evict", None)
                 cache.kind = classify(evict) if isinstance(evict, (list, tuple)) else SCAN
-            cache.make_room(self.used, need, self.cap, self.sim.env.now)
+            cache.make_room(self.used, need, self.cap, self.sim.env.now if now is None else now)
 
     def allocate(self, need: float, now: float | None = None) -> None:
-        """A growth's pool side: ``make_room(need)``, ``used += need``, ``record(now)``."""
-        self.make_room(need)  # its own test: nothing to do while it all fits
+        """A growth's pool side at ``now`` (default: the clock): ``make_room(need)``,
+        ``used += need``, ``record(now)``."""
+        self.make_room(need, now)  # its own test: nothing to do while it all fits
         self.used += need
         self.record(now)
 
@@ -282,7 +284,9 @@ class Pool(BaseResource):
         loop.  The queue and the holders do not change, and the four time
         averages share their last change (``record`` sets them together).
         Under LRU with whole amounts the cache drains its oldest entries by
-        whole blocks (:meth:`PrefixCache.make_room_whole`)."""
+        whole blocks (:meth:`PrefixCache.make_room_whole`); under ``evict by``
+        keys that stay right through a run (``cache.lasting``), one heap of
+        victims serves every growth (:meth:`PrefixCache.victims`)."""
         if not needs:
             return
         ua, ca, qa, ha = self.used_avg, self.cached_avg, self.queue_avg, self.holders_avg
@@ -301,14 +305,20 @@ class Pool(BaseResource):
         hi, hv = ha.integral, ha.value
         qn, hn = len(self.put_queue), len(self.holders)
         whole = cache.whole_blocks(used, needs, cap)
+        victims = None  # the heap of a lasting keyed cache, made at the first eviction
         for need, now in zip(needs, times):
             total = cache.total
             if used + total + need > limit:  # make_room(need)
                 if whole:
                     total = cache.make_room_whole(used, need, cap, now)
+                elif cache.lasting:
+                    if victims is None:
+                        victims = cache.victims(now)
+                    cache.drain_by_keys(victims, used, need, cap, now)
+                    total = cache.total
                 else:
                     self.used = used
-                    self.make_room(need)
+                    self.make_room(need, now)
                     total = cache.total
             used += need
             # record(now), inline

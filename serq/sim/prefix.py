@@ -83,6 +83,7 @@ class SharedCache:
     ``keys``, ``evicted_*``, ``make_room``, ``evict_one``, ``take``)."""
 
     kind = TRIE
+    lasting = False  # a run's growths make room one by one (:meth:`make_room`)
 
     def __init__(self, block: float | None, keys: Callable[[EvictView], tuple] | None, stream: Any) -> None:
         self.block = block

@@ -249,8 +249,8 @@ RUNS = [  # (block, evict clause, reuse divisor); block 0: none (whole entries g
 ]
 
 
-def _ref_pool_make_room(self: Any, need: float) -> None:
-    ref_make_room(self.cache, self.used, need, self.cap, self.sim.env._now)
+def _ref_pool_make_room(self: Any, need: float, now: float | None = None) -> None:
+    ref_make_room(self.cache, self.used, need, self.cap, self.sim.env.now if now is None else now)
 
 
 @pytest.mark.parametrize("bs, evict, reuse", RUNS, ids=lambda x: str(x))

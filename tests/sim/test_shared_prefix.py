@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import re
 import shutil
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -297,8 +299,18 @@ def test_a_chain_of_the_own_segment_alone_reports_as_the_per_session_cache(tmp_p
     assert shared.text() == today.text()
 
 
+def _step_oracle() -> Any:
+    """tests/sim/stages/test_step_oracle.py, whose hand-checked scenarios these reuse."""
+    import importlib
+
+    stages = str(Path(__file__).resolve().parent / "stages")
+    if stages not in sys.path:
+        sys.path.insert(0, stages)
+    return importlib.import_module("test_step_oracle")
+
+
 def oracle_with(prefix: str, cache: str, scenario: tuple) -> serq.Report:
-    from test_step_oracle import oracle
+    oracle = _step_oracle().oracle
 
     cap, budget, slots, chunk, requests, horizon = scenario[:6]
     text = oracle(cap, budget, slots, chunk, requests, horizon)
@@ -308,9 +320,7 @@ def oracle_with(prefix: str, cache: str, scenario: tuple) -> serq.Report:
 
 
 def _scenarios() -> dict[str, tuple]:
-    from test_step_oracle import SCENARIOS
-
-    return SCENARIOS
+    return _step_oracle().SCENARIOS  # type: ignore[no-any-return]
 
 
 @pytest.mark.parametrize("name", sorted(_scenarios()))

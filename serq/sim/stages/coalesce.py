@@ -32,6 +32,7 @@ from itertools import accumulate, repeat
 from operator import add
 from typing import TYPE_CHECKING, Any
 
+from ... import expr, ir
 from ..cache import EPS
 from ..stats import _SHORT, fold, fold_same
 from .decode_run import DecodeRun, exact_steps, minus
@@ -67,6 +68,7 @@ class RunPlanner:
     next event ``limit``, the ``horizon``)."""
 
     __slots__ = ("engine", "sim", "kv_tracked", "kv_pool", "state_pools", "heads", "default_plan", "view",
+                 "replayable",
                  "run", "xheads", "recheck", "idx", "pools", "pos", "alloc", "kv", "used", "cap", "limit",
                  "horizon")
 
@@ -80,6 +82,8 @@ class RunPlanner:
         self.heads = heads
         self.default_plan = default_plan
         self.view = view
+        #: the pools whose evictions a replay does exactly (:func:`_replayable`)
+        self.replayable = frozenset(id(p) for p in engine.sim.all_pools if _replayable(p))
         self.cap = 0
         self.limit = self.horizon = 0.0
         self._clear()
@@ -181,9 +185,9 @@ class RunPlanner:
                 k = job.k
                 pool = req.pools[k]
                 a = req.alloc[k]
-                # a growth in the run must not need keys that read the clock, and
+                # a growth's eviction must be one the replay can do at its time, and
                 # the memory a cost reads must be this hold's allocation alone
-                growable = pool.cache.keys is None and id(pool) not in stop and (
+                growable = id(pool) in self.replayable and id(pool) not in stop and (
                     not tracked or pool is not memory or kv[i] == a)
                 pools.append(pool if growable else False)
                 pos.append(req.pos[k])
@@ -489,12 +493,30 @@ class RunPlanner:
 
 # -- helpers of the planner ---------------------------------------------------------------------
 
+def _replayable(pool: Any) -> bool:
+    """Whether the replay of a run evicts from ``pool`` exactly as growths one
+    by one would: LRU, or ``evict by`` keys that read the entry (``size``,
+    ``age``, ``last``, ``waiting``), its owner's attributes, draws (the
+    eviction stream is drawn in the same order) and ``cachedin`` — nothing a
+    run changes otherwise; the replay reads them at each growth's time."""
+    evict = getattr(pool.decl, "evict", "lru")
+    if not isinstance(evict, (list, tuple)):
+        return True
+    return not any(isinstance(x, ir.Probe) and x.fn != "cachedin" for e in evict for x in expr.walk(e))
+
+
+#: The work left of a job in a run stays below this: a token off it is exact
+#: (and so are the differences a ``serve by remaining`` compares, :func:`.waiting.run_ordered`).
+_EXACT_WORK = 2.0**52
+
+
 def _whole_tokens(assign: list) -> int:
     """Iterations of one token per job that finish none of them (0 when a job
-    is not taking one whole token now)."""
+    is not taking one whole token now, or has an amount of work a token off
+    which might round)."""
     cap = 1 << 30
     for job, tk in assign:
-        if tk != 1.0:
+        if tk != 1.0 or not job.work < _EXACT_WORK:
             return 0
         c = math.ceil(job.work - EPS) - 1  # whole tokens that do not finish it
         if c < cap:

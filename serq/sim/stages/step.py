@@ -120,6 +120,10 @@ class StepEngine(Stage):
         self.itl = LogHistogram()
         self._default_order = type(self).order_residents is StepEngine.order_residents and self.serve in (
             "admission", "exclusive_prefill")
+        # the serving order of the iteration being planned, and the residents it is of
+        self._keep_order = False
+        self._order: list[Job] | None = None
+        self._order_of: list[Job] = []
         self._prepared = False
         #: the coalesced decode run in flight (None: one iteration), and who plans them
         self.run: DecodeRun | None = None
@@ -352,8 +356,10 @@ class StepEngine(Stage):
         safe_hooks = not self.run_blockers
         steady = all(_steady(e) for e in (step.budget, step.chunk, step.cost))
         ordered = self.serve in ("admission", "exclusive_prefill", "decode_first") or (
-            isinstance(step.serve, tuple) and waiting.constant_keys(step.serve))
+            isinstance(step.serve, tuple) and waiting.run_ordered(step.serve))
         self._view = StepView() if cls.iteration_cost is StepEngine.iteration_cost else None
+        self._keep_order = cls.order_residents is StepEngine.order_residents and (
+            self.serve == "decode_first" or (isinstance(step.serve, tuple) and _fixed_while_planning(step.serve)))
         if self.coalesce and safe_hooks and steady and ordered:
             sim = self.sim
             state_pools = frozenset(
@@ -382,6 +388,7 @@ class StepEngine(Stage):
         assign: list[tuple[Job, float]] = []
         self.assign = assign
         self.cursor = 0
+        self._order = None
         self.planning = True
         preempted0 = sim.preemptions
         exclusive = self.serve == "exclusive_prefill"
@@ -458,7 +465,11 @@ class StepEngine(Stage):
         return False
 
     def _next(self, served: set[int]) -> Job | None:
-        """The first resident in serving order not yet served this iteration."""
+        """The first resident in serving order not yet served this iteration.
+        The order is asked for again at each pick (an admission or a
+        preemption changes the residents), but kept while the residents are
+        the same when nothing else it reads can change while an iteration is
+        planned (``_keep_order``)."""
         if self._default_order:
             res = self.residents
             if self.cursor < len(res):
@@ -466,7 +477,14 @@ class StepEngine(Stage):
                 self.cursor += 1
                 return job
             return None
-        for job in self.order_residents():
+        if self._keep_order:
+            order = self._order
+            if order is None or self._order_of != self.residents:
+                order = self._order = self.order_residents()
+                self._order_of = list(self.residents)
+        else:
+            order = self.order_residents()
+        for job in order:
             if id(job) not in served:
                 served.add(id(job))
                 return job
@@ -598,6 +616,22 @@ def _steady(e: ir.Expr) -> bool:
             return False
         if isinstance(x, ir.Probe) and isinstance(x.target, ir.StageRef):
             return False
+    return True
+
+
+def _fixed_while_planning(keys: Any) -> bool:
+    """`serve by` keys whose values stay the same while an iteration is
+    planned, for the same residents: no draw (each evaluation moves the
+    stream), no probe and no held memory (growths change them); ``remaining``,
+    the mode, the admission number, the counts and attributes do not change
+    until the iteration ends (a session admitted or preempted meanwhile
+    changes the residents, and the order is asked for again)."""
+    for k in keys:
+        for x in expr.walk(k):
+            if isinstance(x, (ir.Draw, ir.Probe)):
+                return False
+            if isinstance(x, ir.Ctx) and x.name in ("kv_decode", "kv_prefill"):
+                return False
     return True
 
 

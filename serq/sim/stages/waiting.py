@@ -11,7 +11,7 @@ finds which amount of the waiting head blocks it and what would unblock it,
 the same for every waiting request when a user's ``select_waiting`` or
 ``admit_next`` chooses (:class:`HeadSet`), and whether the head is still
 blocked with another budget left (:meth:`HeadAnalysis.still_blocked`).
-:func:`state_pools` and :func:`constant_keys` are the same analysis of the
+:func:`state_pools` and :func:`run_ordered` are the same analysis of the
 stage's own ``budget``, ``chunk``, ``cost`` and ``serve by`` keys
 (docs/simulator.md, "Coalesced decode runs").
 """
@@ -71,10 +71,20 @@ def state_pools(e: ir.Expr, sim: Any, memory: Any) -> set[int]:
     return out
 
 
-def constant_keys(keys: Any) -> bool:
+def run_ordered(keys: Any) -> bool:
     """`serve by` keys that order a run's residents the same way at each of
-    its iterations: no draw, no probe, no clock, no ``remaining`` nor held memory."""
+    its iterations.  Each key reads nothing a run changes (no draw, no probe,
+    no clock, no held memory, no ``remaining``), or is ``remaining`` itself
+    or its negation: inside a run every resident's ``remaining`` falls by one
+    whole token per iteration, exactly (the planner keeps to amounts below
+    2**52), so the differences between residents, hence every comparison,
+    stay what they were.  Other uses of ``remaining`` (scaled, offset, …)
+    can reorder residents mid-run; their engine runs iteration by iteration."""
     for k in keys:
+        while isinstance(k, ir.Unary) and k.op == "-":
+            k = k.x
+        if isinstance(k, ir.Ctx) and k.name == "remaining":
+            continue
         for x in expr.walk(k):
             if isinstance(x, (ir.Draw, ir.Probe)):
                 return False

@@ -182,3 +182,64 @@ def test_add_repeat_is_n_adds() -> None:
         assert a.count == b.count  # compared in the NaN case too (it was skipped there: `and` binds first)
         assert a.total == b.total or (a.total != a.total and b.total != b.total)  # equal, or both NaN
         assert a.buckets() == b.buckets()
+
+
+# -- scheduling clauses on the fast path (issue 21) ------------------------------------------------
+
+def _edited(tmp_path: Path, old: str, new: str) -> Path:
+    """A copy of programs/multi-turn/vllm.sq with ``old`` replaced by ``new``."""
+    text = VLLM.read_text(encoding="utf-8").replace('use "../../lib/', f'use "{ROOT / "lib"}/')
+    assert text.count(old) == 1
+    out = tmp_path / "edited.sq"
+    out.write_text(text.replace(old, new), encoding="utf-8")
+    return out
+
+
+SERVE = ("  memory kv;\n}", "  memory kv;\n  serve by KEYS;\n}")
+
+
+@pytest.mark.parametrize("keys", [
+    "(decoding ? 0 : 1, remaining)",   # shortest remaining first (the guide's SRPT)
+    "(-remaining)",                    # longest remaining first
+    "(K, remaining)",                  # an attribute, then remaining
+    "(- -remaining, admission)",
+])
+def test_serve_by_remaining_keeps_runs_and_the_report(tmp_path: Path, keys: str) -> None:
+    old, new = SERVE
+    program = serq.load(_edited(tmp_path, old, new.replace("KEYS", keys)), sets={"Lambda": "0.6"})
+    same(program, horizon=120.0)
+    assert Counting.inside > 1000
+
+
+@pytest.mark.parametrize("keys", ["(remaining * 2)", "(remaining + 1)", "(kv_decode, remaining)", "(now)"])
+def test_serve_by_keys_that_can_reorder_a_run_run_iteration_by_iteration(tmp_path: Path, keys: str) -> None:
+    old, new = SERVE
+    program = serq.load(_edited(tmp_path, old, new.replace("KEYS", keys)), sets={"Lambda": "0.6"})
+    same(program, horizon=60.0)
+    assert Counting.inside == 0
+
+
+def test_serve_by_remaining_keeps_ties_in_admission_order_through_a_run() -> None:
+    # every request decodes 300 tokens: the residents tie on `remaining` whenever they were
+    # admitted in the same iteration, and a run must keep them in admission order
+    program = serq.load(HEADERS.format(extra_pool="", outer="", outer_end="", units="prompt")
+                        .replace("set o = ~exp(80) + 1;", "set o = 300; set prompt = 100;")
+                        .replace("budget 512; cost", "budget 512; serve by (remaining); cost"))
+    fast = same(program, horizon=200.0)
+    assert Counting.inside > 100
+    assert fast.ended > 100
+
+
+@pytest.mark.parametrize("keys", [
+    "(waiting, -size)",       # sized: the victim's key moves as it shrinks
+    "(-age)",                 # reads the clock: the replay evicts at each growth's time
+    "(last)",                 # LRU spelt as keys
+    "(~uniform(0, 1))",       # a draw: the eviction stream in the same order
+    "(K - size)",             # an owner's attribute
+])
+def test_evict_by_keys_keep_runs_and_the_report(tmp_path: Path, keys: str) -> None:
+    program = serq.load(_edited(tmp_path, "evict lru;", f"evict by {keys};"), sets={"Lambda": "0.6", "blocks": "1500"})
+    fast = same(program, horizon=150.0)
+    assert Counting.inside > 1000
+    kv = fast.pool("kv")
+    assert kv.evicted_units > 0
