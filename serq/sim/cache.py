@@ -109,6 +109,38 @@ def lasting(exprs: Any) -> bool:
         isinstance(x, ir.Ctx) and x.name == "age" for e in exprs for x in walk(e))
 
 
+def size_direction(exprs: Any) -> int:
+    """+1 when exactly one of the ``evict by`` keys ``exprs`` reads ``size`` and
+    never falls as ``size`` grows, −1 when it never rises, 0 otherwise.  A key
+    built from ``size`` by negation, adding or subtracting what does not read
+    it, and multiplying or dividing by a number is monotone, in floats too
+    (rounding is monotone)."""
+    from .. import ir
+    from ..expr import walk
+
+    def reads(e: Any) -> bool:
+        return any(isinstance(x, ir.Ctx) and x.name == "size" for x in walk(e))
+
+    def direction(e: Any) -> int:
+        if isinstance(e, ir.Ctx) and e.name == "size":
+            return 1
+        if isinstance(e, ir.Unary) and e.op == "-":
+            return -direction(e.x)
+        if isinstance(e, ir.Binary) and e.op in ("+", "-"):
+            if reads(e.a) and not reads(e.b):
+                return direction(e.a)
+            if reads(e.b) and not reads(e.a):
+                return direction(e.b) * (1 if e.op == "+" else -1)
+        if isinstance(e, ir.Binary) and e.op in ("*", "/") and isinstance(e.b, ir.Num) and math.isfinite(e.b.value):
+            return direction(e.a) * (1 if e.b.value > 0 else -1 if e.b.value < 0 else 0)
+        if isinstance(e, ir.Binary) and e.op == "*" and isinstance(e.a, ir.Num) and math.isfinite(e.a.value):
+            return direction(e.b) * (1 if e.a.value > 0 else -1 if e.a.value < 0 else 0)
+        return 0
+
+    sized = [e for e in exprs if reads(e)]
+    return direction(sized[0]) if len(sized) == 1 else 0
+
+
 def _exact(x: float) -> bool:
     """``x`` is an integer small enough that sums of three such stay exact."""
     return -_BIG <= x <= _BIG and x == int(x)
@@ -140,6 +172,10 @@ class PrefixCache:
         self.kind = LRU if keys is None else kind
         #: a heap of the entries by the keys may serve the growths of a whole run (:func:`lasting`)
         self.lasting = False
+        #: under SIZED keys, how the one key element that reads ``size`` moves with it (+1, −1; 0:
+        #: unknown, or several read it): :func:`size_direction`; and (its index, its function)
+        self.size_dir = 0
+        self.size_key: tuple[int, Callable[[EvictView], float]] | None = None
         self.entries: dict[int, Entry] = {}  # serial → entry, in release order
         self.dead: dict[int, Entry] = {}  # in insertion order
         self._dead_heap: list[tuple[float, int, int]] = []  # LRU: (last, seq, id) of dead entries, lazily deleted
@@ -369,21 +405,41 @@ class PrefixCache:
                       cap: float, now: float) -> None:
         """Evict from the top of :meth:`victims`' ``heap`` until ``used + cached
         + need ≤ cap + ε`` (``STABLE`` and ``SIZED`` keys: only the victim's
-        key can change, as it shrinks)."""
-        keys = self.keys
-        assert keys is not None
-        stream = self.stream
+        key can change, as it shrinks: read again, only its element that
+        reads ``size`` when one alone does; one whose key grows with ``size``
+        stays first as it shrinks, and is drained in one go)."""
         limit = cap + EPS
         sized = self.kind == SIZED
         while heap:
             _key, i, store, k = heap[0]
             e = store[k]
             if sized:
-                if self._take_piece(store, k, e):
+                if self.size_dir > 0:  # its key only falls as it shrinks: it stays first to the end
+                    gone = self._drain(store, k, e, used, need, cap)
+                else:
+                    gone = self._take_piece(store, k, e)
+                if gone:
                     heappop(heap)
                 else:
-                    heapreplace(heap, (total_key((*keys(EvictView(e, now, stream)), e.seq)), i, store, k))
+                    item = (self._resized_key(_key, e, now), i, store, k)
+                    if len(heap) == 1 or item < min(heap[1:3]):
+                        heap[0] = item  # still first: the heap stands as it is
+                    else:
+                        heapreplace(heap, item)
             elif self._drain(store, k, e, used, need, cap):
                 heappop(heap)
             if not used + self.total + need > limit:
                 return
+
+    def _resized_key(self, key: tuple, e: Entry, now: float) -> tuple:
+        """The key of ``e`` after it shrank, from its last ``key``: only the
+        element that reads ``size`` is read again when one alone does
+        (``size_key``), else the whole key."""
+        sk = self.size_key
+        if sk is None:
+            keys = self.keys
+            assert keys is not None
+            return total_key((*keys(EvictView(e, now, self.stream)), e.seq))
+        p, fn = sk
+        x = fn(EvictView(e, now, self.stream))
+        return (*key[:p], (1, 0.0) if x != x else (0, x), *key[p + 1:])

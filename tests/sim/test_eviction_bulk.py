@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 import serq
+import serq.sim.deployment as deployment_mod
 from serq.sim import pool as pool_mod
 from serq.sim.cache import EPS, LRU, SCAN, SIZED, STABLE, EvictView, PrefixCache, classify
 from serq.sim.order import total_key
@@ -246,6 +247,10 @@ RUNS = [  # (block, evict clause, reuse divisor); block 0: none (whole entries g
     (16, "evict by (last);", 2), (16, "evict by (floor(age / 5), waiting);", 2),
     (2.5, "evict by (K > 600 ? 0 / 0 : -K);", 2), (16, "evict by (0);", 2),
     (16, "evict by (~uniform(0, 1));", 2), (2.5, "evict by (size > 200 ? ~uniform(0, 1) : 0.5, last);", 2),
+    # one key element reads size, monotonically (re-read alone; drained in one go when it grows with size)
+    (16, "evict by (waiting, -size);", 2), (16, "evict by (waiting, size * 2, last);", 2),
+    (2.5, "evict by (1 - size / 4);", 2), (0, "evict by (K, 3 * size);", 2),
+    (16, "evict by (size * size - 300 * size);", 2),  # not monotone: the whole key read again
 ]
 
 
@@ -260,7 +265,24 @@ def test_a_run_reports_the_same_as_block_by_block(bs: float, evict: str, reuse: 
     horizon = 150 if bs in (0, 16) or evict == "evict lru;" else 60  # the reference is slow on small blocks
     fast = serq.run(serq.load(text), horizon=horizon, warmup=horizon / 10)
     monkeypatch.setattr(pool_mod.Pool, "make_room", _ref_pool_make_room)
+    # and a run's growths through it too (not the whole-block drain nor a run's heap of victims)
+    monkeypatch.setattr(PrefixCache, "whole_blocks", lambda *args: False)
+    monkeypatch.setattr(deployment_mod, "lasting", lambda exprs: False)
     slow = serq.run(serq.load(text), horizon=horizon, warmup=horizon / 10)
     kv = slow.pool("kv")
     assert kv.evicted_units > 0, "the scenario must evict"
     assert fast.to_json() == slow.to_json()
+
+
+@pytest.mark.parametrize("keys, direction", [
+    ("(size)", 1), ("(-size)", -1), ("(waiting, -size)", -1), ("(1 - size / 4)", -1), ("(K, 3 * size)", 1),
+    ("(size * -2 + K)", -1), ("(- -size, last)", 1),
+    ("(size * size)", 0), ("(size * K)", 0), ("(size, -size)", 0), ("(last)", 0), ("(size * 0)", 0),
+])
+def test_the_direction_of_the_one_key_element_that_reads_size(keys: str, direction: int) -> None:
+    from serq.sim.cache import size_direction
+
+    text = PROGRAM.format(bs=16, block="block bs; ", evict=f"evict by {keys};", n=900, o=20, reuse=2)
+    program = serq.load(text)
+    (kv,) = [p for p in program.pools if p.name == "kv"]
+    assert size_direction(kv.evict) == direction
