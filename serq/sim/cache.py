@@ -321,40 +321,44 @@ class PrefixCache:
         self._cap_exact = True
         return True
 
-    def make_room_whole(self, used: float, need: float, cap: float, now: float) -> float:
-        """:meth:`make_room` once :meth:`whole_blocks` said yes: the oldest
-        entries drained as :meth:`_drain` drains them (``k`` blocks in one
-        subtraction), with no dead entry to compare against; the new total."""
+    def make_room_whole(self, used: float, needs: list[float], times: list[float], cap: float) -> list[float]:
+        """:meth:`make_room` for each growth of ``needs`` in turn from ``used``
+        (at ``times``), once :meth:`whole_blocks` said yes: the oldest entries
+        drained as :meth:`_drain` drains them (``k`` blocks in one subtraction),
+        with no dead entry to compare against.  The cached total after each."""
         entries = self.entries
         limit = cap + EPS
-        bi = int(self.block)  # type: ignore[arg-type]
         b = self.block
+        bi = int(b)  # type: ignore[arg-type]
         total = self.total
-        while entries:
-            eu = self.evicted_units
-            if eu > _BIG:  # the sums may no longer be exact: the general way
-                self.make_room(used, need, cap, now)
-                return self.total
-            key = next(iter(entries))
-            e = entries[key]
-            s = e.size
-            k = -(-int(used + total + need - cap) // bi)  # blocks that cover the shortfall
-            if k * bi < s:  # they leave part of the entry
-                taken = k * b  # type: ignore[operator]
-                e.size = s - taken
-                total = total - taken
-                self.total = total
-                self.evicted_units = eu + taken
-            else:
-                e.size = 0.0  # s − (the pieces, in turn) is exactly 0
-                del entries[key]
-                self.evicted_entries += 1
-                total = total - s
-                self.total = total
-                self.evicted_units = eu + s
-            if not used + total + need > limit:
-                break
-        return total
+        out = []
+        for need, now in zip(needs, times):
+            while used + total + need > limit and entries:
+                eu = self.evicted_units
+                if eu > _BIG:  # the sums may no longer be exact: the general way
+                    self.make_room(used, need, cap, now)
+                    total = self.total
+                    break
+                key = next(iter(entries))
+                e = entries[key]
+                s = e.size
+                k = -(-int(used + total + need - cap) // bi)  # blocks that cover the shortfall
+                if k * bi < s:  # they leave part of the entry
+                    taken = k * b  # type: ignore[operator]
+                    e.size = s - taken
+                    total = total - taken
+                    self.total = total
+                    self.evicted_units = eu + taken
+                else:
+                    e.size = 0.0  # s − (the pieces, in turn) is exactly 0
+                    del entries[key]
+                    self.evicted_entries += 1
+                    total = total - s
+                    self.total = total
+                    self.evicted_units = eu + s
+            out.append(total)
+            used += need
+        return out
 
     def make_room(self, used: float, need: float, cap: float, now: float) -> None:
         """Evict until ``used + cached + need ≤ cap + ε`` or nothing is cached (§3.3)."""

@@ -171,6 +171,7 @@ class Pool(BaseResource):
         self.cached_avg = TimeAverage(now, 0.0)
         self.queue_avg = TimeAverage(now, 0.0)
         self.holders_avg = TimeAverage(now, 0.0)
+        self._averages = (self.used_avg, self.cached_avg, self.queue_avg, self.holders_avg)  # `record` sets them
         self.wait_sum = 0.0
         self.wait_count = 0
         self.admissions = 0
@@ -255,10 +256,8 @@ class Pool(BaseResource):
         """Sample the time-averaged signals (after any change)."""
         if now is None:
             now = self.sim.env.now
-        self.used_avg.set(now, self.used)
-        self.cached_avg.set(now, self.cache.total)
-        self.queue_avg.set(now, len(self.put_queue))
-        self.holders_avg.set(now, len(self.holders))
+        TimeAverage.set_all(now, self._averages, (self.used, self.cache.total, len(self.put_queue),
+                                                  len(self.holders)))
 
     def make_room(self, need: float, now: float | None = None) -> None:
         """Evict cached units until ``need`` more fit beside what is used (§3.3),
@@ -284,7 +283,7 @@ class Pool(BaseResource):
         loop.  The queue and the holders do not change, and the four time
         averages share their last change (``record`` sets them together).
         Under LRU with whole amounts the cache drains its oldest entries by
-        whole blocks (:meth:`PrefixCache.make_room_whole`); under ``evict by``
+        whole blocks, for every growth in one call (:meth:`PrefixCache.make_room_whole`); under ``evict by``
         keys that stay right through a run (``cache.lasting``), one heap of
         victims serves every growth (:meth:`PrefixCache.victims`)."""
         if not needs:
@@ -304,14 +303,13 @@ class Pool(BaseResource):
         qi, qv = qa.integral, qa.value
         hi, hv = ha.integral, ha.value
         qn, hn = len(self.put_queue), len(self.holders)
-        whole = cache.whole_blocks(used, needs, cap)
+        totals = cache.make_room_whole(used, needs, times, cap) if cache.whole_blocks(used, needs, cap) else None
         victims = None  # the heap of a lasting keyed cache, made at the first eviction
-        for need, now in zip(needs, times):
-            total = cache.total
-            if used + total + need > limit:  # make_room(need)
-                if whole:
-                    total = cache.make_room_whole(used, need, cap, now)
-                elif cache.lasting:
+        for j, (need, now) in enumerate(zip(needs, times)):
+            if totals is not None:
+                total = totals[j]
+            elif used + cache.total + need > limit:  # make_room(need)
+                if cache.lasting:
                     if victims is None:
                         victims = cache.victims(now)
                     cache.drain_by_keys(victims, used, need, cap, now)
@@ -320,6 +318,8 @@ class Pool(BaseResource):
                     self.used = used
                     self.make_room(need, now)
                     total = cache.total
+            else:
+                total = cache.total
             used += need
             # record(now), inline
             dt = now - last

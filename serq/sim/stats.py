@@ -153,8 +153,20 @@ class TimeAverage:
         self.value = value
 
     def add(self, now: float, delta: float) -> None:
-        """The signal changes by ``delta`` at ``now``."""
-        self.set(now, self.value + delta)
+        """The signal changes by ``delta`` at ``now`` (``set``, written out: it is hot)."""
+        v = self.value
+        self.integral += v * (now - self.last)
+        self.last = now
+        self.value = v + delta
+
+    @staticmethod
+    def set_all(now: float, averages: tuple["TimeAverage", ...], values: tuple[float, ...]) -> None:
+        """``a.set(now, v)`` for each pair, in one call: signals that change
+        together (a pool's four)."""
+        for a, v in zip(averages, values):
+            a.integral += a.value * (now - a.last)
+            a.last = now
+            a.value = v
 
     def reset(self, now: float) -> None:
         """Restart the integral at ``now`` (end of warm-up); the value is kept."""

@@ -312,31 +312,39 @@ class RunPlanner:
         segs, events = run.segs, run.events
         pool = self.pools[0]
         p0, a, kv0 = self.pos[0], self.alloc[0], self.kv[0]
-        cost_of_kv = self._one_coster()
+        kv_view, cost_of_kv = self._one_coster()
         grows_kv = self.kv_tracked and pool is self.engine.memory
-        if pool:
-            pid = id(pool)
-            u = self.used[pid]
-            pcap = pool.cap + EPS
-            b = pool.block
-            left = self.engine.left if pid in self.recheck else None
+        u, pcap, b, left = self._one_pool(pool)
         t = run.first
         cur = cost
         m = 1
         g = _first_growth(p0, a, 2, cap)
         # Iterations m + 1 … m + n all cost `cur`: the first may be a growth (its event `ev`), the
         # others need no memory. They are added in one fold, cut at the first end that is not
-        # before the next event or is past the horizon (then the run ends there).
+        # before the next event or is past the horizon (then the run ends there). The common
+        # steps are written out here (`_fold_free`, `_add_iters`, `_first_growth`): this loop is
+        # the fast path's hottest.
         n = (g if g <= cap else cap + 1) - 2
         ev: tuple | None = None
         while True:
             if n > 0:
-                c, t, cut = _fold_free(segs, t, cur, n, limit, horizon)
-                if c > 0 and ev is not None:
-                    events.append(ev)
-                m += c
-                if cut:
+                t_end = fold(repeat(cur, n), t) if n < _SHORT else fold_same(cur, n, t)  # the last decides
+                if not (t_end < limit and not t_end > horizon):  # the run ends among these
+                    c, t, _cut = _fold_free(segs, t, cur, n, limit, horizon)
+                    if c > 0 and ev is not None:
+                        events.append(ev)
+                    m += c
                     break
+                if ev is not None:
+                    events.append(ev)
+                if segs and segs[-1][0] == cur:
+                    seg = segs[-1]
+                    seg[1] += n
+                    seg[3] = t_end
+                else:
+                    segs.append([cur, n, t, t_end])
+                m += n
+                t = t_end
             if m >= cap or not pool:
                 break
             # iteration g = m + 1: the job's token needs memory
@@ -350,21 +358,38 @@ class RunPlanner:
                 a = a + need
                 if grows_kv:
                     kv0 = a
-                if cost_of_kv is not None:
-                    cur = cost_of_kv(kv0)
+                if cost_of_kv is not None:  # the cost of one decoder holding kv0 (`_one_coster`)
+                    if kv_view is not None:
+                        kv_view.kv_decode = 0.0 + kv0
+                    cur = cost_of_kv(kv0 if kv_view is None else kv_view)
                     if not (cur > 0.0 and math.isfinite(cur)):
                         break
-            nx = _first_growth(p0, a, g + 1, cap)
+            frm = g + 1  # the next growth: _first_growth(p0, a, g + 1, cap)
+            guess = a - p0 - 1.0 + 2.0
+            nx = frm if not guess > frm else (cap + 1 if guess > cap + 1 else int(guess))
+            while nx > frm and (p0 + (nx - 3)) + 1.0 - a > EPS:
+                nx -= 1
+            while nx <= cap and not (p0 + (nx - 2)) + 1.0 - a > EPS:
+                nx += 1
             ev = (m - 1, [(0, need)], left, t) if grew else None
             n = (nx if nx <= cap else cap + 1) - g  # iteration g and those up to the next growth
             g = nx
         self.pos[0] = p0 + (m - 1)  # the position before the next iteration, as `_plan_each` leaves it
         if pool:
-            self.used[pid] = u
+            self.used[id(pool)] = u
         self.alloc[0] = a
         self.kv[0] = kv0
         run.length, run.end = m, t
         return cur
+
+    def _one_pool(self, pool: Any) -> tuple[float, float, float | None, float | None]:
+        """For :meth:`_plan_one`: the pool's ``used``, its cap (with ε), its
+        block, and the budget left a growth there re-reads the waiting head's
+        header with (None when the header does not read it)."""
+        if not pool:
+            return 0.0, 0.0, None, None
+        pid = id(pool)
+        return self.used[pid], pool.cap + EPS, pool.block, self.engine.left if pid in self.recheck else None
 
     # -- the last iteration, a growth, the cost ------------------------------------------------
 
@@ -473,22 +498,18 @@ class RunPlanner:
             return fn(view)  # type: ignore[no-any-return]
         return cost
 
-    def _one_coster(self) -> Any:
-        """:meth:`_kv_coster` for a batch of one job, taking its allocation
-        (``reduce(add, [kv], 0.0)`` is ``0.0 + kv``), or None when the cost
-        reads no memory."""
+    def _one_coster(self) -> tuple[Any, Any]:
+        """:meth:`_kv_coster` for a batch of one job (``reduce(add, [kv], 0.0)``
+        is ``0.0 + kv``): ``(view, cost_fn)`` when the engine's view is used
+        (the caller sets ``view.kv_decode = 0.0 + kv`` and calls ``cost_fn(view)``),
+        ``(None, cost)`` of the allocation otherwise, ``(None, None)`` when the
+        cost reads no memory."""
         if not self.kv_tracked:
-            return None
+            return None, None
         kv_cost = self._kv_coster()
-        view = self.view
-        if view is None:
-            return lambda kv0: kv_cost([kv0])
-        fn = self.engine.cost_fn
-
-        def cost(kv0: float) -> float:
-            view.kv_decode = 0.0 + kv0
-            return fn(view)  # type: ignore[no-any-return]
-        return cost
+        if self.view is None:
+            return None, lambda kv0: kv_cost([kv0])
+        return self.view, self.engine.cost_fn
 
 
 # -- helpers of the planner ---------------------------------------------------------------------
