@@ -111,4 +111,7 @@ def keys_of(fns: list[Any]) -> Any:
     if len(fns) == 1:
         f = fns[0]
         return lambda c: (f(c),)
-    return lambda c: tuple(f(c) for f in fns)
+    if len(fns) == 2:
+        f, g = fns
+        return lambda c: (f(c), g(c))
+    return lambda c: tuple([f(c) for f in fns])
