@@ -43,7 +43,10 @@ class Holds:
                 pool.rejected += 1
                 req.state = REJECTED
                 return
-        s.holds.append(req)
+        if s.holds:
+            s.holds.append(req)
+        else:
+            s.holds = [req]
         req.pools[0].join(req)
 
     def admit(self, req: HoldRequest, amounts: list[tuple[float, float]]) -> None:
@@ -102,8 +105,9 @@ class Holds:
                 self.release_part(req, k)
         req.state = RELEASED
         if completed:
-            for pool in req.pools:
-                s.preempt_pos.pop(pool, None)
+            if s.preempt_pos:
+                for pool in req.pools:
+                    s.preempt_pos.pop(pool, None)
             s.a[ir.COMPUTED] = 0.0
             self.try_admit_all()
 
@@ -235,6 +239,8 @@ class Holds:
         assert found is not None, "a victim holds the pool"
         req, k = found
         computed = req.pos[k]
+        if victim.preempt_pos is None:
+            victim.preempt_pos = {}
         prev = victim.preempt_pos.get(pool)
         if prev is not None and computed <= prev + EPS and not victim.stuck:
             victim.stuck = True

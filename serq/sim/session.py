@@ -14,6 +14,8 @@ from . import rng
 from .pool import GRANTED, HoldRequest, HoldSpec
 
 _Keyed = rng.KeyedStream
+#: A session's holds before its first: empty, shared, never written (``Holds.enqueue`` makes a list).
+_NO_HOLDS: tuple = ()
 _INF = float("inf")
 _SERIAL = ir.SERIAL
 
@@ -59,7 +61,7 @@ class Session:
     """One session.  ``a`` is its attribute list (slots of ``Program.attributes``)."""
 
     __slots__ = (
-        "sim", "serial", "a", "_srng", "wrng", "proc", "holds", "job", "queued_at", "ending", "ended",
+        "sim", "serial", "a", "_srng", "_wrng", "proc", "holds", "job", "queued_at", "ending", "ended",
         "adm_seq", "preempt_pos", "stuck", "requeued", "turns", "trace", "trace_pos",
         "sent", "first_tok", "last_tok", "n_after", "stall", "resumed", "woke_at", "woke_n", "rkey",
         "up", "handle", "n_kids", "waits", "task",
@@ -80,15 +82,16 @@ class Session:
         self.waits: dict[int, list] | None = None
         self.task: Task | None = None  # its tree's record, in a program that spawns
         self._srng: Any = own  # the key until the stream is first asked for (most never are)
-        self.wrng: rng.Stream = _Keyed(work)
+        self._wrng: Any = work  # the key until the workload stream is first asked for
         self.proc: Any = None
-        self.holds: list[HoldRequest] = []  # granted or waiting attempts, outermost first
+        # granted or waiting attempts, outermost first (a list from the first; none: shared, empty)
+        self.holds: list[HoldRequest] = _NO_HOLDS  # type: ignore[assignment]
         self.job: tuple[Any, Any] | None = None  # (stage, job) it runs on
         self.queued_at: float | None = None  # waiting in a pool queue since
         self.ending = False
         self.ended = False
         self.adm_seq = -1  # order of its latest admission (vLLM's `running` order)
-        self.preempt_pos: dict[Any, float] = {}
+        self.preempt_pos: dict[Any, float] | None = None  # per pool, from the first preemption
         self.stuck = False
         self.requeued: HoldRequest | None = None
         self.turns = 0  # the interpreter's own count: re-keys the workload stream
@@ -103,6 +106,14 @@ class Session:
         self.stall: Any = None  # a stalled growth: (pool, request, k, units, event or None)
         self.woke_at = -1.0  # the instant of its latest wake-ups, and how many there were
         self.woke_n = 0
+
+    @property
+    def wrng(self) -> rng.Stream:
+        """The workload stream (``init`` and ``turn`` blocks), key (serial, turn, WORKLOAD)."""
+        r = self._wrng
+        if r.__class__ is int:
+            r = self._wrng = _Keyed(r)
+        return r  # type: ignore[no-any-return]
 
     @property
     def srng(self) -> rng.Stream:
@@ -123,7 +134,7 @@ class Session:
         if sim.stats_on:
             sim.turns += 1
         self.turns += 1
-        self.wrng = rng.Stream(self.rkey, self.turns, rng.WORKLOAD)  # = key (root, serial, turn, WORKLOAD)
+        self._wrng = rng.Stream(self.rkey, self.turns, rng.WORKLOAD)  # = key (root, serial, turn, WORKLOAD)
         if self.trace is not None:
             rows = self.trace
             if self.trace_pos < len(rows):
@@ -313,7 +324,8 @@ class Session:
         if found is not None:
             req, k = found
             self.sim.holds.release_part(req, k)
-            self.preempt_pos.pop(pool, None)
+            if self.preempt_pos:
+                self.preempt_pos.pop(pool, None)
             self.sim.holds.try_admit_all()
 
     def drop(self, pool: "Pool") -> None:
