@@ -97,16 +97,12 @@ def classify(exprs: Any) -> str:
     return kind
 
 
-def lasting(exprs: Any) -> bool:
-    """Whether a heap of entries by the ``evict by`` keys ``exprs`` stays right
-    across the growths of a decode run (:meth:`PrefixCache.victims`): keys
-    ``STABLE`` or ``SIZED`` that do not read ``age`` (the clock moves between
-    the growths; nothing else a key reads changes inside a run)."""
+def _reads(exprs: Any, name: str) -> list[int]:
+    """The indices of the expressions that read the context variable ``name``."""
     from .. import ir
     from ..expr import walk
 
-    return classify(exprs) != SCAN and not any(
-        isinstance(x, ir.Ctx) and x.name == "age" for e in exprs for x in walk(e))
+    return [j for j, e in enumerate(exprs) if any(isinstance(x, ir.Ctx) and x.name == name for x in walk(e))]
 
 
 def size_direction(exprs: Any) -> int:
@@ -116,10 +112,9 @@ def size_direction(exprs: Any) -> int:
     it, and multiplying or dividing by a number is monotone, in floats too
     (rounding is monotone)."""
     from .. import ir
-    from ..expr import walk
 
     def reads(e: Any) -> bool:
-        return any(isinstance(x, ir.Ctx) and x.name == "size" for x in walk(e))
+        return bool(_reads([e], "size"))
 
     def direction(e: Any) -> int:
         if isinstance(e, ir.Ctx) and e.name == "size":
@@ -137,8 +132,8 @@ def size_direction(exprs: Any) -> int:
             return direction(e.b) * (1 if e.a.value > 0 else -1 if e.a.value < 0 else 0)
         return 0
 
-    sized = [e for e in exprs if reads(e)]
-    return direction(sized[0]) if len(sized) == 1 else 0
+    sized = _reads(exprs, "size")
+    return direction(exprs[sized[0]]) if len(sized) == 1 else 0
 
 
 def _exact(x: float) -> bool:
@@ -170,7 +165,7 @@ class PrefixCache:
         self.stream = stream
         # LRU, or how `evict by` keys are evaluated; None: not known yet (the pool classifies its keys)
         self.kind = LRU if keys is None else kind
-        #: a heap of the entries by the keys may serve the growths of a whole run (:func:`lasting`)
+        #: a heap of the entries by the keys may serve the growths of a whole run (:meth:`by_keys`)
         self.lasting = False
         #: under SIZED keys, how the one key element that reads ``size`` moves with it (+1, −1; 0:
         #: unknown, or several read it): :func:`size_direction`; and (its index, its function)
@@ -183,6 +178,25 @@ class PrefixCache:
         self.total = 0.0  # `cached`: the sum of the sizes, dead entries included
         self.evicted_entries = 0
         self.evicted_units = 0.0
+
+    @classmethod
+    def by_keys(cls, block: float | None, exprs: Any, fns: list[Callable[[EvictView], float]],
+                keys: Callable[[EvictView], tuple], stream: Any) -> "PrefixCache":
+        """The cache of a pool with ``evict by`` keys: ``exprs`` (IR), each
+        compiled (``fns``) and together (``keys``), read once here: how they
+        may be evaluated (:func:`classify`); whether a heap of entries by them
+        stays right across a decode run's growths (``lasting``: not ``SCAN``
+        and no ``age``, the clock moving between the growths while nothing
+        else a key reads changes inside a run); and the one key that reads
+        ``size``, if one alone does, with its direction (:func:`size_direction`)."""
+        kind = classify(exprs)
+        cache = cls(block, keys, stream, kind)
+        cache.lasting = kind != SCAN and not _reads(exprs, "age")
+        sized = _reads(exprs, "size")
+        if len(sized) == 1:
+            cache.size_key = (sized[0], fns[sized[0]])
+            cache.size_dir = size_direction(exprs)
+        return cache
 
     def size_of(self, serial: int) -> float:
         e = self.entries.get(serial)

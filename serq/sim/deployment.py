@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from .. import ir
 from ..errors import SerqError
-from ..expr import Frame, compile_expr, walk
-from .cache import PrefixCache, classify, lasting, size_direction
+from ..expr import Frame, compile_expr
+from .cache import PrefixCache
 from .compile import pool_source, stage_source
 from .pool import Pool
 from .stages.base import Stage
@@ -62,13 +62,7 @@ def build(sim: "Simulator", engines: Mapping[str, type]) -> None:
                 pool.queue_keys = keys_of(keys)
             if decl.evict != "lru":
                 keys = [compile_expr(k, frame.derive(stream="c.srng")) for k in decl.evict]
-                pool.cache = PrefixCache(pool.block, keys_of(keys), sim.eviction_stream, classify(decl.evict))
-                pool.cache.lasting = lasting(decl.evict)
-                pool.cache.size_dir = size_direction(decl.evict)
-                sized = [j for j, k in enumerate(decl.evict) if any(
-                    isinstance(x, ir.Ctx) and x.name == "size" for x in walk(k))]
-                if len(sized) == 1:
-                    pool.cache.size_key = (sized[0], keys[sized[0]])
+                pool.cache = PrefixCache.by_keys(pool.block, decl.evict, keys, keys_of(keys), sim.eviction_stream)
             if decl.admit_via is not None:
                 engine = pair(sim.stages[decl.admit_via], i, len(members))
                 engine.admit_pools.append(pool)  # type: ignore[attr-defined]

@@ -26,7 +26,7 @@ from simpy.exceptions import Interrupt
 from simpy.resources.base import BaseResource
 
 from ..errors import SerqRuntimeError
-from .cache import EPS, SCAN, PrefixCache, classify
+from .cache import EPS, PrefixCache
 from .order import total_key
 from .prefix import SharedCache
 from .stats import TimeAverage
@@ -264,9 +264,6 @@ class Pool(BaseResource):
         ``evict by`` keys read at ``now`` (default: the clock)."""
         cache = self.cache
         if self.used + cache.total + need > self.cap + EPS:
-            if cache.kind is None:
-                evict = getattr(self.decl, "evict", None)
-                cache.kind = classify(evict) if isinstance(evict, (list, tuple)) else SCAN
             cache.make_room(self.used, need, self.cap, self.sim.env.now if now is None else now)
 
     def allocate(self, need: float, now: float | None = None) -> None:

@@ -19,7 +19,6 @@ from typing import Any
 import pytest
 
 import serq
-import serq.sim.deployment as deployment_mod
 from serq.sim import pool as pool_mod
 from serq.sim.cache import EPS, LRU, SCAN, SIZED, STABLE, EvictView, PrefixCache, classify
 from serq.sim.order import total_key
@@ -267,7 +266,14 @@ def test_a_run_reports_the_same_as_block_by_block(bs: float, evict: str, reuse: 
     monkeypatch.setattr(pool_mod.Pool, "make_room", _ref_pool_make_room)
     # and a run's growths through it too (not the whole-block drain nor a run's heap of victims)
     monkeypatch.setattr(PrefixCache, "whole_blocks", lambda *args: False)
-    monkeypatch.setattr(deployment_mod, "lasting", lambda exprs: False)
+    by_keys = PrefixCache.by_keys.__func__  # type: ignore[attr-defined]
+
+    def not_lasting(cls: type, *args: Any) -> PrefixCache:
+        cache = by_keys(cls, *args)
+        cache.lasting = False
+        return cache
+
+    monkeypatch.setattr(PrefixCache, "by_keys", classmethod(not_lasting))
     slow = serq.run(serq.load(text), horizon=horizon, warmup=horizon / 10)
     kv = slow.pool("kv")
     assert kv.evicted_units > 0, "the scenario must evict"

@@ -204,10 +204,9 @@ class RunPlanner:
         run = self.run
         assert run is not None
         idx, pos, alloc, kv = self.idx, self.pos, self.alloc, self.kv
-        cap, limit, horizon = self.cap, self.limit, self.horizon
+        cap = self.cap
         kv_cost = self._kv_coster() if self.kv_tracked else None
         left = self.engine.left
-        segs, events = run.segs, run.events
         t = run.first
         cur = cost
         m = 1
@@ -227,12 +226,9 @@ class RunPlanner:
                     cur = kv_cost(kv)
                     if not (cur > 0.0 and math.isfinite(cur)):
                         break
-                t2 = t + cur
-                if not t2 < limit or t2 > horizon:
+                t2 = self._append(m, t, cur, growths, left if again else None)
+                if t2 is None:
                     break
-                if growths or again:
-                    events.append((m - 1, growths, left if again else None, t))
-                _add_iters(segs, cur, 1, t, t2)
                 t = t2
                 m += 1
                 continue
@@ -251,7 +247,7 @@ class RunPlanner:
         cap, limit, horizon = self.cap, self.limit, self.horizon
         kv_cost = self._kv_coster() if self.kv_tracked else None
         left = self.engine.left
-        segs, events = run.segs, run.events
+        segs = run.segs
         # the next growth of each job, (iteration, its index in idx): popped in serving order
         nxt = [(_first_growth(pos[i], alloc[i], 2, cap), n) for n, i in enumerate(idx)]
         heapify(nxt)
@@ -287,12 +283,9 @@ class RunPlanner:
                     cur = kv_cost(kv)
                     if not (cur > 0.0 and math.isfinite(cur)):
                         break
-                t2 = t + cur
-                if not t2 < limit or t2 > horizon:
+                t2 = self._append(m, t, cur, growths, left if again else None)
+                if t2 is None:
                     break
-                if growths or again:
-                    events.append((m - 1, growths, left if again else None, t))
-                _add_iters(segs, cur, 1, t, t2)
                 t = t2
                 m += 1
                 continue
@@ -435,16 +428,29 @@ class RunPlanner:
                 return
         else:
             cost = cur
-        t = run.end
-        t2 = t + cost
-        if not t2 < self.limit or t2 > self.horizon:
+        t2 = self._append(m, run.end, cost, growths, left if again else None)
+        if t2 is None:
             return
-        if growths or again:
-            run.events.append((m - 1, growths, left if again else None, t))
-        _add_iters(run.segs, cost, 1, t, t2)
         if special:
             run.final = toks
         run.length, run.end = m + 1, t2
+
+    def _append(self, m: int, t: float, cost: float, growths: list[tuple[int, float]],
+                again: float | None) -> float | None:
+        """Iteration m + 1, its growths planned, joins the run: it costs
+        ``cost`` from the end ``t``, must end before the next event and by the
+        horizon, and is a growth event when it grew a hold or its admission
+        attempt reads what grew (``again``: the budget left it reads).  Its
+        end, or None when it cannot join."""
+        t2 = t + cost
+        if not t2 < self.limit or t2 > self.horizon:
+            return None
+        run = self.run
+        assert run is not None
+        if growths or again is not None:
+            run.events.append((m - 1, growths, again, t))
+        _add_iters(run.segs, cost, 1, t, t2)
+        return t2
 
     def _grow(self, i: int, units: float, growths: list[tuple[int, float]]) -> bool | None:
         """Job ``i``'s token needs ``units`` past its allocation: grow its hold

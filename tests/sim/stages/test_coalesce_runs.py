@@ -237,9 +237,23 @@ def test_serve_by_remaining_keeps_ties_in_admission_order_through_a_run() -> Non
     "(~uniform(0, 1))",       # a draw: the eviction stream in the same order
     "(K - size)",             # an owner's attribute
 ])
-def test_evict_by_keys_keep_runs_and_the_report(tmp_path: Path, keys: str) -> None:
+def test_evict_by_keys_keep_runs_and_the_report(tmp_path: Path, keys: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the replay of a run's growths (Pool.allocate_run) must itself evict by the keys: count
+    # the cached units its calls take, so a run that merely ends before such a growth fails
+    from serq.sim.pool import Pool
+
+    taken = []
+    allocate_run = Pool.allocate_run
+
+    def counting(self: Pool, needs: list[float], times: list[float]) -> None:
+        before = self.cache.evicted_units
+        allocate_run(self, needs, times)
+        taken.append(self.cache.evicted_units - before)
+
+    monkeypatch.setattr(Pool, "allocate_run", counting)
     program = serq.load(_edited(tmp_path, "evict lru;", f"evict by {keys};"), sets={"Lambda": "0.6", "blocks": "1500"})
     fast = same(program, horizon=150.0)
     assert Counting.inside > 1000
     kv = fast.pool("kv")
     assert kv.evicted_units > 0
+    assert sum(taken) > 0, "no eviction happened inside a coalesced run"
