@@ -1,0 +1,136 @@
+"""serQ beside the Rust serQ, program by program.
+
+    python benchmarks/bench_rust.py [--rounds 2] [--horizon 2000] [--only NAME ...]
+
+For each bundled vLLM program (and the loads the speed issues quote), runs
+
+* ours: the whole ``serq run PROGRAM --horizon H --warmup H/10 --seed 1
+  [--set ...]`` process, start-up included (wall time);
+* theirs: the same model written in the later syntax of ``pyserq`` 0.1.6,
+  the Rust serQ's Python binding (``benchmarks/rust/``: one deployment, one
+  workload per program), compiled and run in a fresh process; only the
+  compile and the run are timed, not the interpreter's start.
+
+The two alternate ``--rounds`` times and each keeps its best.  Prints both
+times, their ratio and the geometric mean of the ratios, and the turns each
+served as a check that the two simulate the same traffic (they draw from
+different streams, and pyserq takes whole token counts where ours floors
+nothing, so the counts agree only to their noise).  Skips with a message
+where pyserq 0.1.6 is not installed (``pip install pyserq==0.1.6``: Linux
+x86_64 and macOS arm64 wheels).  docs/speed.md quotes it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RUST = ROOT / "benchmarks" / "rust"
+
+# name: (our program, pyserq workload, sets)
+CASES: dict[str, tuple[str, str, dict[str, float]]] = {
+    "vllm": ("programs/multi-turn/vllm.sq", "agent.sq", {}),
+    "vllm Lambda=0.6": ("programs/multi-turn/vllm.sq", "agent.sq", {"Lambda": 0.6}),
+    "vllm Lambda=0.9": ("programs/multi-turn/vllm.sq", "agent.sq", {"Lambda": 0.9}),
+    "chat": ("programs/multi-turn/vllm_chat.sq", "chat.sq", {}),
+    "single turn": ("programs/single-turn/vllm_single_turn.sq", "single_turn.sq", {}),
+    "subagents": ("programs/subagent/vllm_subagents.sq", "subagents.sq", {}),
+    "subagents q=0": ("programs/subagent/vllm_subagents.sq", "subagents.sq", {"q": 0}),
+}
+
+THEIRS = r"""
+import json, sys, time
+import pyserq
+deployment, workload, horizon = sys.argv[1], sys.argv[2], float(sys.argv[3])
+t = time.perf_counter()
+program = pyserq.compile(deployment, workload_source=workload, horizon=horizon, warmup=horizon / 10, seed=1)
+report = pyserq.run(program)
+print(json.dumps({"seconds": time.perf_counter() - t, "turns": report.turns}))
+"""
+
+
+def serq_command() -> list[str]:
+    script = Path(sys.executable).parent / "serq"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "serq"]
+
+
+def run_ours(program: str, sets: dict[str, float], horizon: float) -> tuple[float, int]:
+    cmd = [*serq_command(), "run", program, "--horizon", f"{horizon:g}", "--warmup", f"{horizon / 10:g}",
+           "--seed", "1", "--json"]
+    for name, value in sets.items():
+        cmd += ["--set", f"{name}={value:g}"]
+    t = time.perf_counter()
+    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    seconds = time.perf_counter() - t
+    if out.returncode:
+        sys.exit(f"{' '.join(cmd)}:\n{out.stderr}")
+    return seconds, int(json.loads(out.stdout)["turns"])
+
+
+def workload_text(workload: str, sets: dict[str, float]) -> str:
+    """The workload file with each set constant's `let` rewritten (a pyserq
+    workload file takes no program arguments)."""
+    text = (RUST / workload).read_text()
+    for name, value in sets.items():
+        text, n = re.subn(rf"^let {name} = [^;]*;", f"let {name} = {value!r};", text, flags=re.M)
+        if n != 1:
+            sys.exit(f"{workload}: no `let {name}` to set")
+    return text
+
+
+def run_theirs(workload: str, sets: dict[str, float], horizon: float) -> tuple[float, int]:
+    args = [sys.executable, "-c", THEIRS, str(RUST / "deployment.sq"), workload_text(workload, sets),
+            f"{horizon:g}"]
+    out = subprocess.run(args, capture_output=True, text=True)
+    if out.returncode:
+        sys.exit(f"pyserq on {workload}:\n{out.stderr}")
+    got = json.loads(out.stdout)
+    return float(got["seconds"]), int(got["turns"])
+
+
+def have_pyserq() -> bool:
+    probe = "import pyserq, sys; sys.exit(pyserq.__version__ != '0.1.6')"
+    return subprocess.run([sys.executable, "-c", probe], capture_output=True).returncode == 0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=2, help="alternations; each side keeps its best")
+    parser.add_argument("--horizon", type=float, default=2000.0)
+    parser.add_argument("--only", nargs="*", default=None, help="case names (default: all)")
+    opts = parser.parse_args()
+    if not have_pyserq():
+        print("skipped: pyserq 0.1.6 is not installed (pip install pyserq==0.1.6)")
+        return
+    names = opts.only or list(CASES)
+    unknown = [n for n in names if n not in CASES]
+    if unknown:
+        sys.exit(f"unknown case {unknown[0]!r}; the cases: {', '.join(CASES)}")
+    print(f"horizon {opts.horizon:g} s, warm-up {opts.horizon / 10:g} s, seed 1, best of {opts.rounds}, "
+          f"{os.cpu_count()} cores")
+    print(f"{'program':18s} {'serQ (s)':>9s} {'Rust (s)':>9s} {'ratio':>6s} {'turns':>7s} {'turns (Rust)':>12s}")
+    ratios = []
+    for name in names:
+        program, workload, sets = CASES[name]
+        ours = theirs = math.inf
+        for _ in range(opts.rounds):
+            ours_s, ours_turns = run_ours(program, sets, opts.horizon)
+            theirs_s, theirs_turns = run_theirs(workload, sets, opts.horizon)
+            ours, theirs = min(ours, ours_s), min(theirs, theirs_s)
+        ratios.append(ours / theirs)
+        print(f"{name:18s} {ours:9.3f} {theirs:9.3f} {ours / theirs:6.2f} {ours_turns:7d} {theirs_turns:12d}",
+              flush=True)
+    geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+    print(f"{'geometric mean':18s} {'':9s} {'':9s} {geo:6.2f}")
+
+
+if __name__ == "__main__":
+    main()
