@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import sys
-from math import fmod, frexp, ulp
+from math import fmod, frexp, log as _clog, ulp
 from functools import reduce
 from collections import Counter
 from itertools import chain, repeat
@@ -230,6 +230,20 @@ class CountAverage:
 
 #: §8.4: buckets of 1 % relative width, bucket k holds [1.01^k, 1.01^(k+1)).
 _LOG_W = _log1p(0.01)
+
+
+def _bucket(x: float) -> int:
+    """The log bucket of a positive finite ``x``: ``floor(log(x) / _LOG_W)``
+    with serQ's own logarithm (:mod:`serq.fpmath`), the same on every machine.
+    The platform's ``math.log`` (within a few ulps of it on any libm) answers
+    first, and serQ's decides whenever the quotient lies within 1e-9 of a
+    bucket edge, so the key never depends on the platform (the quotient's ulp
+    is below 2e-11 over the whole float range, |quotient| < 75 000)."""
+    y = _clog(x) / _LOG_W
+    k = math.floor(y)
+    if 1e-9 < y - k < 0.999999999:
+        return k
+    return math.floor(_log(x) / _LOG_W)
 #: Zero (and, defensively, negative and NaN values) share one bucket below all others.
 _ZERO_KEY = -(1 << 62)
 #: +inf gets a bucket above all others.
@@ -266,7 +280,7 @@ class LogHistogram:
             b[0] += 1
             return
         if x > 0.0:
-            k = math.floor(_log(x) / _LOG_W) if x != INF else _INF_KEY
+            k = _bucket(x) if x != INF else _INF_KEY
         else:
             k = _ZERO_KEY
         found = self._buckets.get(k)
@@ -328,8 +342,8 @@ class LogHistogram:
         ``lo``, the largest ``hi``, the last recorded ``last_x``."""
         buckets = self._buckets
         if lo > 0.0 and hi != INF and self.total == self.total:  # (a NaN makes min and max unreliable)
-            k = math.floor(_log(lo) / _LOG_W)
-            if math.floor(_log(hi) / _LOG_W) == k:  # one bucket holds them all (the usual case)
+            k = _bucket(lo)
+            if _bucket(hi) == k:  # one bucket holds them all (the usual case)
                 one = buckets.get(k)
                 if one is None:
                     one = buckets[k] = [0, lo, hi]
@@ -345,7 +359,7 @@ class LogHistogram:
         x = NAN
         for x, c in pairs():
             if x > 0.0:
-                k = math.floor(_log(x) / _LOG_W) if x != INF else _INF_KEY
+                k = _bucket(x) if x != INF else _INF_KEY
             else:
                 k = _ZERO_KEY
             b = buckets.get(k)

@@ -266,3 +266,32 @@ def test_quantiles_are_within_half_a_percent_of_the_exact_order_statistic(xs, q)
     exact = sorted(xs)[min(max(math.ceil(q * n), 1), n) - 1]
     assert abs(h.quantile(q) - exact) <= 0.005 * exact
     assert h.mean == pytest.approx(sum(xs) / n, rel=1e-9)
+
+
+@pytest.mark.parametrize("skew", [0.0, 3e-16, -3e-16])
+def test_the_histogram_bucket_is_serqs_logarithm_at_every_edge(skew: float, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``_bucket`` asks the C library's log first and serQ's near an edge: the
+    key is serQ's ``floor(log(x) / W)`` for values on and next to every edge
+    from 1e-12 to 1e9 s, and for random values over the float range — also
+    when the C library's log is off by a couple of ulps either way (``skew``,
+    as another libm may be). Without the fallback the skewed runs fail."""
+
+    from serq import fpmath
+    from serq.sim import stats
+    from serq.sim.stats import _LOG_W, _bucket
+
+    monkeypatch.setattr(stats, "_clog", lambda x: math.log(x) * (1.0 + skew))
+
+    def exact(x: float) -> int:
+        return math.floor(fpmath.log(x) / _LOG_W)
+
+    xs = []
+    for k in range(math.floor(math.log(1e-12) / _LOG_W), math.ceil(math.log(1e9) / _LOG_W)):
+        edge = fpmath.exp(k * _LOG_W)
+        xs += [edge, math.nextafter(edge, 0.0), math.nextafter(edge, math.inf),
+               math.nextafter(math.nextafter(edge, 0.0), 0.0)]
+    rng = random.Random(7)
+    xs += [math.ldexp(rng.random() + 0.5, rng.randrange(-1070, 1020)) for _ in range(20000)]
+    xs += [5e-324, 2.2250738585072014e-308, 1.0, 1.01, 1.7976931348623157e308]
+    wrong = [x for x in xs if _bucket(x) != exact(x)]
+    assert not wrong, wrong[:5]
