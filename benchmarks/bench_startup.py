@@ -13,7 +13,8 @@ Prints the wall time (best of ``--repeat``, each a fresh process) of
 * ``python -c "import serq"``,
 
 and then the costliest imports of ``serq check`` (``python -X importtime``,
-by their own time and by cumulative time).  The ``serq`` used is the console
+by their own time and by cumulative time).  Every module's bytecode is
+written first (``compileall``), as a user's first run writes it.  The ``serq`` used is the console
 script next to this Python (``python -m serq`` if there is none).  Timings on
 a shared machine are noisy: the best of several runs is the number to quote.
 """
@@ -72,12 +73,17 @@ def main() -> None:
     ap.add_argument("--top", type=int, default=15, help="how many imports to list")
     args = ap.parse_args()
     serq = serq_command()
+    # bytecode first: with PYTHONDONTWRITEBYTECODE set (as on some machines) every process
+    # would compile each serq module edited since its .pyc was last written
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "serq")], cwd=ROOT,
+                   stdout=subprocess.DEVNULL, env={k: v for k, v in os.environ.items()
+                                                   if k != "PYTHONDONTWRITEBYTECODE"}, check=True)
     cases = [
         ("serq --help", [*serq, "--help"]),
         (f"serq check {MG1}", [*serq, "check", MG1]),
         (f"serq run {MG1} --horizon 5 --warmup 0", [*serq, "run", MG1, "--horizon", "5", "--warmup", "0"]),
         ("the same run, NumPy imported first", [sys.executable, "-c",
-         "import sys, numpy; from serq.cli import main; sys.argv[0] = 'serq'; main()",
+         "import sys, numpy; from serq.cli import console; sys.argv[0] = 'serq'; console()",
          "run", MG1, "--horizon", "5", "--warmup", "0"]),
         ('python -c "import serq"', [sys.executable, "-c", "import serq"]),
         ('python -c "pass" (the interpreter alone)', [sys.executable, "-c", "pass"]),

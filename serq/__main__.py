@@ -1,5 +1,5 @@
 """``python -m serq`` is the ``serq`` command."""
 
-from .cli import main
+from .cli import console
 
-main()
+console()

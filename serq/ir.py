@@ -14,30 +14,31 @@ them once into Python callables.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Literal, Union
 
 from .errors import SerqError
+from .node import Node, node
 
 # ---------------------------------------------------------------------------
 # expressions
 
 
-@dataclass(frozen=True, slots=True)
-class Num:
+@node
+class Num(Node):
     value: float
 
 
-@dataclass(frozen=True, slots=True)
-class Attr:
+@node
+class Attr(Node):
     """A session attribute, by slot in ``Program.attributes``."""
 
     slot: int
     name: str
 
 
-@dataclass(frozen=True, slots=True)
-class Ctx:
+@node
+class Ctx(Node):
     """A context variable (language §6.4): ``now``, ``waited``, ``size``, ``age``,
     ``last``, ``waiting``, ``present``, ``residents``, ``decoders``,
     ``kv_decode``, ``kv_prefill``, ``tokens``, ``prefilled``, ``attention``,
@@ -46,14 +47,14 @@ class Ctx:
     name: str
 
 
-@dataclass(frozen=True, slots=True)
-class Unary:
+@node
+class Unary(Node):
     op: Literal["-", "!"]
     x: "Expr"
 
 
-@dataclass(frozen=True, slots=True)
-class Binary:
+@node
+class Binary(Node):
     """``op`` is one of ``+ - * / ^ < <= > >= == != && ||``."""
 
     op: str
@@ -61,37 +62,37 @@ class Binary:
     b: "Expr"
 
 
-@dataclass(frozen=True, slots=True)
-class Cond:
+@node
+class Cond(Node):
     c: "Expr"
     a: "Expr"
     b: "Expr"
 
 
-@dataclass(frozen=True, slots=True)
-class Call:
+@node
+class Call(Node):
     """A pure function: ``min max abs floor ceil sqrt exp ln pow``."""
 
     fn: str
     args: tuple["Expr", ...]
 
 
-@dataclass(frozen=True, slots=True)
-class PoolRef:
+@node
+class PoolRef(Node):
     """A pool, or a member of a pool array (``index`` is then an expression)."""
 
     pool: int
     index: "Expr | None" = None
 
 
-@dataclass(frozen=True, slots=True)
-class StageRef:
+@node
+class StageRef(Node):
     stage: int
     index: "Expr | None" = None
 
 
-@dataclass(frozen=True, slots=True)
-class Probe:
+@node
+class Probe(Node):
     """An observable function of the deployment's state (language §6.5):
     ``queue busy work`` and ``budget_left`` of a stage, ``used free cachedin
     holders queued`` of a pool."""
@@ -100,8 +101,8 @@ class Probe:
     target: Union[PoolRef, StageRef]
 
 
-@dataclass(frozen=True, slots=True)
-class Draw:
+@node
+class Draw(Node):
     """``~dist(args)``: ``exp det uniform erlang h2 bernoulli``."""
 
     dist: str
@@ -114,32 +115,32 @@ Expr = Union[Num, Attr, Ctx, Unary, Binary, Cond, Call, Probe, Draw]
 # statements
 
 
-@dataclass(frozen=True, slots=True)
-class Set:
+@node
+class Set(Node):
     slot: int
     expr: Expr
 
 
-@dataclass(frozen=True, slots=True)
-class Observe:
+@node
+class Observe(Node):
     """Record a sample of observation ``obs`` (an index into ``Program.observes``)."""
 
     obs: int
     expr: Expr
 
 
-@dataclass(frozen=True, slots=True)
-class Turn:
+@node
+class Turn(Node):
     pass
 
 
-@dataclass(frozen=True, slots=True)
-class End:
+@node
+class End(Node):
     pass
 
 
-@dataclass(frozen=True, slots=True)
-class HoldPool:
+@node
+class HoldPool(Node):
     ref: PoolRef
     units: Expr  # moment Admit
     reserve: Expr | None = None  # moment Admit
@@ -147,14 +148,14 @@ class HoldPool:
     reserve_label: str = ""  # ```hold kv reserve (r)```
 
 
-@dataclass(frozen=True, slots=True)
-class Lease:  # [A] parsed, refused by the checker in this version
+@node
+class Lease(Node):  # [A] parsed, refused by the checker in this version
     ref: PoolRef
     time: Expr
 
 
-@dataclass(frozen=True, slots=True)
-class Segment:
+@node
+class Segment(Node):
     """``KEY: LENGTH`` of a hold's ``prefix`` (moment Admit; neither draws nor
     reads state: checked by the linker)."""
 
@@ -163,8 +164,8 @@ class Segment:
     label: str = ""  # ```prefix (k: L)```, for run-time errors about the length
 
 
-@dataclass(frozen=True, slots=True)
-class Hold:
+@node
+class Hold(Node):
     """``hold P(u) [reserve (r)], … [prefix (k: L, …)] [reuse (ρ)] { body } [cache (ℓ)]``.
 
     ``id`` is unique in the program.  Bindings of ``at admission`` are already
@@ -181,32 +182,32 @@ class Hold:
     prefix: tuple[Segment, ...] = ()  # the listed segments of the chain (shared prefix cache)
 
 
-@dataclass(frozen=True, slots=True)
-class Grow:
+@node
+class Grow(Node):
     ref: PoolRef
     amount: Expr
     label: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class Drop:
+@node
+class Drop(Node):
     ref: PoolRef
 
 
-@dataclass(frozen=True, slots=True)
-class Release:
+@node
+class Release(Node):
     ref: PoolRef
 
 
-@dataclass(frozen=True, slots=True)
-class Load:  # [A]
+@node
+class Load(Node):  # [A]
     ref: PoolRef
     amount: Expr
     label: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class Run:
+@node
+class Run(Node):
     """A job of ``work`` on a stage.  ``mode`` is ``"prefill"`` or ``"decode"``
     exactly when the stage is a step stage.  ``growing`` names the pool whose
     innermost enclosing hold grows as the job advances."""
@@ -218,8 +219,8 @@ class Run:
     label: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class Branch:
+@node
+class Branch(Node):
     """A test: ``guard`` must be exactly 0 or 1 at run time."""
 
     guard: Expr
@@ -228,31 +229,31 @@ class Branch:
     label: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class Loop:
+@node
+class Loop(Node):
     body: "Block"
 
 
-@dataclass(frozen=True, slots=True)
-class Choose:
+@node
+class Choose(Node):
     slot: int
     count: Expr
     keys: tuple[Expr, ...]
     label: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class ServerBegin:
+@node
+class ServerBegin(Node):
     """Where a spliced ``server`` block starts: the turn is sent (client metrics)."""
 
 
-@dataclass(frozen=True, slots=True)
-class ServerEnd:
+@node
+class ServerEnd(Node):
     """Where a spliced ``server`` block ends: the answer is back (client metrics)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Spawn:
+@node
+class Spawn(Node):
     """``spawn (count) into handle { set slot = expr; … }``: ``sets`` are
     evaluated in the parent at the spawn; each child gets their values after
     its ``init`` (docs/subagents.md).  ``handle`` indexes ``Program.handles``."""
@@ -263,8 +264,8 @@ class Spawn:
     label: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class Join:
+@node
+class Join(Node):
     """``join handle;``: wait until the children spawned into it since its last join have ended."""
 
     handle: int
@@ -281,8 +282,8 @@ Block = tuple[Stmt, ...]
 # declarations
 
 
-@dataclass(frozen=True, slots=True)
-class PoolDecl:
+@node
+class PoolDecl(Node):
     """``pool NAME[size] { … }``.  ``evict`` is ``"lru"`` or a tuple of keys
     (moment Evict); ``queue`` is ``"fifo"`` or a tuple of keys (moment Select);
     ``admit_via`` is the index of a step stage."""
@@ -301,8 +302,8 @@ class PoolDecl:
         return 1 if self.size is None else self.size
 
 
-@dataclass(frozen=True, slots=True)
-class StepDecl:
+@node
+class StepDecl(Node):
     """The clauses of a ``step`` stage.  ``serve`` is ``"admission"``,
     ``"decode_first"``, ``"exclusive_prefill"`` or a tuple of keys (moment
     Serve).  ``memory`` is a pool index."""
@@ -314,8 +315,8 @@ class StepDecl:
     memory: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class StageDecl:
+@node
+class StageDecl(Node):
     """``stage NAME[size] : kind``; ``kind`` is ``delay``, ``fifo``, ``ps`` or ``step``."""
 
     name: str
@@ -330,8 +331,8 @@ class StageDecl:
         return 1 if self.size is None else self.size
 
 
-@dataclass(frozen=True, slots=True)
-class Arrival:
+@node
+class Arrival(Node):
     """``arrive …``: ``kind`` in ``poisson renewal closed batch trace none``.
     ``rate`` for poisson, and for trace the replay speed (the trace's arrival
     times are divided by it; 1 without an argument); ``n`` for closed and
@@ -343,16 +344,16 @@ class Arrival:
     gap: Expr | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class TraceDecl:
+@node
+class TraceDecl(Node):
     """``trace "file.csv" [ordered]``: ``path`` as resolved against the program's folder."""
 
     path: str
     ordered: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class RunSettings:
+@node
+class RunSettings(Node):
     """``run { … }``; ``horizon`` is None when the program leaves it to ``--horizon``."""
 
     horizon: float | None = None
@@ -391,8 +392,8 @@ class RunSettings:
         return f"the default {name} {shown}"
 
 
-@dataclass(frozen=True, slots=True)
-class ObserveDecl:
+@node
+class ObserveDecl(Node):
     """An observation name.  ``is_test``: some ``observe`` of it is a test (its
     outermost operator a comparison, ``&&``, ``||`` or ``!``), which enables the
     report's constant-0 note."""
@@ -413,8 +414,8 @@ SERIAL, TURN_NO, CACHED, COMPUTED, NEW, OUT, THINK, FORCED, MORE = range(9)
 TREE_ATTRIBUTES: tuple[str, ...] = ("parent", "depth", "root")
 
 
-@dataclass(frozen=True, slots=True)
-class Program:
+@node
+class Program(Node):
     """A checked program.  ``attributes[slot]`` names each session attribute;
     the first nine are :data:`BUILTIN_ATTRIBUTES`.  ``constants`` are the
     folded ``let``s in source order.  ``session`` is the whole life of a

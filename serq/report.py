@@ -23,7 +23,6 @@ import math
 import numbers
 import re
 from dataclasses import dataclass, field, fields
-from decimal import Decimal
 from pathlib import Path
 from typing import NamedTuple, Any, Iterable, Sequence
 
@@ -67,6 +66,8 @@ def shortest(x: float | numbers.Real) -> str:  # numbers.Real: numpy scalars too
     if r.endswith(".0"):
         return r[:-2]
     if "e" in r:  # Rust never uses exponent form: expand the same digits
+        from decimal import Decimal  # (rarely: a repr in exponent form)
+
         r = format(Decimal(r), "f")
         if "." in r:
             r = r.rstrip("0").rstrip(".")

@@ -143,6 +143,39 @@ def test_the_grammar_reader_on_the_rest_of_the_rule_syntax() -> None:
     ''')
 
 
+def _match(expr: object, text: str, pos: int) -> object:
+    from parsimonious.exceptions import ParseError
+
+    try:
+        node = expr.match(text, pos)  # type: ignore[attr-defined]
+    except ParseError as err:
+        return ("fail", err.pos)
+    return (node.start, node.end)
+
+
+def test_keyword_leaves_match_what_their_regexes_match() -> None:
+    """The grammar's keyword rules end in a :class:`Keyword` leaf instead of
+    ``~r"WORD\\b"`` (no regex compiled per keyword at start-up); the rest of the
+    grammar is what the reader builds, and each leaf matches and fails where
+    its regex does: at the end of the text, before a space, a digit, ``_``, a
+    non-ASCII letter or mark, punctuation, and on a prefix of the word."""
+    from parsimonious.expressions import Regex
+
+    from serq.frontend.grammar import GRAMMAR, GRAMMAR_SOURCE, KEYWORDS, Keyword, compile_rules
+
+    plain = compile_rules(GRAMMAR_SOURCE, fallback=False)
+    assert list(GRAMMAR) == list(plain)
+    assert str(GRAMMAR) == str(plain)  # the printed rules too (the leaf's pattern, on demand)
+    for k in KEYWORDS:
+        leaf = GRAMMAR[f"kw_{k}"].members[0]
+        assert isinstance(leaf, Keyword) and leaf.word == k
+        ref = Regex(k + r"\b")
+        for tail in ("", " x", "1", "_", "é", "\u0301", "(", ";", "x", "\n"):
+            for text in (k + tail, "  " + k + tail, k[:-1] + tail):
+                for pos in (0, 2):
+                    assert _match(leaf, text, pos) == _match(ref, text, pos), (k, text, pos)
+
+
 def test_the_grammar_reader_hands_what_it_does_not_know_to_parsimonious() -> None:
     from parsimonious.exceptions import UndefinedLabel
 

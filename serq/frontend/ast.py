@@ -7,7 +7,7 @@ for some nodes a second span on the token errors point at (``name_span``,
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from ..node import Node, node
 from typing import Union
 
 from ..errors import Span
@@ -16,20 +16,20 @@ from ..errors import Span
 # expressions
 
 
-@dataclass(frozen=True, slots=True)
-class Num:
+@node
+class Num(Node):
     value: float
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
-class Name:
+@node
+class Name(Node):
     id: str
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
-class Index:
+@node
+class Index(Node):
     """``NAME[expr]``: a reference to an array member, as a call argument."""
 
     id: str
@@ -38,31 +38,31 @@ class Index:
     name_span: Span
 
 
-@dataclass(frozen=True, slots=True)
-class Unary:
+@node
+class Unary(Node):
     op: str  # "-" or "!"
     x: "Expr"
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
-class Binary:
+@node
+class Binary(Node):
     op: str
     a: "Expr"
     b: "Expr"
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
-class Cond:
+@node
+class Cond(Node):
     c: "Expr"
     a: "Expr"
     b: "Expr"
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
-class Call:
+@node
+class Call(Node):
     """``NAME(args)``: a function, a probe, ``blocksize`` or an expression definition."""
 
     fn: str
@@ -71,16 +71,16 @@ class Call:
     name_span: Span
 
 
-@dataclass(frozen=True, slots=True)
-class Draw:
+@node
+class Draw(Node):
     dist: str
     args: tuple["Expr", ...]
     span: Span
     name_span: Span
 
 
-@dataclass(frozen=True, slots=True)
-class ArgsNumber:
+@node
+class ArgsNumber(Node):
     """``args.number("key", default)`` (decision 5): only as a ``let`` initializer."""
 
     key: str
@@ -91,8 +91,8 @@ class ArgsNumber:
 Expr = Union[Num, Name, Index, Unary, Binary, Cond, Call, Draw, ArgsNumber]
 
 
-@dataclass(frozen=True, slots=True)
-class Ref:
+@node
+class Ref(Node):
     """A pool or stage named in a statement: ``NAME`` or ``NAME[expr]``."""
 
     name: str
@@ -105,55 +105,55 @@ class Ref:
 # statements
 
 
-@dataclass(frozen=True, slots=True)
-class SetStmt:
+@node
+class SetStmt(Node):
     name: str
     expr: Expr
     span: Span
     name_span: Span
 
 
-@dataclass(frozen=True, slots=True)
-class ObserveStmt:
+@node
+class ObserveStmt(Node):
     name: str
     expr: Expr
     span: Span
     name_span: Span
 
 
-@dataclass(frozen=True, slots=True)
-class TurnStmt:
+@node
+class TurnStmt(Node):
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
-class RequestStmt:
+@node
+class RequestStmt(Node):
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
-class EndStmt:
+@node
+class EndStmt(Node):
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
-class HoldPool:
+@node
+class HoldPool(Node):
     ref: Ref
     units: Expr
     reserve: Expr | None
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
-class Binding:
+@node
+class Binding(Node):
     name: str
     expr: Expr
     span: Span
     name_span: Span
 
 
-@dataclass(frozen=True, slots=True)
-class Segment:
+@node
+class Segment(Node):
     """``KEY: LENGTH`` of a hold's ``prefix`` (docs/simulator.md, "Shared prefix cache")."""
 
     key: Expr
@@ -161,8 +161,8 @@ class Segment:
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
-class HoldStmt:
+@node
+class HoldStmt(Node):
     pools: tuple[HoldPool, ...]
     reuse: Expr | None
     bindings: tuple[Binding, ...]
@@ -173,29 +173,29 @@ class HoldStmt:
     prefix: tuple[Segment, ...] = ()  # `prefix (KEY: LENGTH, …)`, in order
 
 
-@dataclass(frozen=True, slots=True)
-class GrowStmt:
+@node
+class GrowStmt(Node):
     ref: Ref
     amount: Expr
     span: Span
     head: Span
 
 
-@dataclass(frozen=True, slots=True)
-class DropStmt:
+@node
+class DropStmt(Node):
     ref: Ref
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
-class ReleaseStmt:
+@node
+class ReleaseStmt(Node):
     ref: Ref
     span: Span
     head: Span
 
 
-@dataclass(frozen=True, slots=True)
-class RunStmt:
+@node
+class RunStmt(Node):
     """``run S [mode] (work) [growing P]``; serving forms become this too."""
 
     ref: Ref
@@ -207,8 +207,8 @@ class RunStmt:
     form: str = "run"  # or the serving form it came from: prefill, decode, tool
 
 
-@dataclass(frozen=True, slots=True)
-class ServingStmt:
+@node
+class ServingStmt(Node):
     """``prefill|decode|tool [[i] | on S] work [growing P]`` before stage resolution."""
 
     role: str
@@ -220,8 +220,8 @@ class ServingStmt:
     head: Span
 
 
-@dataclass(frozen=True, slots=True)
-class BranchStmt:
+@node
+class BranchStmt(Node):
     guard: Expr
     then: "Block"
     orelse: "Block | None"
@@ -230,14 +230,14 @@ class BranchStmt:
     head: Span
 
 
-@dataclass(frozen=True, slots=True)
-class LoopStmt:
+@node
+class LoopStmt(Node):
     body: "Block"
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
-class ChooseStmt:
+@node
+class ChooseStmt(Node):
     name: str
     count: Expr
     keys: tuple[Expr, ...]
@@ -245,8 +245,8 @@ class ChooseStmt:
     name_span: Span
 
 
-@dataclass(frozen=True, slots=True)
-class SpawnStmt:
+@node
+class SpawnStmt(Node):
     """``spawn (COUNT) into NAME { set …; }``: ``sets`` are evaluated in the
     parent at the spawn and assigned in each child (docs/subagents.md)."""
 
@@ -258,8 +258,8 @@ class SpawnStmt:
     name_span: Span
 
 
-@dataclass(frozen=True, slots=True)
-class JoinStmt:
+@node
+class JoinStmt(Node):
     """``join NAME;``: wait for the children spawned into NAME since its last join."""
 
     name: str
@@ -268,8 +268,8 @@ class JoinStmt:
     name_span: Span
 
 
-@dataclass(frozen=True, slots=True)
-class UseStmt:
+@node
+class UseStmt(Node):
     """``NAME(args);``: a statement definition's use."""
 
     name: str
@@ -278,8 +278,8 @@ class UseStmt:
     name_span: Span
 
 
-@dataclass(frozen=True, slots=True)
-class UnknownStmt:
+@node
+class UnknownStmt(Node):
     """A statement that starts with a word no rule knows (maybe a definition
     used without its ``;``, which only the expander can tell)."""
 
@@ -289,8 +289,8 @@ class UnknownStmt:
     called: bool  # the word is followed by `(`
 
 
-@dataclass(frozen=True, slots=True)
-class ServerMark:
+@node
+class ServerMark(Node):
     """Where a spliced server block begins or ends (``ir.ServerBegin``/``ServerEnd``)."""
 
     begin: bool
@@ -308,23 +308,23 @@ Block = tuple[Stmt, ...]
 # items
 
 
-@dataclass(frozen=True, slots=True)
-class LetItem:
+@node
+class LetItem(Node):
     name: str
     expr: Expr
     span: Span
     name_span: Span
 
 
-@dataclass(frozen=True, slots=True)
-class UseItem:
+@node
+class UseItem(Node):
     path: str
     span: Span
     path_span: Span
 
 
-@dataclass(frozen=True, slots=True)
-class DefItem:
+@node
+class DefItem(Node):
     name: str
     params: tuple[str, ...]
     param_spans: tuple[Span, ...]
@@ -334,8 +334,8 @@ class DefItem:
     name_span: Span
 
 
-@dataclass(frozen=True, slots=True)
-class Clause:
+@node
+class Clause(Node):
     """One clause of a pool, step stage or run block: ``word`` and its value."""
 
     word: str
@@ -343,8 +343,8 @@ class Clause:
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
-class PoolItem:
+@node
+class PoolItem(Node):
     name: str
     size: int | None
     clauses: tuple[Clause, ...]
@@ -352,8 +352,8 @@ class PoolItem:
     name_span: Span
 
 
-@dataclass(frozen=True, slots=True)
-class StageItem:
+@node
+class StageItem(Node):
     name: str
     size: int | None
     kind: str  # delay fifo ps step
@@ -363,26 +363,26 @@ class StageItem:
     name_span: Span
 
 
-@dataclass(frozen=True, slots=True)
-class WorkloadItem:
+@node
+class WorkloadItem(Node):
     clauses: tuple[Clause, ...]  # arrive, trace, hidden, init, turn, session
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
-class ServerItem:
+@node
+class ServerItem(Node):
     body: Block
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
-class SessionItem:
+@node
+class SessionItem(Node):
     body: Block
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
-class RunItem:
+@node
+class RunItem(Node):
     clauses: tuple[Clause, ...]
     span: Span
 
@@ -390,15 +390,15 @@ class RunItem:
 Item = Union[LetItem, UseItem, DefItem, PoolItem, StageItem, WorkloadItem, ServerItem, SessionItem, RunItem]
 
 
-@dataclass(frozen=True, slots=True)
-class Arrival:
+@node
+class Arrival(Node):
     kind: str  # poisson renewal closed batch trace none
     arg: Expr | None
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
-class Trace:
+@node
+class Trace(Node):
     path: str
     ordered: bool
     span: Span

@@ -31,7 +31,6 @@ from .population import Population
 from .stages.base import Stage
 from .stages.queueing import PsStage
 from .stages.step import StepEngine
-from ..traces.reader import read_trace
 
 #: Run limits (docs/simulator.md, "Run guards and limits").  Both can be
 #: raised with an environment variable of the same name; the live limit also
@@ -88,7 +87,11 @@ class Simulator:
         self.ns["_mrng"] = self.machine_stream
         self.ns["_arng"] = self.arrival_stream
         self.samples: list[list[tuple[float, int, int, float]]] = [[] for _ in program.observes]
-        self.corpus = read_trace(program.trace.path) if program.trace is not None else None
+        self.corpus = None
+        if program.trace is not None:
+            from ..traces.reader import read_trace  # (only a trace replay needs the reader)
+
+            self.corpus = read_trace(program.trace.path)
         self.population = Population(self, run_limit("SERQ_MAX_LIVE", SERQ_MAX_LIVE) if max_live is None
                                      else max_live)
         if self.corpus is not None:

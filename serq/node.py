@@ -1,0 +1,93 @@
+"""The base of the frozen dataclasses of the syntax tree (:mod:`serq.frontend.ast`)
+and the IR (:mod:`serq.ir`).
+
+``@node`` makes a frozen, slotted dataclass that behaves as
+``dataclass(frozen=True, slots=True)`` makes it — the same ``__init__``,
+equality (the fields compared as a tuple), hash (of that tuple), repr
+(``Name(field=value, …)``), ``FrozenInstanceError`` on assignment, and
+``dataclasses.fields`` and ``replace`` — but compiles one function per class,
+its ``__init__``, where ``dataclass`` compiles six: the other five are
+:class:`Node`'s, written once here.  The two modules' 83 classes are made at
+every start of ``serq``; this takes their import from about 65 ms to about
+20 ms (issue 21, item 2).  ``tests/test_node.py`` holds the equivalence.
+"""
+
+from __future__ import annotations
+
+from dataclasses import MISSING, FrozenInstanceError, dataclass, field, fields
+from typing import Any, TypeVar, dataclass_transform
+
+T = TypeVar("T")
+
+_NAMES: dict[type, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {}
+
+
+@dataclass_transform(frozen_default=True, field_specifiers=(field,))
+def node(cls: type[T]) -> type[T]:
+    """``dataclass(frozen=True, slots=True)`` for a class deriving from :class:`Node`."""
+    made: Any = dataclass(init=False, repr=False, eq=False, slots=True)(cls)
+    params: list[str] = []
+    body: list[str] = []
+    names: dict[str, Any] = {"_set": object.__setattr__, "MISSING": MISSING}
+    for f in fields(made):
+        if f.default is not MISSING:
+            names[f"_d_{f.name}"] = f.default
+            params.append(f"{f.name}=_d_{f.name}")
+        elif f.default_factory is not MISSING:
+            names[f"_f_{f.name}"] = f.default_factory
+            params.append(f"{f.name}=MISSING")
+            body.append(f"  if {f.name} is MISSING: {f.name} = _f_{f.name}()")
+        else:
+            params.append(f.name)
+        body.append(f"  _set(self, {f.name!r}, {f.name})")
+    src = f"def __init__(self, {', '.join(params)}):\n" + "\n".join(body or ["  pass"]) + "\n"
+    exec(src, names)  # noqa: S102 - the fields' own names, as dataclass writes it
+    init = names["__init__"]
+    init.__qualname__ = f"{made.__qualname__}.__init__"
+    made.__init__ = init
+    return made  # type: ignore[no-any-return]
+
+
+def _names(cls: type) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """The fields that take part in equality, in the hash and in the repr."""
+    names = _NAMES.get(cls)
+    if names is None:
+        fs = fields(cls)
+        names = _NAMES[cls] = (
+            tuple(f.name for f in fs if f.compare),
+            tuple(f.name for f in fs if (f.compare if f.hash is None else f.hash)),
+            tuple(f.name for f in fs if f.repr),
+        )
+    return names
+
+
+class Node:
+    """Equality, hash, repr and the frozen guard of a ``@node`` class."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        names = _names(self.__class__)[0]
+        return tuple(getattr(self, n) for n in names) == tuple(getattr(other, n) for n in names)
+
+    def __hash__(self) -> int:
+        return hash(tuple(getattr(self, n) for n in _names(self.__class__)[1]))
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{n}={getattr(self, n)!r}" for n in _names(self.__class__)[2])
+        return f"{self.__class__.__qualname__}({inner})"
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+    def __getstate__(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, f.name) for f in fields(self))  # type: ignore[arg-type]
+
+    def __setstate__(self, state: tuple[Any, ...]) -> None:
+        for f, value in zip(fields(self), state):  # type: ignore[arg-type]
+            object.__setattr__(self, f.name, value)
