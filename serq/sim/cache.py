@@ -30,6 +30,7 @@ as the rule is written.
 from __future__ import annotations
 
 import math
+from math import fmod, ulp
 from heapq import heapify, heappop, heappush, heapreplace
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -46,7 +47,7 @@ LRU, STABLE, SIZED, SCAN = "lru", "stable", "sized", "scan"
 
 
 class Entry:
-    __slots__ = ("size", "last", "seq", "snap", "owner")
+    __slots__ = ("size", "last", "seq", "snap", "owner", "memo")
 
     def __init__(self, size: float, last: float, seq: int, snap: list[float], owner: "Session | None") -> None:
         self.size = size
@@ -54,6 +55,8 @@ class Entry:
         self.seq = seq
         self.snap = snap
         self.owner = owner
+        #: its `evict by` key with the size and `waiting` it was read at (``PrefixCache.memo``)
+        self.memo: tuple[float, float, tuple] | None = None
 
 
 class EvictView:
@@ -103,6 +106,19 @@ def _reads(exprs: Any, name: str) -> list[int]:
     from ..expr import walk
 
     return [j for j, e in enumerate(exprs) if any(isinstance(x, ir.Ctx) and x.name == name for x in walk(e))]
+
+
+def _reads_only(exprs: Any, names: tuple[str, ...]) -> bool:
+    """Whether the keys ``exprs`` read nothing of the entry or the run but the
+    context variables ``names``: no attribute, draw, probe or other variable."""
+    from .. import ir
+    from ..expr import walk
+
+    for e in exprs:
+        for x in walk(e):
+            if isinstance(x, (ir.Attr, ir.Draw, ir.Probe)) or (isinstance(x, ir.Ctx) and x.name not in names):
+                return False
+    return True
 
 
 def size_direction(exprs: Any) -> int:
@@ -171,6 +187,11 @@ class PrefixCache:
         #: unknown, or several read it): :func:`size_direction`; and (its index, its function)
         self.size_dir = 0
         self.size_key: tuple[int, Callable[[EvictView], float]] | None = None
+        #: that element is ``-size`` itself: entries drain a round at a time (:meth:`_rounds`)
+        self.neg_size = False
+        #: the keys read nothing but ``size``, ``waiting`` and ``last``: an entry's key is kept
+        #: with the size and ``waiting`` it was read at, and read again only when one changed
+        self.memo = False
         self.entries: dict[int, Entry] = {}  # serial → entry, in release order
         self.dead: dict[int, Entry] = {}  # in insertion order
         self._dead_heap: list[tuple[float, int, int]] = []  # LRU: (last, seq, id) of dead entries, lazily deleted
@@ -192,10 +213,16 @@ class PrefixCache:
         kind = classify(exprs)
         cache = cls(block, keys, stream, kind)
         cache.lasting = kind != SCAN and not _reads(exprs, "age")
+        cache.memo = _reads_only(exprs, ("size", "waiting", "last"))
         sized = _reads(exprs, "size")
         if len(sized) == 1:
+            from .. import ir
+
             cache.size_key = (sized[0], fns[sized[0]])
             cache.size_dir = size_direction(exprs)
+            e = exprs[sized[0]]
+            cache.neg_size = (isinstance(e, ir.Unary) and e.op == "-" and isinstance(e.x, ir.Ctx)
+                              and e.x.name == "size")
         return cache
 
     def size_of(self, serial: int) -> float:
@@ -412,9 +439,21 @@ class PrefixCache:
         stream = self.stream
         heap: list[tuple[Any, int, dict[int, Entry], int]] = []
         i = 0
+        memo = self.memo
         for store in (self.entries, self.dead):
             for k, e in store.items():
-                heap.append((total_key((*keys(EvictView(e, now, stream)), e.seq)), i, store, k))
+                if memo:  # the key read at the same size and `waiting` (what EvictView reads) is the same
+                    owner = e.owner
+                    w = 1.0 if owner is not None and not owner.ended and owner.queued_at is not None else 0.0
+                    m = e.memo
+                    if m is not None and m[0] == e.size and m[1] == w:
+                        key = m[2]
+                    else:
+                        key = total_key((*keys(EvictView(e, now, stream)), e.seq))
+                        e.memo = (e.size, w, key)
+                else:
+                    key = total_key((*keys(EvictView(e, now, stream)), e.seq))
+                heap.append((key, i, store, k))
                 i += 1
         heapify(heap)
         return heap
@@ -434,6 +473,10 @@ class PrefixCache:
             if sized:
                 if self.size_dir > 0:  # its key only falls as it shrinks: it stays first to the end
                     gone = self._drain(store, k, e, used, need, cap)
+                elif self.neg_size and self._rounds(heap, used, need, cap, now):
+                    if not used + self.total + need > limit:
+                        return
+                    continue
                 else:
                     gone = self._take_piece(store, k, e)
                 if gone:
@@ -449,6 +492,83 @@ class PrefixCache:
             if not used + self.total + need > limit:
                 return
 
+    def _rounds(self, heap: list[tuple[Any, int, dict[int, Entry], int]], used: float, need: float, cap: float,
+                now: float) -> bool:
+        """Whole rounds of the drain by a key ``-size`` (after the same leading
+        elements), in one step.  One block at a time, the largest entry gives a
+        block and, smaller now than the others within a block of its size, goes
+        behind them: the entries above ``size − block`` of the first give a
+        block each, in their order, round after round (the cached entries sit
+        at one level and are lowered together).  Rounds are taken here while
+        every block of them leaves its entry alive, the pool is short before
+        the last, and the next entry in line (``heap[0]`` once they are out)
+        comes after each round's last block; the rest goes one block at a time.
+        Every size, the cached total and ``evict(u)`` is a multiple of the
+        block's grid (checked), so ``t`` blocks off are ``x − t·b`` exactly, the
+        floats the blocks one by one leave.  False when not one round can go."""
+        b = self.block
+        sk = self.size_key
+        if b is None or sk is None or not 0.0 < b < _BIG:
+            return False
+        if not used + self.total + need - cap - EPS > b:  # one block covers it: nothing to round
+            return False
+        p = sk[0]
+        top = heap[0]
+        pre = top[0][:p]
+        v1 = top[2][top[3]].size
+        low = v1 - b
+        members = []
+        while heap:  # the entries with the same leading elements and a size above v1 − b, in order
+            item = heap[0]
+            if item[0][:p] != pre or not item[2][item[3]].size > low:
+                break
+            members.append(heappop(heap))
+        k = len(members)
+        vs = [m[2][m[3]].size for m in members]
+        total = self.total
+        eu = self.evicted_units
+        rounds = 0
+        if v1 < _BIG and total < _BIG and all(fmod(b, ulp(v)) == 0.0 for v in vs) \
+                and fmod(b, ulp(total)) == 0.0:
+            v_min = vs[-1]
+            # rounds whose blocks each leave every entry alive (the smallest first): v − r·b ≥ b, v − (r+1)·b > ε
+            alive = _first(0, int(v_min / b) + 1, lambda r: not (v_min - r * b >= b and v_min - (r + 1) * b > EPS))
+            limit = cap + EPS
+            # blocks after which the pool is no longer short (one by one, the drain stops there)
+            stop = _first(1, alive * k, lambda t: not used + (total - t * b) + need > limit)
+            rounds = min(alive, stop // k)
+            if rounds and heap:  # the next in line must come after each round's last block
+                nxt = heap[0][:2]
+                last_key, last_i, last_store, last_k = members[-1]
+                e = last_store[last_k]
+
+                def late(r: int) -> bool:
+                    e.size = v_min - r * b
+                    return (self._resized_key(last_key, e, now), last_i) > nxt
+
+                rounds = min(rounds, _first(0, rounds - 1, late))
+                e.size = v_min
+            if rounds:
+                taken = rounds * k * b
+                eu_new = eu + taken
+                if not (fmod(b, ulp(eu_new)) == 0.0 and fmod(eu, ulp(eu_new)) == 0.0 and eu_new < _BIG):
+                    rounds = 0
+        if not rounds:
+            for m in members:
+                heappush(heap, m)
+            return False
+        self.total = total - taken
+        self.evicted_units = eu_new
+        off = rounds * b
+        after = p + 1
+        for m, v in zip(members, vs):  # keyed again: the element is -size itself, negated exactly
+            key, i, store, kk = m
+            x = v - off
+            store[kk].size = x
+            heap.append(((*key[:p], (0, -x), *key[after:]), i, store, kk))
+        heapify(heap)
+        return True
+
     def _resized_key(self, key: tuple, e: Entry, now: float) -> tuple:
         """The key of ``e`` after it shrank, from its last ``key``: only the
         element that reads ``size`` is read again when one alone does
@@ -461,3 +581,15 @@ class PrefixCache:
         p, fn = sk
         x = fn(EvictView(e, now, self.stream))
         return (*key[:p], (1, 0.0) if x != x else (0, x), *key[p + 1:])
+
+
+def _first(lo: int, hi: int, pred: Callable[[int], bool]) -> int:
+    """The least ``t`` in ``lo … hi`` where the monotone ``pred`` holds (false
+    before, true from there on), or ``hi + 1`` where it holds nowhere."""
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        if pred(mid):
+            hi = mid - 1
+        else:
+            lo = mid + 1
+    return lo

@@ -292,3 +292,65 @@ def test_the_direction_of_the_one_key_element_that_reads_size(keys: str, directi
     program = serq.load(text)
     (kv,) = [p for p in program.pools if p.name == "kv"]
     assert size_direction(kv.evict) == direction
+
+
+# -- whole rounds of a drain by `-size` (issue 21) ---------------------------------------------
+
+
+def level_cache(rng: random.Random, block: float) -> tuple[PrefixCache, float, float, float]:
+    """A cache keyed ``(waiting, -size)`` as ``Pool`` makes it (the size element
+    read alone, ``neg_size``) with many entries near one level: fractional sizes
+    within a few blocks of each other, ties in size, owners waiting or not,
+    dead entries, a big one above the rest; ``need`` from one block to all."""
+    keys = lambda c: (c.waiting, -c.size)  # noqa: E731
+    cache = PrefixCache(block, keys, None, SIZED)
+    cache.size_key = (1, lambda c: -c.size)
+    cache.size_dir = -1
+    cache.neg_size = True
+    level = rng.choice([5, 20, 60]) * block
+    grid = rng.choice([1.0, 0.5, 1 / 3, 2.0 ** -30, block])  # 1/3: sizes off the block's grid
+    for serial in range(rng.randint(1, 40)):
+        size = level + rng.randint(-3, 3) * block + math.floor(rng.random() * block / grid) * grid
+        if rng.random() < 0.1:
+            size = level * rng.choice([2, 4])  # one far above
+        if rng.random() < 0.1 and serial:
+            size = cache.size_of(serial - 1) or size  # a tie
+        owner = Owner([0.0], False, rng.random() < 0.3)
+        cache.put(serial, size, float(serial), serial, [0.0], owner)  # type: ignore[arg-type]
+        if rng.random() < 0.1:
+            e = cache.take(serial)
+            assert e is not None
+            cache.put_dead(e, e.size)
+    used = float(rng.randint(0, 100)) * block
+    cap = used + cache.total - rng.random() * block
+    need = rng.choice([1.0, block, 3 * block, rng.random() * cache.total, cache.total * 1.5])
+    return cache, used, need, cap
+
+
+@pytest.mark.parametrize("block", [16.0, 1.0, 2.5, 0.3])
+def test_a_drain_by_minus_size_takes_whole_rounds_as_block_by_block(block: float, monkeypatch: Any) -> None:
+    rng = random.Random(f"rounds {block}")
+    rounds_taken = 0
+    real = PrefixCache._rounds
+
+    def counting(self: PrefixCache, *args: Any) -> bool:
+        nonlocal rounds_taken
+        done = real(self, *args)
+        rounds_taken += done
+        return done
+
+    monkeypatch.setattr(PrefixCache, "_rounds", counting)
+    for _ in range(300):
+        cache, used, need, cap = level_cache(rng, block)
+        ref = copy.deepcopy(cache)
+        cache.make_room(used, need, cap, 5.0)
+        ref_make_room(ref, used, need, cap, 5.0)
+        assert state(cache) == state(ref)
+        more = rng.random() * 40 * block  # again, on what is left
+        cache.make_room(used, need + more, cap, 6.0)
+        ref_make_room(ref, used, need + more, cap, 6.0)
+        assert state(cache) == state(ref)
+    if block == 0.3:  # not a multiple of the sizes' ulp: x − t·b would round, so block by block
+        assert rounds_taken == 0
+    else:
+        assert rounds_taken > 100  # the rounds did the work, not the block-by-block fallback

@@ -148,6 +148,21 @@ MUTATIONS = [
           "                if end_d is not None and rel > end_d:\n"),),
         ("tests/traces/test_trace_import.py",),
     ),
+    # -- issue 21: whole rounds of a drain by `-size` ---------------------------------------------
+    Mutation(
+        "rounds-ignore-next-in-line",
+        "a drain by `-size` takes whole rounds past the entry that should come in between",
+        (("serq/sim/cache.py", "            if rounds and heap:  # the next in line",
+          "            if False and rounds and heap:  # the next in line"),),
+        ("tests/sim/test_eviction_bulk.py::test_a_drain_by_minus_size_takes_whole_rounds_as_block_by_block",),
+    ),
+    Mutation(
+        "evict-key-memo-ignores-waiting",
+        "an `evict by` key kept from an earlier read is reused after its owner started or stopped waiting",
+        (("serq/sim/cache.py", "                    if m is not None and m[0] == e.size and m[1] == w:\n",
+          "                    if m is not None and m[0] == e.size:\n"),),
+        ("tests/sim/test_eviction_bulk.py::test_a_run_reports_the_same_as_block_by_block",),
+    ),
 ]
 
 
