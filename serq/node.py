@@ -8,8 +8,8 @@ equality (the fields compared as a tuple), hash (of that tuple), repr
 ``dataclasses.fields`` and ``replace`` — but compiles one function per class,
 its ``__init__``, where ``dataclass`` compiles six: the other five are
 :class:`Node`'s, written once here.  The two modules' 83 classes are made at
-every start of ``serq``; this takes their import from about 65 ms to about
-20 ms (issue 21, item 2).  ``tests/test_node.py`` holds the equivalence.
+every start of ``serq``; this takes their import from 62 ms to 23 ms (``python
+-X importtime``, bytecode written; issue 21, item 2).  ``tests/test_node.py`` holds the equivalence.
 """
 
 from __future__ import annotations

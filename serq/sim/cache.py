@@ -68,16 +68,17 @@ class EvictView:
 
     def __init__(self, entry: Entry, now: float, stream: Any) -> None:
         owner = entry.owner
-        if owner is not None and not owner.ended:
-            self.a = owner.a
-            self.waiting = 1.0 if owner.queued_at is not None else 0.0
-        else:
-            self.a = entry.snap
-            self.waiting = 0.0
+        self.a = owner.a if owner is not None and not owner.ended else entry.snap
+        self.waiting = _waiting(owner)
         self.size = entry.size
         self.last = entry.last
         self.age = now - entry.last
         self.srng = stream
+
+
+def _waiting(owner: "Session | None") -> float:
+    """``waiting`` of an entry: 1 while its owner (alive) waits in a pool's queue."""
+    return 1.0 if owner is not None and not owner.ended and owner.queued_at is not None else 0.0
 
 
 def classify(exprs: Any) -> str:
@@ -327,27 +328,34 @@ class PrefixCache:
         if (self._ints and self._int_block and self._cap_exact and eu <= _BIG
                 and -_BIG <= used <= _BIG and used == int(used) and -_BIG <= need <= _BIG and need == int(need)):
             # every sum below is exact; used + cached + need > cap + ε  ⇔  > cap for integers
-            short = int(used + total + need - cap)  # > 0: the caller saw the condition hold
-            bi = int(b)
-            k = -(-short // bi)  # blocks that cover the shortfall
-            if k * bi < s:  # they leave part of the entry
-                taken = k * b
-                e.size = s - taken
-                self.total = total - taken
-                self.evicted_units = eu + taken
-                return False
-            e.size = 0.0  # s − (the pieces, in turn) is exactly 0
-            del store[key]
-            self.evicted_entries += 1
-            self.total = total - s
-            self.evicted_units = eu + s
-            return True
+            return self._take_blocks(store, key, e, int(used + total + need - cap))
         limit = cap + EPS
         while True:
             if self._take_piece(store, key, e):
                 return True
             if not used + self.total + need > limit:
                 return False
+
+    def _take_blocks(self, store: dict[int, Entry], key: int, e: Entry, short: int) -> bool:
+        """The whole blocks of ``e`` that cover an integer shortfall ``short`` >
+        0, or all of ``e``, in one subtraction (every amount an integer whose
+        sums are exact: the caller checked); whether ``e`` is gone."""
+        b = self.block
+        s = e.size
+        bi = int(b)  # type: ignore[arg-type]
+        k = -(-short // bi)  # blocks that cover the shortfall
+        if k * bi < s:  # they leave part of the entry
+            taken = k * b  # type: ignore[operator]
+            e.size = s - taken
+            self.total -= taken
+            self.evicted_units += taken
+            return False
+        e.size = 0.0  # s − (the pieces, in turn) is exactly 0
+        del store[key]
+        self.evicted_entries += 1
+        self.total -= s
+        self.evicted_units += s
+        return True
 
     def whole_blocks(self, used: float, needs: list[float], cap: float) -> bool:
         """Whether growths of ``needs`` in turn from ``used`` under ``cap`` can
@@ -362,42 +370,22 @@ class PrefixCache:
         self._cap_exact = True
         return True
 
-    def make_room_whole(self, used: float, needs: list[float], times: list[float], cap: float) -> list[float]:
-        """:meth:`make_room` for each growth of ``needs`` in turn from ``used``
-        (at ``times``), once :meth:`whole_blocks` said yes: the oldest entries
-        drained as :meth:`_drain` drains them (``k`` blocks in one subtraction),
-        with no dead entry to compare against.  The cached total after each."""
+    def make_room_whole(self, used: float, needs: list[float], cap: float) -> list[float]:
+        """:meth:`make_room` for each growth of ``needs`` in turn from ``used``,
+        once :meth:`whole_blocks` said yes: the oldest entries drained by whole
+        blocks (:meth:`_take_blocks`), with no dead entry to compare against.
+        The cached total after each."""
         entries = self.entries
         limit = cap + EPS
-        b = self.block
-        bi = int(b)  # type: ignore[arg-type]
-        total = self.total
         out = []
-        for need, now in zip(needs, times):
-            while used + total + need > limit and entries:
-                eu = self.evicted_units
-                if eu > _BIG:  # the sums may no longer be exact: the general way
-                    self.make_room(used, need, cap, now)
-                    total = self.total
-                    break
+        for need in needs:
+            while used + self.total + need > limit and entries:
                 key = next(iter(entries))
-                e = entries[key]
-                s = e.size
-                k = -(-int(used + total + need - cap) // bi)  # blocks that cover the shortfall
-                if k * bi < s:  # they leave part of the entry
-                    taken = k * b  # type: ignore[operator]
-                    e.size = s - taken
-                    total = total - taken
-                    self.total = total
-                    self.evicted_units = eu + taken
+                if self.evicted_units > _BIG:  # the sums may no longer be exact: piece by piece
+                    self._drain(entries, key, entries[key], used, need, cap)
                 else:
-                    e.size = 0.0  # s − (the pieces, in turn) is exactly 0
-                    del entries[key]
-                    self.evicted_entries += 1
-                    total = total - s
-                    self.total = total
-                    self.evicted_units = eu + s
-            out.append(total)
+                    self._take_blocks(entries, key, entries[key], int(used + self.total + need - cap))
+            out.append(self.total)
             used += need
         return out
 
@@ -443,8 +431,7 @@ class PrefixCache:
         for store in (self.entries, self.dead):
             for k, e in store.items():
                 if memo:  # the key read at the same size and `waiting` (what EvictView reads) is the same
-                    owner = e.owner
-                    w = 1.0 if owner is not None and not owner.ended and owner.queued_at is not None else 0.0
+                    w = _waiting(e.owner)
                     m = e.memo
                     if m is not None and m[0] == e.size and m[1] == w:
                         key = m[2]
@@ -467,17 +454,19 @@ class PrefixCache:
         stays first as it shrinks, and is drained in one go)."""
         limit = cap + EPS
         sized = self.kind == SIZED
+        rounds = self.neg_size  # whole rounds are tried until one attempt finds none
         while heap:
             _key, i, store, k = heap[0]
             e = store[k]
             if sized:
                 if self.size_dir > 0:  # its key only falls as it shrinks: it stays first to the end
                     gone = self._drain(store, k, e, used, need, cap)
-                elif self.neg_size and self._rounds(heap, used, need, cap, now):
+                elif rounds and self._rounds(heap, used, need, cap, now):
                     if not used + self.total + need > limit:
                         return
                     continue
                 else:
+                    rounds = False
                     gone = self._take_piece(store, k, e)
                 if gone:
                     heappop(heap)

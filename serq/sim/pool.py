@@ -300,7 +300,7 @@ class Pool(BaseResource):
         qi, qv = qa.integral, qa.value
         hi, hv = ha.integral, ha.value
         qn, hn = len(self.put_queue), len(self.holders)
-        totals = cache.make_room_whole(used, needs, times, cap) if cache.whole_blocks(used, needs, cap) else None
+        totals = cache.make_room_whole(used, needs, cap) if cache.whole_blocks(used, needs, cap) else None
         victims = None  # the heap of a lasting keyed cache, made at the first eviction
         for j, (need, now) in enumerate(zip(needs, times)):
             if totals is not None:

@@ -244,6 +244,8 @@ def _bucket(x: float) -> int:
     if 1e-9 < y - k < 0.999999999:
         return k
     return math.floor(_log(x) / _LOG_W)
+
+
 #: Zero (and, defensively, negative and NaN values) share one bucket below all others.
 _ZERO_KEY = -(1 << 62)
 #: +inf gets a bucket above all others.

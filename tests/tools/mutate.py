@@ -84,8 +84,8 @@ MUTATIONS = [
           "            serial = next(reversed(entries))\n"),
          ("serq/sim/cache.py", "                    key = next(iter(entries))\n",
           "                    key = next(reversed(entries))\n"),
-         ("serq/sim/cache.py", "\n                key = next(iter(entries))\n                e = entries[key]\n",
-          "\n                key = next(reversed(entries))\n                e = entries[key]\n")),
+         ("serq/sim/cache.py", "\n                key = next(iter(entries))\n                if self.evicted_units",
+          "\n                key = next(reversed(entries))\n                if self.evicted_units")),
         ("tests/sim/test_pool_semantics.py", "tests/sim/test_eviction_bulk.py"),
     ),
     Mutation(
