@@ -41,22 +41,27 @@ if TYPE_CHECKING:
 
 EPS = 1e-9
 _BIG = 2.0**50  # integers up to this size: sums of three stay exact in a float
+_DEAD = 1 << 62  # a dead entry's scan order: after every live one
 
 # how `evict by` keys may be evaluated (see `classify`)
 LRU, STABLE, SIZED, SCAN = "lru", "stable", "sized", "scan"
 
 
 class Entry:
-    __slots__ = ("size", "last", "seq", "snap", "owner", "memo")
+    __slots__ = ("size", "last", "seq", "snap", "owner", "memo", "order")
 
-    def __init__(self, size: float, last: float, seq: int, snap: list[float], owner: "Session | None") -> None:
+    def __init__(self, size: float, last: float, seq: int, snap: list[float], owner: "Session | None",
+                 order: int = 0) -> None:
         self.size = size
         self.last = last
         self.seq = seq
         self.snap = snap
         self.owner = owner
-        #: its `evict by` key with the size and `waiting` it was read at (``PrefixCache.memo``)
+        #: its `evict by` key with the size and `waiting` it was read at (``PrefixCache.memo``);
+        #: None once it left the cache
         self.memo: tuple[float, float, tuple] | None = None
+        #: its place in the scan of the cache (live entries in release order, then dead ones)
+        self.order = order
 
 
 class EvictView:
@@ -191,8 +196,14 @@ class PrefixCache:
         #: that element is ``-size`` itself: entries drain a round at a time (:meth:`_rounds`)
         self.neg_size = False
         #: the keys read nothing but ``size``, ``waiting`` and ``last``: an entry's key is kept
-        #: with the size and ``waiting`` it was read at, and read again only when one changed
+        #: with the size and ``waiting`` it was read at, and read again only when one changed;
+        #: then one heap of victims lasts from one eviction to the next (:meth:`victims`): an
+        #: entry put, or whose owner starts or stops waiting (:meth:`touch`), is keyed again
+        #: at the next eviction, and an item whose entry was keyed since is dropped when it surfaces
         self.memo = False
+        self._heap: list[tuple[Any, int, dict[int, Entry], int, Entry, Any]] = []
+        self._dirty: list[tuple[dict[int, Entry], int]] = []
+        self._puts = 0  # live entries put so far: their scan order
         self.entries: dict[int, Entry] = {}  # serial → entry, in release order
         self.dead: dict[int, Entry] = {}  # in insertion order
         self._dead_heap: list[tuple[float, int, int]] = []  # LRU: (last, seq, id) of dead entries, lazily deleted
@@ -232,10 +243,15 @@ class PrefixCache:
 
     def put(self, serial: int, size: float, now: float, seq: int, snap: list[float], owner: "Session") -> None:
         """The entry of ``serial`` becomes ``size`` units released now."""
-        old = self.entries.pop(serial, None)
+        entries = self.entries
+        old = entries.pop(serial, None)
         if old is not None:
             self.total -= old.size
-        self.entries[serial] = Entry(size, now, seq, snap, owner)
+            old.memo = None
+        entries[serial] = Entry(size, now, seq, snap, owner, self._puts)
+        self._puts += 1
+        if self.memo:
+            self._dirty.append((entries, serial))
         self.total += size
         if self._ints and not (_exact(size) and _exact(self.total)):
             self._ints = False
@@ -245,14 +261,23 @@ class PrefixCache:
         e = self.entries.pop(serial, None)
         if e is not None:
             self.total -= e.size
+            e.memo = None
         return e
+
+    def touch(self, serial: int) -> None:
+        """The owner of ``serial``'s entry starts or stops waiting: under kept
+        keys (``memo``) its key is read again at the next eviction."""
+        if serial in self.entries:
+            self._dirty.append((self.entries, serial))
 
     def put_dead(self, like: Entry, size: float) -> None:
         """Units past a ``reuse`` bound: cached, evictable, readable by nobody."""
         k = self._next_dead
-        self.dead[k] = Entry(size, like.last, like.seq, like.snap, None)
+        self.dead[k] = Entry(size, like.last, like.seq, like.snap, None, _DEAD + k)
         if self.keys is None:
             heappush(self._dead_heap, (like.last, like.seq, k))
+        elif self.memo:
+            self._dirty.append((self.dead, k))
         self._next_dead += 1
         self.total += size
         if self._ints and not (_exact(size) and _exact(self.total)):
@@ -299,6 +324,7 @@ class PrefixCache:
         gone = e.size <= EPS
         if gone:
             del store[key]
+            e.memo = None
             self.evicted_entries += 1
         self.total -= piece
         self.evicted_units += piece
@@ -352,6 +378,7 @@ class PrefixCache:
             return False
         e.size = 0.0  # s − (the pieces, in turn) is exactly 0
         del store[key]
+        e.memo = None
         self.evicted_entries += 1
         self.total -= s
         self.evicted_units += s
@@ -416,36 +443,68 @@ class PrefixCache:
             return
         self.drain_by_keys(self.victims(now), used, need, cap, now)
 
-    def victims(self, now: float) -> list[tuple[Any, int, dict[int, Entry], int]]:
+    def victims(self, now: float) -> list[tuple[Any, int, dict[int, Entry], int, Entry, Any]]:
         """Every entry, live and dead, in a heap by its ``evict by`` keys read
-        at ``now``, the scan's order (``i``) breaking ties (the release sequence
-        in the keys rules them out anyway).  The keys stay right while nothing
-        but eviction changes the cache and, unless they read ``age``, the
-        clock moves (a decode run's growths: ``Pool.allocate_run``)."""
+        at ``now``, the scan's order (``Entry.order``) breaking ties (the
+        release sequence in the keys rules them out but between a live entry
+        and its dead part).  The keys stay right while nothing but eviction
+        changes the cache and, unless they read ``age``, the clock moves (a
+        decode run's growths: ``Pool.allocate_run``).  Items are ``(key,
+        order, store, id, entry, memo)``; under kept keys (``memo``) the heap
+        is the cache's own, brought up to date here, and an item whose
+        ``memo`` is no longer its entry's is stale (:meth:`_top` drops it)."""
         keys = self.keys
         assert keys is not None
         stream = self.stream
-        heap: list[tuple[Any, int, dict[int, Entry], int]] = []
-        i = 0
-        memo = self.memo
+        if self.memo:
+            return self._synced(now)
+        heap = []
         for store in (self.entries, self.dead):
             for k, e in store.items():
-                if memo:  # the key read at the same size and `waiting` (what EvictView reads) is the same
-                    w = _waiting(e.owner)
-                    m = e.memo
-                    if m is not None and m[0] == e.size and m[1] == w:
-                        key = m[2]
-                    else:
-                        key = total_key((*keys(EvictView(e, now, stream)), e.seq))
-                        e.memo = (e.size, w, key)
-                else:
-                    key = total_key((*keys(EvictView(e, now, stream)), e.seq))
-                heap.append((key, i, store, k))
-                i += 1
+                heap.append((total_key((*keys(EvictView(e, now, stream)), e.seq)), e.order, store, k, e, None))
         heapify(heap)
         return heap
 
-    def drain_by_keys(self, heap: list[tuple[Any, int, dict[int, Entry], int]], used: float, need: float,
+    def _synced(self, now: float) -> list[tuple[Any, int, dict[int, Entry], int, Entry, Any]]:
+        """The lasting heap under kept keys, every entry put or touched since
+        the last eviction keyed again (when what it reads changed); rebuilt
+        from the entries' keys once stale items outnumber the live ones."""
+        heap = self._heap
+        dirty = self._dirty
+        if dirty:
+            keys = self.keys
+            assert keys is not None
+            stream = self.stream
+            for store, k in dirty:
+                e = store.get(k)
+                if e is None:
+                    continue
+                w = _waiting(e.owner)
+                m = e.memo
+                if m is not None and m[0] == e.size and m[1] == w:
+                    continue
+                key = total_key((*keys(EvictView(e, now, stream)), e.seq))
+                m = e.memo = (e.size, w, key)
+                heappush(heap, (key, e.order, store, k, e, m))
+            dirty.clear()
+        if len(heap) > 2 * (len(self.entries) + len(self.dead)) + 16:
+            heap = self._heap = [(e.memo[2], e.order, store, k, e, e.memo)  # type: ignore[index]
+                                 for store in (self.entries, self.dead) for k, e in store.items()]
+            heapify(heap)
+        return heap
+
+    @staticmethod
+    def _top(heap: list[tuple[Any, int, dict[int, Entry], int, Entry, Any]]) -> bool:
+        """Drop the stale items at the top of ``heap``; whether one is left."""
+        while heap:
+            item = heap[0]
+            m = item[5]
+            if m is None or item[4].memo is m:
+                return True
+            heappop(heap)
+        return False
+
+    def drain_by_keys(self, heap: list[tuple[Any, int, dict[int, Entry], int, Entry, Any]], used: float, need: float,
                       cap: float, now: float) -> None:
         """Evict from the top of :meth:`victims`' ``heap`` until ``used + cached
         + need ≤ cap + ε`` (``STABLE`` and ``SIZED`` keys: only the victim's
@@ -455,9 +514,9 @@ class PrefixCache:
         limit = cap + EPS
         sized = self.kind == SIZED
         rounds = self.neg_size  # whole rounds are tried until one attempt finds none
-        while heap:
-            _key, i, store, k = heap[0]
-            e = store[k]
+        top = self._top
+        while top(heap):
+            _key, i, store, k, e, m = heap[0]
             if sized:
                 if self.size_dir > 0:  # its key only falls as it shrinks: it stays first to the end
                     gone = self._drain(store, k, e, used, need, cap)
@@ -471,7 +530,10 @@ class PrefixCache:
                 if gone:
                     heappop(heap)
                 else:
-                    item = (self._resized_key(_key, e, now), i, store, k)
+                    key = self._resized_key(_key, e, now)
+                    if m is not None:
+                        m = e.memo = (e.size, m[1], key)
+                    item = (key, i, store, k, e, m)
                     if len(heap) == 1 or item < min(heap[1:3]):
                         heap[0] = item  # still first: the heap stands as it is
                     else:
@@ -481,20 +543,22 @@ class PrefixCache:
             if not used + self.total + need > limit:
                 return
 
-    def _rounds(self, heap: list[tuple[Any, int, dict[int, Entry], int]], used: float, need: float, cap: float,
-                now: float) -> bool:
-        """Whole rounds of the drain by a key ``-size`` (after the same leading
-        elements), in one step.  One block at a time, the largest entry gives a
+    def _rounds(self, heap: list[tuple[Any, int, dict[int, Entry], int, Entry, Any]], used: float, need: float,
+                cap: float, now: float) -> bool:
+        """The drain by a key ``-size`` (after the same leading elements), by
+        rounds in one step.  One block at a time, the largest entry gives a
         block and, smaller now than the others within a block of its size, goes
-        behind them: the entries above ``size − block`` of the first give a
-        block each, in their order, round after round (the cached entries sit
-        at one level and are lowered together).  Rounds are taken here while
-        every block of them leaves its entry alive, the pool is short before
-        the last, and the next entry in line (``heap[0]`` once they are out)
-        comes after each round's last block; the rest goes one block at a time.
-        Every size, the cached total and ``evict(u)`` is a multiple of the
-        block's grid (checked), so ``t`` blocks off are ``x − t·b`` exactly, the
-        floats the blocks one by one leave.  False when not one round can go."""
+        behind them: the ``k`` entries above ``size − block`` of the first give
+        a block each, in their order, round after round (the cached entries sit
+        at one level and are lowered together).  The ``T`` blocks taken here
+        are whole rounds and the first ``T mod k`` entries of one more: every
+        block leaves its entry alive, the pool is short before the last block,
+        and the next entry in line (``heap[0]`` once they are out) comes after
+        every member at the start of each round; the rest goes one block at a
+        time.  Every size, the cached total and ``evict(u)`` is a multiple of
+        the block's grid (checked), so ``t`` blocks off are ``x − t·b``
+        exactly, the floats the blocks one by one leave.  False when not one
+        block can go so."""
         b = self.block
         sk = self.size_key
         if b is None or sk is None or not 0.0 < b < _BIG:
@@ -504,19 +568,20 @@ class PrefixCache:
         p = sk[0]
         top = heap[0]
         pre = top[0][:p]
-        v1 = top[2][top[3]].size
+        v1 = top[4].size
         low = v1 - b
         members = []
-        while heap:  # the entries with the same leading elements and a size above v1 − b, in order
+        live = self._top
+        while live(heap):  # the entries with the same leading elements and a size above v1 − b, in order
             item = heap[0]
-            if item[0][:p] != pre or not item[2][item[3]].size > low:
+            if item[0][:p] != pre or not item[4].size > low:
                 break
             members.append(heappop(heap))
         k = len(members)
-        vs = [m[2][m[3]].size for m in members]
+        vs = [m[4].size for m in members]
         total = self.total
         eu = self.evicted_units
-        rounds = 0
+        full = part = 0
         if v1 < _BIG and total < _BIG and all(fmod(b, ulp(v)) == 0.0 for v in vs) \
                 and fmod(b, ulp(total)) == 0.0:
             v_min = vs[-1]
@@ -525,37 +590,39 @@ class PrefixCache:
             limit = cap + EPS
             # blocks after which the pool is no longer short (one by one, the drain stops there)
             stop = _first(1, alive * k, lambda t: not used + (total - t * b) + need > limit)
-            rounds = min(alive, stop // k)
-            if rounds and heap:  # the next in line must come after each round's last block
+            full, part = divmod(min(stop, alive * k), k)
+            if (full or part) and live(heap):  # the next in line must come after the members, each round
                 nxt = heap[0][:2]
-                last_key, last_i, last_store, last_k = members[-1]
-                e = last_store[last_k]
+                last_key, last_i, _store, _k, e, _m = members[-1]
 
                 def late(r: int) -> bool:
                     e.size = v_min - r * b
                     return (self._resized_key(last_key, e, now), last_i) > nxt
 
-                rounds = min(rounds, _first(0, rounds - 1, late))
+                last = full if part else full - 1  # the last round's start, in rounds done
+                if late(last):  # fewer rounds, all whole: the next in line joins the level
+                    full, part = _first(0, last, late), 0
                 e.size = v_min
-            if rounds:
-                taken = rounds * k * b
+            if full or part:
+                taken = (full * k + part) * b
                 eu_new = eu + taken
                 if not (fmod(b, ulp(eu_new)) == 0.0 and fmod(eu, ulp(eu_new)) == 0.0 and eu_new < _BIG):
-                    rounds = 0
-        if not rounds:
+                    full = part = 0
+        if not (full or part):
             for m in members:
                 heappush(heap, m)
             return False
         self.total = total - taken
         self.evicted_units = eu_new
-        off = rounds * b
         after = p + 1
-        for m, v in zip(members, vs):  # keyed again: the element is -size itself, negated exactly
-            key, i, store, kk = m
-            x = v - off
-            store[kk].size = x
-            heap.append(((*key[:p], (0, -x), *key[after:]), i, store, kk))
-        heapify(heap)
+        for j, (item, v) in enumerate(zip(members, vs)):  # keyed again: the element is -size, negated exactly
+            key, i, store, kk, e, m = item
+            x = v - (full + 1 if j < part else full) * b
+            e.size = x
+            key = (*key[:p], (0, -x), *key[after:])
+            if m is not None:
+                m = e.memo = (x, m[1], key)
+            heappush(heap, (key, i, store, kk, e, m))
         return True
 
     def _resized_key(self, key: tuple, e: Entry, now: float) -> tuple:

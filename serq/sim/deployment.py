@@ -63,6 +63,8 @@ def build(sim: "Simulator", engines: Mapping[str, type]) -> None:
             if decl.evict != "lru":
                 keys = [compile_expr(k, frame.derive(stream="c.srng")) for k in decl.evict]
                 pool.cache = PrefixCache.by_keys(pool.block, decl.evict, keys, keys_of(keys), sim.eviction_stream)
+                if pool.cache.memo:
+                    sim.kept_caches.append(pool.cache)
             if decl.admit_via is not None:
                 engine = pair(sim.stages[decl.admit_via], i, len(members))
                 engine.admit_pools.append(pool)  # type: ignore[attr-defined]

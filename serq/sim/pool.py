@@ -342,14 +342,20 @@ class Pool(BaseResource):
             self.put_queue.insert(0, req)
         else:
             self.put_queue.append(req)
-        req.session.queued_at = req.joined
+        s = req.session
+        s.queued_at = req.joined
+        for cache in self.sim.kept_caches:
+            cache.touch(s.serial)
         self.record()
 
     def cancel(self, req: HoldRequest) -> None:
         if req in self.put_queue:
             self.put_queue.remove(req)
         req.state = CANCELLED
-        req.session.queued_at = None
+        s = req.session
+        s.queued_at = None
+        for cache in self.sim.kept_caches:
+            cache.touch(s.serial)
         self.record()
 
     def fits(self, req: HoldRequest) -> list[tuple[float, float]] | None:

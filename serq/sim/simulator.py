@@ -100,6 +100,9 @@ class Simulator:
         self.replay: dict[str, Any] | None = None  # how an `arrive trace` replay ended (docs/replay.md)
         self.pools: list[list[Pool]] = []
         self.all_pools: list[Pool] = []
+        #: the caches whose `evict by` keys are kept per entry: told when a session starts or
+        #: stops waiting (``PrefixCache.touch``)
+        self.kept_caches: list[Any] = []
         self.stages: list[list[Stage]] = []
         self.engines: list[StepEngine] = []
         deployment.build(self, engines or {})

@@ -354,3 +354,67 @@ def test_a_drain_by_minus_size_takes_whole_rounds_as_block_by_block(block: float
         assert rounds_taken == 0
     else:
         assert rounds_taken > 100  # the rounds did the work, not the block-by-block fallback
+
+
+@pytest.mark.parametrize("block", [16.0, 1.0, 0.3])
+def test_a_kept_heap_lasts_across_evictions_as_block_by_block(block: float) -> None:
+    """Keys that read only ``size``, ``waiting`` and ``last`` (``memo``): one
+    heap of victims serves eviction after eviction.  Between them owners start
+    and stop waiting (the cache is told, as ``Pool.join`` and ``Holds.admit``
+    tell it), entries are put, taken and put again, and dead parts appear;
+    each ``make_room`` must still leave what the rule block by block leaves."""
+    rng = random.Random(f"kept {block}")
+    for _ in range(150):
+        cache, used, need, cap = level_cache(rng, block)
+        cache.memo = True
+        for store, k in [(cache.entries, k) for k in cache.entries] + [(cache.dead, k) for k in cache.dead]:
+            cache._dirty.append((store, k))
+        ref = copy.deepcopy(cache)
+        serial = len(cache.entries) + len(cache.dead) + 100
+        for step in range(8):
+            cache.make_room(used, need, cap, 5.0 + step)
+            ref_make_room(ref, used, need, cap, 5.0 + step)
+            assert state(cache) == state(ref)
+            for c in (cache, ref):  # the same changes to both (their owners are copies)
+                r = random.Random(f"{step} {serial}")
+                for k, e in list(c.entries.items()):
+                    if r.random() < 0.3:  # starts or stops waiting
+                        e.owner.queued_at = None if e.owner.queued_at is not None else 1.0
+                        c.touch(k)
+                    elif r.random() < 0.05:
+                        taken = c.take(k)
+                        assert taken is not None
+                        if r.random() < 0.5:
+                            c.put_dead(taken, taken.size)
+                for j in range(r.randint(0, 4)):  # new and returning entries near the level
+                    s = serial + j if r.random() < 0.7 else r.choice([*c.entries, serial + j])
+                    size = r.choice([1, 5, 20]) * block + math.floor(r.random() * 4) * block
+                    c.put(s, size, 10.0 + step, s, [0.0], Owner([0.0], False, r.random() < 0.3))
+            serial += 5
+            need = rng.choice([block, 3 * block, 7 * block, rng.random() * cache.total])
+            cap = used + cache.total - rng.random() * block
+        assert len(cache._heap) <= 2 * (len(cache.entries) + len(cache.dead)) + 16 + 40
+
+
+def test_a_drain_shorter_than_a_round_takes_the_first_members_in_one_step(monkeypatch: Any) -> None:
+    """Five entries at one level (10, 10, 10, 9.5, 9.5 blocks of 1), three
+    blocks short: the three largest give a block each, in one step of
+    ``_rounds`` (no block taken one at a time), as the rule would."""
+    keys = lambda c: (c.waiting, -c.size)  # noqa: E731
+    cache = PrefixCache(1.0, keys, None, SIZED)
+    cache.size_key = (1, lambda c: -c.size)
+    cache.size_dir = -1
+    cache.neg_size = True
+    cache.memo = True
+    for serial, size in enumerate([10.0, 10.0, 9.5, 10.0, 9.5]):
+        cache.put(serial, size, float(serial), serial, [0.0], Owner([0.0], False, False))  # type: ignore[arg-type]
+    ref = copy.deepcopy(cache)
+    pieces = []
+    monkeypatch.setattr(PrefixCache, "_take_piece", lambda *a: pieces.append(a) or True)
+    cache.make_room(0.0, 3.0, 49.0, 1.0)
+    assert not pieces
+    assert [e.size for e in cache.entries.values()] == [9.0, 9.0, 9.5, 9.0, 9.5]
+    assert cache.total == 46.0 and cache.evicted_units == 3.0 and cache.evicted_entries == 0
+    monkeypatch.undo()
+    ref_make_room(ref, 0.0, 3.0, 49.0, 1.0)
+    assert state(ref) == state(cache)

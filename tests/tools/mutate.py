@@ -152,16 +152,22 @@ MUTATIONS = [
     Mutation(
         "rounds-ignore-next-in-line",
         "a drain by `-size` takes whole rounds past the entry that should come in between",
-        (("serq/sim/cache.py", "            if rounds and heap:  # the next in line",
-          "            if False and rounds and heap:  # the next in line"),),
+        (("serq/sim/cache.py", "            if (full or part) and live(heap):  # the next in line",
+          "            if False and (full or part) and live(heap):  # the next in line"),),
         ("tests/sim/test_eviction_bulk.py::test_a_drain_by_minus_size_takes_whole_rounds_as_block_by_block",),
     ),
     Mutation(
         "evict-key-memo-ignores-waiting",
         "an `evict by` key kept from an earlier read is reused after its owner started or stopped waiting",
-        (("serq/sim/cache.py", "                    if m is not None and m[0] == e.size and m[1] == w:\n",
-          "                    if m is not None and m[0] == e.size:\n"),),
-        ("tests/sim/test_eviction_bulk.py::test_a_run_reports_the_same_as_block_by_block",),
+        (("serq/sim/cache.py", "                if m is not None and m[0] == e.size and m[1] == w:\n",
+          "                if m is not None and m[0] == e.size:\n"),),
+        ("tests/sim/test_eviction_bulk.py::test_a_kept_heap_lasts_across_evictions_as_block_by_block",),
+    ),
+    Mutation(
+        "kept-heap-untold",
+        "the lasting heap of kept `evict by` keys is not told when an owner starts or stops waiting",
+        (("serq/sim/cache.py", "            self._dirty.append((self.entries, serial))\n", "            pass\n"),),
+        ("tests/sim/test_eviction_bulk.py::test_a_kept_heap_lasts_across_evictions_as_block_by_block",),
     ),
 ]
 
