@@ -415,6 +415,14 @@ TREE_ATTRIBUTES: tuple[str, ...] = ("parent", "depth", "root")
 
 
 @node
+class Gauge(Node):
+    """``gauge NAME = expr;``: a function of the deployment's state, averaged over time."""
+
+    name: str
+    expr: Expr
+
+
+@node
 class Program(Node):
     """A checked program.  ``attributes[slot]`` names each session attribute;
     the first nine are :data:`BUILTIN_ATTRIBUTES`.  ``constants`` are the
@@ -438,6 +446,7 @@ class Program(Node):
     path: str | None = None  # the program file, if it came from one
     block_count: int = 0  # statement blocks, for `serq check`'s summary
     handles: tuple[str, ...] = ()  # spawn handles, their own namespace; empty: the program never spawns
+    gauges: tuple[Gauge, ...] = ()
 
     def pool_index(self, name: str) -> int:
         return next(i for i, p in enumerate(self.pools) if p.name == name)

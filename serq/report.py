@@ -156,6 +156,27 @@ class ObserveSummary:
         }
 
 
+@dataclass(frozen=True)
+class GaugeSummary:
+    """A gauge over [warm-up, end] (``gauge NAME = expr;``): ``mean`` its time
+    average, ``ci`` the half-width of its 95 % batch-means interval (20 equal
+    windows of the span), ``min`` and ``max`` the least and greatest values it
+    held for a positive time in the span; ``points`` its change points
+    ``(time, value)`` from time 0, what ``--dump`` writes."""
+
+    name: str
+    mean: float
+    ci: float
+    min: float
+    max: float
+    points: tuple[tuple[float, float], ...] = field(default=(), repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{mean, ci, min, max}``; non-finite numbers are ``None``."""
+        return {"mean": _finite(self.mean), "ci": _finite(self.ci), "min": _finite(self.min),
+                "max": _finite(self.max)}
+
+
 @dataclass
 class StageSummary:
     """One stage (or stage-array member) of the stage and step tables (§5, §8.4).
@@ -403,6 +424,9 @@ class Report:
     #: ``serq.run(…, steps=True)``: one :class:`StepRow` per iteration; empty
     #: otherwise.  Not part of the text or JSON report (docs/calibration.md)
     steps: dict[str, StepLog] = field(default_factory=dict, repr=False)
+    #: the program's gauges in declaration order (empty without any: then the text,
+    #: JSON and dump have no gauge table, ``gauges`` or ``gauge/`` folder)
+    gauges: dict[str, GaugeSummary] = field(default_factory=dict)
 
     def replay_note(self) -> str | None:
         """The stderr ``note:`` of an `arrive trace` run: which ended it, the trace or the horizon."""
@@ -430,6 +454,12 @@ class Report:
         if name in self.client:
             return self.client[name]
         raise _unknown("observe", name, [*self.observes, *self.client])
+
+    def gauge(self, name: str) -> GaugeSummary:
+        """The figures of gauge ``name``."""
+        if name in self.gauges:
+            return self.gauges[name]
+        raise _unknown("gauge", name, list(self.gauges))
 
     def stage(self, name: str) -> StageSummary:
         """Stage ``name`` (the first member of an array) or member ``name[i]``."""
@@ -484,6 +514,9 @@ class Report:
             if self.tasks.stuck > 0:
                 out.append(f"stuck: {self.tasks.stuck} task(s) with a session stuck at a pool (the root or a "
                            "descendant): their times are not in the task table")
+        out += _table(("gauge", "mean", "95% CI", "min", "max"),
+                      [[name, fixed(g.mean, 4), "±" + fixed(g.ci, 4), fixed(g.min, 4), fixed(g.max, 4)]
+                       for name, g in self.gauges.items()])
         out += _table(
             ("stage", "number", "util", "done", "thru", "wait", "service", "iters"),
             [
@@ -554,6 +587,7 @@ class Report:
             "mean_live": _finite(self.mean_live),
             "observes": {name: s.to_dict() for name, s in self.observes.items()},
             "client": {name: s.to_dict() for name, s in self.client_rows()},
+            **({"gauges": {name: g.to_dict() for name, g in self.gauges.items()}} if self.gauges else {}),
             "stages": [st.to_dict() for st in self.stages],
             "pools": [p.to_dict() for p in self.pools],
             **({"tasks": self.tasks.to_dict()} if self.tasks is not None else {}),
@@ -592,6 +626,11 @@ class Report:
             write_text_atomic(folder / "tasks.csv", "root,start,end,sessions,depth\n" + "".join(rows))
         for label, log in self.steps.items():  # only with steps=True (serq run --steps)
             write_text_atomic(folder / f"{label}.steps.csv", log.csv())
+        if self.gauges:  # each gauge's change points from time 0
+            (folder / "gauge").mkdir(exist_ok=True)
+            for name, g in self.gauges.items():
+                rows = [f"{shortest(t)},{shortest(v)}\n" for t, v in g.points]
+                write_text_atomic(folder / "gauge" / f"{name}.csv", "time,value\n" + "".join(rows))
 
 
 # ---------------------------------------------------------------------------

@@ -54,6 +54,18 @@ class Binary(Node):
 
 
 @node
+class Aggregate(Node):
+    """``max|min|sum var in count (body)``: written out term by term when linked."""
+
+    op: str
+    var: str
+    count: "Expr"
+    body: "Expr"
+    span: Span
+    var_span: Span
+
+
+@node
 class Cond(Node):
     c: "Expr"
     a: "Expr"
@@ -88,7 +100,7 @@ class ArgsNumber(Node):
     span: Span
 
 
-Expr = Union[Num, Name, Index, Unary, Binary, Cond, Call, Draw, ArgsNumber]
+Expr = Union[Num, Name, Index, Unary, Binary, Cond, Call, Draw, ArgsNumber, Aggregate]
 
 
 @node
@@ -317,6 +329,14 @@ class LetItem(Node):
 
 
 @node
+class GaugeItem(Node):
+    name: str
+    expr: Expr
+    span: Span
+    name_span: Span
+
+
+@node
 class UseItem(Node):
     path: str
     span: Span
@@ -346,7 +366,7 @@ class Clause(Node):
 @node
 class PoolItem(Node):
     name: str
-    size: int | None
+    size: "int | Expr | None"  # an expression: a constant the linker folds
     clauses: tuple[Clause, ...]
     span: Span
     name_span: Span
@@ -355,7 +375,7 @@ class PoolItem(Node):
 @node
 class StageItem(Node):
     name: str
-    size: int | None
+    size: "int | Expr | None"  # an expression: a constant the linker folds
     kind: str  # delay fifo ps step
     arg: Expr | None  # fifo(c) or ps(φ)
     clauses: tuple[Clause, ...]  # step clauses
@@ -387,7 +407,8 @@ class RunItem(Node):
     span: Span
 
 
-Item = Union[LetItem, UseItem, DefItem, PoolItem, StageItem, WorkloadItem, ServerItem, SessionItem, RunItem]
+Item = Union[LetItem, UseItem, DefItem, PoolItem, StageItem, WorkloadItem, ServerItem, SessionItem, RunItem,
+             GaugeItem]
 
 
 @node
@@ -422,6 +443,8 @@ def sub_exprs(e: Expr) -> tuple[Expr, ...]:
         return (e.index,)
     if isinstance(e, ArgsNumber):
         return (e.default,)
+    if isinstance(e, Aggregate):
+        return (e.count, e.body)
     return ()
 
 

@@ -35,6 +35,9 @@ def replace_names(e: A.Expr, mapping: dict[str, A.Expr]) -> A.Expr:
         return replace(e, args=tuple(None if a is None else replace_names(a, mapping) for a in e.args))
     if isinstance(e, A.Index):
         return replace(e, index=replace_names(e.index, mapping))
+    if isinstance(e, A.Aggregate):  # its index is its own inside the body
+        inner = {k: v for k, v in mapping.items() if k != e.var}
+        return replace(e, count=replace_names(e.count, mapping), body=replace_names(e.body, inner))
     return e
 
 

@@ -17,7 +17,7 @@ from . import ast as A
 from .build_expr import ExprVisits, Keys, Tok, not_supported
 from .diag import at, did_you_mean, error
 from .lexer import Tokens
-from .words import ADVANCED_ITEMS, ADVANCED_STMTS, LATER, RETIRED
+from .words import ADVANCED_ITEMS, ADVANCED_STMTS, LATER, MAX_MEMBERS, RETIRED
 
 _PASS = {
     "item", "let_value", "def_body", "pool_clause", "stage_kind", "step_clause", "wl_clause",
@@ -86,6 +86,10 @@ class Builder(ExprVisits, NodeVisitor):
         name: Tok = ch[1]
         return A.LetItem(name.text, ch[3], self.span(node), name.span)
 
+    def visit_gauge_item(self, node, ch):
+        name: Tok = ch[1]
+        return A.GaugeItem(name.text, ch[3], self.span(node), name.span)
+
     def visit_args_number(self, node, ch):
         key: Tok = ch[4]
         return A.ArgsNumber(key.text[1:-1], ch[6], self.span(node))
@@ -108,12 +112,17 @@ class Builder(ExprVisits, NodeVisitor):
     def visit_def_expr_body(self, node, ch):
         return ch[1]
 
-    def array_size(self, node: Node, ch: list[Any]) -> int | None:
+    def array_size(self, node: Node, ch: list[Any]) -> int | A.Expr | None:
+        """A family's size: a literal is checked here; any other expression (a
+        `let`, which `--set` may override; an aggregate) is a constant the
+        linker folds (``Declarations.array_size``)."""
         arr = self.opt(ch)
         if arr is None:
             return None
         expr = arr[1]
-        ok = isinstance(expr, A.Num) and 1 <= expr.value <= 1_000_000 and expr.value == int(expr.value)
+        if not isinstance(expr, A.Num):
+            return expr
+        ok = 1 <= expr.value <= MAX_MEMBERS and expr.value == int(expr.value)
         if not ok:
             text = self.source.text[expr.span.start:expr.span.end]
             raise error(f"array size must be a positive integer, found `{text}`", expr.span)

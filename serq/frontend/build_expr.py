@@ -107,10 +107,16 @@ class ExprVisits:
         return ch[1]
 
     def visit_aggregate(self, node, ch):
-        raise not_supported(f"an aggregate (`{ch[0][0].text} j in n (e)`)", self.span(node))
+        op: Tok = ch[0]
+        var: Tok = ch[1]
+        return A.Aggregate(op.text, var.text, ch[3], ch[5], self.span(node), var.span)
 
     def visit_agg_kw(self, node, ch):
-        return ch
+        return ch[0]
+
+    def visit_agg_count(self, node, ch):
+        x = ch[0]
+        return A.Name(x.text, x.span) if isinstance(x, Tok) else x
 
     def visit_call(self, node, ch):
         name: Tok = ch[0]

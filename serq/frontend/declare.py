@@ -11,8 +11,9 @@ from typing import cast
 from .. import ir
 from . import ast as A
 from .diag import at, error, unknown
+from .pretty import show
 from .resolve import Decl, Resolver, Where
-from .words import BUDGET, EVICT, PS, RETIRED, SELECT, SERVE, SESSION, STEP
+from .words import BUDGET, EVICT, MAX_MEMBERS, PS, RETIRED, SELECT, SERVE, SESSION, STEP
 
 #: The largest `closed(n)` or `batch(n)` (semantics §7.1); the run has a lower,
 #: adjustable limit on live sessions (docs/simulator.md, "Run guards and limits").
@@ -61,7 +62,7 @@ class Declarations(Resolver):
                 block = None
                 if isinstance(item, A.PoolItem) and "block" in _clauses(item):
                     block = self.positive(_expr(_clauses(item)["block"]), "block", f"pool `{item.name}`")
-                table[item.name] = Decl(i, item.name, item.size, item.name_span,
+                table[item.name] = Decl(i, item.name, self.array_size(item), item.name_span,
                                         kind=getattr(item, "kind", ""), block=block)
         for p in pools:
             self.pool_decls.append(self.pool(p))
@@ -88,6 +89,18 @@ class Declarations(Resolver):
         return table[name.id]
 
     # ------------------------------------------------------------ pools (§3)
+    def array_size(self, item: A.PoolItem | A.StageItem) -> int | None:
+        """A family's size, folded: a positive integer up to ``MAX_MEMBERS``."""
+        size = item.size
+        if size is None or isinstance(size, int):
+            return size
+        kind = "pool" if isinstance(item, A.PoolItem) else "stage"
+        v = self.const(size, f"the size of {kind} `{item.name}`")
+        if not (1 <= v <= MAX_MEMBERS and v == int(v)):
+            raise error(f"array size must be a positive integer, found `{show(size)}` = {show(A.Num(v, size.span))}",
+                        size.span, helps=[f"a family has 1 to {MAX_MEMBERS:,} members"])
+        return int(v)
+
     def pool(self, p: A.PoolItem) -> ir.PoolDecl:
         prefix = f"pool `{p.name}`"
         c = _clauses(p)
@@ -111,7 +124,7 @@ class Declarations(Resolver):
             self.family(prefix, "admit via", self.pools[p.name], stage, _name(c["admit"]).span)
             admit_via = stage.index
         preempt = c["preempt"].value if "preempt" in c else "none"
-        return ir.PoolDecl(p.name, p.size, cap, self.pools[p.name].block, evict, preempt, queue,  # type: ignore[arg-type]
+        return ir.PoolDecl(p.name, self.pools[p.name].size, cap, self.pools[p.name].block, evict, preempt, queue,  # type: ignore[arg-type]
                            admit_via)
 
     # ------------------------------------------------------------ stages (§4)
@@ -119,12 +132,12 @@ class Declarations(Resolver):
         prefix = f"stage `{s.name}`"
         if s.kind == "fifo":
             servers = self.whole(s.arg, "fifo servers", prefix) if s.arg is not None else 1
-            return ir.StageDecl(s.name, "fifo", s.size, servers=servers)
+            return ir.StageDecl(s.name, "fifo", self.stages[s.name].size, servers=servers)
         if s.kind == "ps":
             phi = self.expr(s.arg, Where(PS, prefix, attrs=False))  # type: ignore[arg-type]
-            return ir.StageDecl(s.name, "ps", s.size, phi=phi)
+            return ir.StageDecl(s.name, "ps", self.stages[s.name].size, phi=phi)
         if s.kind == "delay":
-            return ir.StageDecl(s.name, "delay", s.size)
+            return ir.StageDecl(s.name, "delay", self.stages[s.name].size)
         c = _clauses(s)
         budget = self.expr(_expr(c["budget"]), Where(BUDGET, prefix, attrs=False)) if "budget" in c else ir.Num(math.inf)
         chunk = self.expr(_expr(c["chunk"]), Where(BUDGET, prefix, attrs=False)) if "chunk" in c else ir.Num(0.0)
@@ -139,7 +152,7 @@ class Declarations(Resolver):
             self.family(prefix, "memory", self.stages[s.name], pool, _name(c["memory"]).span)
             memory = pool.index
         step = ir.StepDecl(cost, budget, chunk, serve, memory)  # type: ignore[arg-type]
-        return ir.StageDecl(s.name, "step", s.size, step=step)
+        return ir.StageDecl(s.name, "step", self.stages[s.name].size, step=step)
 
     # ------------------------------------------------------------ the workload (§2.6, §6.8, §7.5)
     def workload(self, wl: A.WorkloadItem | None, path: str | None,

@@ -60,6 +60,7 @@ class Expanded:
     turn: A.Block | None
     session: A.Block | None
     two_sided: bool
+    gauges: list[A.GaugeItem] = field(default_factory=list)
 
 
 def head(s: A.Stmt) -> Span:
@@ -125,6 +126,10 @@ class Expander:
             return A.Draw(e.dist, tuple(self.xe(a, env) for a in e.args), rs(e.span, env), rs(e.name_span, env))
         if isinstance(e, A.ArgsNumber):
             return A.ArgsNumber(e.key, self.xe(e.default, env), rs(e.span, env))
+        if isinstance(e, A.Aggregate):  # inside its body the index is its own, not a parameter
+            inner = replace(env, subst={k: v for k, v in env.subst.items() if k != e.var})
+            return A.Aggregate(e.op, e.var, self.xe(e.count, env), self.xe(e.body, inner), rs(e.span, env),
+                               rs(e.var_span, env))
         assert isinstance(e, A.Call)
         args = tuple(None if a is None else self.xe(a, env) for a in e.args)
         call = A.Call(e.fn, args, rs(e.span, env), rs(e.name_span, env))
@@ -357,6 +362,9 @@ class Expander:
         return A.RunStmt(ref, mode, self.xe(s.work, env), growing, self.rs(s.span, env), self.rs(s.head, env), role)
 
     # ------------------------------------------------------------ declarations and the two sides
+    def xsize(self, size: "int | A.Expr | None", env: Env) -> "int | A.Expr | None":
+        return size if size is None or isinstance(size, int) else self.xe(size, env)
+
     def xclause(self, c: A.Clause, env: Env) -> A.Clause:
         """A declaration clause with its expressions expanded (blocks are left alone)."""
         v = c.value
@@ -369,16 +377,19 @@ class Expander:
         return A.Clause(c.word, v, c.span)
 
     def program(self) -> Expanded:
-        lets, pools, stages = [], [], []
+        lets, pools, stages, gauges = [], [], [], []
         workload = server = session = run = None
         for ordinal, item in enumerate(self.items):
             env = Env(site=ordinal)
             if isinstance(item, A.LetItem):
                 lets.append(A.LetItem(item.name, self.xe(item.expr, env), item.span, item.name_span))
+            elif isinstance(item, A.GaugeItem):
+                gauges.append(A.GaugeItem(item.name, self.xe(item.expr, env), item.span, item.name_span))
             elif isinstance(item, A.PoolItem):
-                pools.append(replace(item, clauses=tuple(self.xclause(c, env) for c in item.clauses)))
+                pools.append(replace(item, size=self.xsize(item.size, env),
+                                     clauses=tuple(self.xclause(c, env) for c in item.clauses)))
             elif isinstance(item, A.StageItem):
-                stages.append(replace(item, arg=self.xopt(item.arg, env),
+                stages.append(replace(item, size=self.xsize(item.size, env), arg=self.xopt(item.arg, env),
                                       clauses=tuple(self.xclause(c, env) for c in item.clauses)))
             elif isinstance(item, A.WorkloadItem):
                 if workload is not None:
@@ -397,7 +408,7 @@ class Expander:
                     raise _duplicate("run", item, run)
                 run = replace(item, clauses=tuple(self.xclause(c, env) for c in item.clauses))
         self.check_def_names(lets, pools, stages)
-        return self.sides(lets, pools, stages, workload, server, session, run)
+        return replace(self.sides(lets, pools, stages, workload, server, session, run), gauges=gauges)
 
     def check_def_names(self, lets, pools, stages) -> None:
         for kind, decls in (("a pool", pools), ("a stage", stages), ("a `let` constant", lets)):
@@ -440,7 +451,8 @@ class Expander:
 
 
 def _is_expr(v: object) -> bool:
-    return isinstance(v, (A.Num, A.Name, A.Index, A.Unary, A.Binary, A.Cond, A.Call, A.Draw, A.ArgsNumber))
+    return isinstance(v, (A.Num, A.Name, A.Index, A.Unary, A.Binary, A.Cond, A.Call, A.Draw, A.ArgsNumber,
+                          A.Aggregate))
 
 
 def _duplicate(word: str, item: A.Item, first: A.Item) -> Exception:

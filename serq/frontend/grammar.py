@@ -43,7 +43,7 @@ KEYWORDS = (
     "horizon warmup seed arrivals "
     "request end set observe hold reserve reuse at cache lease grow drop release prefix "
     "branch with else loop choose in tool on growing spawn into join "
-    "max min sum args number"
+    "max min sum args number gauge"
 ).split()
 
 GRAMMAR_TEXT = r'''
@@ -53,18 +53,19 @@ eoi            = ~r"\Z"
 # the value of `--set NAME=EXPR` (language §8)
 set_expr       = _ expr eoi
 item           = let_item / use_item / def_item / pool_item / stage_item / workload_item
-               / server_item / session_item / run_item / other_item
-# an unknown word at top level; also `share`, `gauge`, `queue`, pull relations
+               / server_item / session_item / run_item / gauge_item / other_item
+# an unknown word at top level; also `share`, `queue`, pull relations
 # and the later era's `fn`, `claim`, `device`, `engine`, refused by the builder
 other_item     = !item_kw name soup (semi / braces)?
 item_kw        = kw_let / kw_use / kw_def / kw_pool / kw_stage / kw_workload / kw_server
-               / kw_session / kw_run
+               / kw_session / kw_run / kw_gauge
 
 let_item       = kw_let name eq let_value semi
 let_value      = args_number / expr
 # decision 5: `args.number("name", default)` as the whole initializer of a `let`
 args_number    = kw_args dot kw_number lparen string comma expr rparen
 use_item       = kw_use string semi
+gauge_item     = kw_gauge name eq expr semi
 def_item       = kw_def name lparen params? rparen def_body
 params         = name (comma name)*
 def_body       = def_expr_body / block

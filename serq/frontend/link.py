@@ -22,7 +22,7 @@ from .diag import at, at_from, did_you_mean, error
 from .expand import Expanded, head
 from .parse import parse_expression
 from .resolve import Where
-from .words import ADMIT, CONTEXT, RETIRED, SESSION
+from .words import ADMIT, CONTEXT, GAUGE, RETIRED, SESSION
 
 _HEADER_DRAW = ("a hold's header may not draw: it is read again at every admission attempt; "
                 "sample into an attribute with `set` first")
@@ -321,6 +321,9 @@ class Linker(Declarations):
     # ------------------------------------------------------------ the program
     def program(self, trace: str | None) -> ir.Program:
         ex = self.ex
+        for kind, decls in (("let", ex.lets), ("pool", ex.pools), ("stage", ex.stages)):
+            for d in decls:
+                self.declared.setdefault(d.name, kind)
         self.attributes()
         self.constants()
         self.hide_all(ex.workload)
@@ -330,6 +333,7 @@ class Linker(Declarations):
         turn = self.block(ex.turn, Ctx("turn")) if ex.turn is not None else None
         session = self.block(ex.session or (), Ctx("session"))
         run = self.run_settings(ex.run, arrival)
+        gauges = self.gauges(ex.gauges)
         if self.deferred is not None:
             raise self.deferred
         return ir.Program(
@@ -338,8 +342,24 @@ class Linker(Declarations):
             session=session, init=init, turn=turn, arrival=arrival, trace=trace_decl,
             hidden=frozenset(self.hidden), run=run, constants=dict(self.lets),
             two_sided=ex.two_sided, path=self.path, block_count=self.blocks,
-            handles=tuple(self.handles),
+            handles=tuple(self.handles), gauges=gauges,
         )
+
+    def gauges(self, items: list[A.GaugeItem]) -> tuple[ir.Gauge, ...]:
+        """The gauges, each read at the Gauge moment: no session, no draw, no clock."""
+        out: dict[str, ir.Gauge] = {}
+        spans: dict[str, Span] = {}
+        for g in items:
+            if g.name in spans:
+                raise error(f"`gauge {g.name}` is declared twice", g.name_span,
+                            notes=[f"the first is at {at(spans[g.name])}"])
+            if g.name in self.observes:
+                raise error(f"`gauge {g.name}`: `{g.name}` is also an `observe`; a report row has one name",
+                            g.name_span, helps=["rename the gauge or the observation"])
+            spans[g.name] = g.name_span
+            w = Where(moment=GAUGE, prefix=f"gauge `{g.name}`", draw="a gauge may not draw", attrs=False)
+            out[g.name] = ir.Gauge(g.name, self.expr(g.expr, w))
+        return tuple(out.values())
 
 
 def link(ex: Expanded, *, sets: Sequence[tuple[str, str]], path: str | None,

@@ -58,6 +58,8 @@ def show(e: A.Expr | None, ctx: int = 0) -> str:
             text = f"{show(e.a, prec)} {e.op} {show(e.b, prec + 1)}"
     elif isinstance(e, A.Cond):
         text, prec = f"{show(e.c, 1)} ? {show(e.a)} : {show(e.b)}", 0
+    elif isinstance(e, A.Aggregate):
+        text, prec = f"{e.op} {e.var} in {show(e.count, 8)} ({show(e.body)})", 8
     else:  # pragma: no cover - every expression class is listed above
         raise TypeError(type(e).__name__)
     return f"({text})" if prec < ctx else text

@@ -20,8 +20,11 @@ from . import ast as A
 from .diag import did_you_mean, error, unknown
 from .pretty import show
 from .words import (
-    CONTEXT, ESTIMATES, FUNCTIONS, MOMENT_TEXT, OLD_CONTEXT, POOL_PROBES, RETIRED, SESSION,
+    CONTEXT, ESTIMATES, FUNCTIONS, GAUGE, MOMENT_TEXT, OLD_CONTEXT, POOL_PROBES, RETIRED, SESSION,
 )
+
+#: An aggregate, with those it is nested in, writes out at most this many terms.
+MAX_TERMS = 4096
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,11 @@ class Resolver:
         self.pools: dict[str, Decl] = {}
         self.stages: dict[str, Decl] = {}
         self.deferred: SerqError | None = None
+        #: every `let`, pool and stage the program declares, by kind, wherever it is declared
+        #: (an aggregate's index may take none of their names)
+        self.declared: dict[str, str] = {}
+        self.agg: dict[str, float] = {}  # the indices of the aggregates being written out, and their values
+        self.agg_terms = 1  # terms the enclosing aggregates write out, multiplied
 
     def defer(self, err: SerqError) -> None:
         """Keep the first validation error until linking is done."""
@@ -107,6 +115,8 @@ class Resolver:
             return self.call(e, w)
         if isinstance(e, A.Draw):
             return self.draw(e, w)
+        if isinstance(e, A.Aggregate):
+            return self.aggregate(e, w)
         if isinstance(e, A.Index):
             kind = "pool" if e.id in self.pools else "stage" if e.id in self.stages else None
             if kind:
@@ -118,6 +128,12 @@ class Resolver:
 
     def name(self, e: A.Name, w: Where) -> ir.Expr:
         n = e.id
+        if n in self.agg:
+            return ir.Num(self.agg[n])
+        if n == "now" and w.moment == GAUGE:
+            self.defer(error("a gauge may not read `now`: it is a function of the deployment's state, "
+                             "averaged over time", e.span, prefix=w.prefix))
+            return ir.Num(0.0)
         if w.const is not None:
             if n in self.lets:
                 return ir.Num(self.lets[n])
@@ -180,6 +196,44 @@ class Resolver:
         raise unknown("name", n, e.span, cands, prefix=w.prefix, kind_in_help=False,
                       fallback="declare a `let` constant, or assign a session attribute with `set` before using it")
 
+    def aggregate(self, e: A.Aggregate, w: Where) -> ir.Expr:
+        """``max|min|sum j in n (body)`` written out: the body with ``j`` = 0 …
+        n − 1, combined left to right (``max(max(b0, b1), b2)``, ``b0 + b1 + b2``)."""
+        what = f"`{e.op} {e.var} in …`"
+        j = e.var
+        kind = ("a session attribute" if j in self.attrs else "an aggregate's index" if j in self.agg
+                else {"let": "a `let` constant", "pool": "a pool", "stage": "a stage"}.get(self.declared.get(j, ""))
+                or ("a `let` constant" if j in self.lets else None))
+        if kind is not None:
+            raise error(f"{what}: the index `{j}` is also {kind}", e.var_span, prefix=w.prefix,
+                        helps=["an aggregate's index is a fresh name: rename it"])
+        if j in CONTEXT or j == "inf" or j in self.handles:
+            raise error(f"{what}: the index `{j}` is a name the program already has", e.var_span, prefix=w.prefix,
+                        helps=["an aggregate's index is a fresh name: rename it"])
+        n = self.const(e.count, f"the count of {what}", w.prefix)
+        if not (n >= 1 and math.isfinite(n) and n == int(n)):
+            raise error(f"the count of {what} must be a positive integer, found {show(A.Num(n, e.count.span))}",
+                        e.count.span, prefix=w.prefix)
+        outer = self.agg_terms
+        if n * outer > MAX_TERMS:
+            raise error(f"{what} writes out {show(A.Num(n * outer, e.span))} terms"
+                        + (" with the aggregates it is inside" if outer > 1 else "")
+                        + f": at most {MAX_TERMS}", e.span, prefix=w.prefix,
+                        helps=["an aggregate is written out term by term when the program is linked"])
+        terms: list[ir.Expr] = []
+        self.agg_terms = outer * int(n)
+        try:
+            for k in range(int(n)):
+                self.agg[j] = float(k)
+                terms.append(self.resolve(e.body, w))
+        finally:
+            self.agg.pop(j, None)
+            self.agg_terms = outer
+        out = terms[0]
+        for t in terms[1:]:
+            out = ir.Binary("+", out, t) if e.op == "sum" else ir.Call(e.op, (out, t))
+        return out
+
     def call(self, e: A.Call, w: Where) -> ir.Expr:
         fn, args = e.fn, e.args
         if fn in PURE_FUNCTIONS:
@@ -202,6 +256,15 @@ class Resolver:
             return self.blocksize(e, w)
         if w.only:
             self.defer(error(w.only, e.name_span, prefix=w.prefix))
+        if w.moment == GAUGE:
+            if fn == "cachedin":
+                self.defer(error("`cachedin` reads a session's own cache, but a gauge has no session", e.name_span,
+                                 prefix=w.prefix, helps=["a gauge reads `used`, `free`, `holders`, `queued`, "
+                                                         "`queue` and `busy`"]))
+            elif fn in ("work", "budget_left"):
+                self.defer(error(f"a gauge may not read `{fn}(…)`", e.name_span, prefix=w.prefix,
+                                 helps=["`work` is a sum over the jobs and `budget_left` plans an iteration: "
+                                        "neither is a state a gauge follows; `queue` and `busy` are"]))
         kind = "pool" if fn in POOL_PROBES else "stage"
         if len(args) != 1:
             raise error(f"`{fn}` takes 1 argument(s), got {len(args)}", e.name_span, prefix=w.prefix)
@@ -283,6 +346,10 @@ class Resolver:
         if index is None:
             return None
         x = self.expr(index, replace(w, const=None))
+        if w.moment == GAUGE and not isinstance(x, ir.Num):
+            raise error(f"index `{show(index)}`: a gauge's index is a number in range, not read from the state "
+                        "(one read could leave the array while the run goes on)", index.span, prefix=w.prefix,
+                        helps=["write the member's number, a constant, or an aggregate's index"])
         if isinstance(x, ir.Num) and not (0 <= x.value < (d.size or 0) and x.value == int(x.value)):
             raise error(f"index `{show(index)}` is {show(A.Num(x.value, index.span))}: a member of an array of "
                         f"{d.size} is 0 to {(d.size or 1) - 1}", index.span, prefix=w.prefix)

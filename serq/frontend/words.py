@@ -25,10 +25,12 @@ RETIRED = {
     "fits": "`fits` is now `reserve`",
 }
 
+#: The most members a pool or stage family may have.
+MAX_MEMBERS = 1_000_000
+
 #: Items and statements of the era that this version refuses (§2.9, §5.2).
 ADVANCED_ITEMS = {
     "share": "`share` (flow sharing between `ps` stages)",
-    "gauge": "`gauge`",
     "queue": "`queue` stations",
 }
 ADVANCED_STMTS = {
@@ -51,8 +53,8 @@ FUNCTIONS = frozenset(PURE_FUNCTIONS) | OBSERVABLE | {"blocksize"} | ESTIMATES
 DIST_NAMES = frozenset(DISTRIBUTIONS)
 
 # moments (§6.4) and how messages describe them
-SESSION, ADMIT, SELECT, EVICT, PS, BUDGET, STEP, SERVE = (
-    "Session", "Admit", "Select", "Evict", "Ps", "Budget", "Step", "Serve")
+SESSION, ADMIT, SELECT, EVICT, PS, BUDGET, STEP, SERVE, GAUGE = (
+    "Session", "Admit", "Select", "Evict", "Ps", "Budget", "Step", "Serve", "Gauge")
 MOMENT_TEXT = {
     SESSION: "a session statement, a run or a hold's cache",
     ADMIT: "a hold's header, read at admission",
@@ -62,12 +64,13 @@ MOMENT_TEXT = {
     BUDGET: "a step stage's budget or chunk, planned before the iteration",
     STEP: "a step stage's cost, after the iteration",
     SERVE: "a step stage's serve keys",
+    GAUGE: "a gauge",
 }
 ALL_MOMENTS = tuple(MOMENT_TEXT)
 
 #: Context variables and the moments they exist at (§6.4).
 CONTEXT = {
-    "now": ALL_MOMENTS,
+    "now": tuple(m for m in ALL_MOMENTS if m != GAUGE),
     "waited": (SELECT,),
     "size": (EVICT,), "age": (EVICT,), "last": (EVICT,), "waiting": (EVICT,),
     "present": (PS,),

@@ -609,8 +609,8 @@ class PrefixCache:
                 if not (fmod(b, ulp(eu_new)) == 0.0 and fmod(eu, ulp(eu_new)) == 0.0 and eu_new < _BIG):
                     full = part = 0
         if not (full or part):
-            for m in members:
-                heappush(heap, m)
+            for item in members:
+                heappush(heap, item)
             return False
         self.total = total - taken
         self.evicted_units = eu_new

@@ -71,6 +71,26 @@ def build(sim: "Simulator", engines: Mapping[str, type]) -> None:
     for engine in sim.engines:
         if engine.memory is not None:
             engine.memory.engines.append(engine)
+    if p.gauges:
+        _gauges(sim, frame)
+
+
+def _gauges(sim: "Simulator", frame: Frame) -> None:
+    """The program's gauges, compiled on the deployment's state; the pools they
+    read are told (``Pool.gauged``: a coalesced run's growths there are read
+    one by one, at their times)."""
+    from ..expr import walk
+    from .gauges import Gauges
+
+    p = sim.program
+    sim.gauges = Gauges(sim, [g.name for g in p.gauges], [compile_expr(g.expr, frame) for g in p.gauges])
+    for g in p.gauges:
+        for x in walk(g.expr):
+            if isinstance(x, ir.Probe) and isinstance(x.target, ir.PoolRef):
+                index = x.target.index
+                assert index is None or isinstance(index, ir.Num)  # a gauge's index is a number (checked)
+                member = 0 if index is None else int(index.value)
+                sim.pools[x.target.pool][member].gauged = True
 
 
 def _step(sim: "Simulator", decl: ir.StageDecl, name: str, index: int | None, frame: Frame,

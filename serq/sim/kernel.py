@@ -195,14 +195,18 @@ class Kernel(simpy.Environment):
                 raise self.error
 
     def loop(self, horizon: float, settle: Callable[[], None], heavy: bool, dirty: list[Any],
-             done: Callable[[], bool] | None) -> None:
+             done: Callable[[], bool] | None, sample: Callable[[float], None] | None = None) -> None:
         """Handle events up to ``horizon``; the clock ends at the horizon or at
         the last event when ``done()`` says the run is over.  After each event
         the run settles (``settle()``); with ``heavy`` false (no pool, no step
         stage) settling is only running the ready sessions, and ``settle()``
-        is called only while ``dirty`` (ps stages to reschedule) is not empty."""
+        is called only while ``dirty`` (ps stages to reschedule) is not empty.
+        ``sample(t)`` (the gauges) is called at the end of every instant: once
+        its events are handled and the next event is later."""
         q = self._queue
         settle()
+        if sample is not None:
+            sample(self._now)
         while q:
             t = q[0][0]
             if t > horizon:
@@ -231,6 +235,8 @@ class Kernel(simpy.Environment):
                     self.run_ready()
                 if dirty:
                     settle()
+            if sample is not None and not (q and q[0][0] == self._now):
+                sample(self._now)
             if done is not None and done():
                 return
         self._now = self.now = horizon

@@ -165,6 +165,7 @@ class Pool(BaseResource):
         self.cache = PrefixCache(self.block, None, None)
         self.shared: SharedCache | None = None  # the trie, for a pool some hold names with `prefix`
         self.engines: list[Any] = []  # step stages whose `memory` this pool is
+        self.gauged = False  # a gauge reads its `used` or `free` (``Gauges``)
         # statistics (§2.8)
         now = sim.env.now
         self.used_avg = TimeAverage(now, 0.0)
@@ -284,6 +285,12 @@ class Pool(BaseResource):
         keys that stay right through a run (``cache.lasting``), one heap of
         victims serves every growth (:meth:`PrefixCache.victims`)."""
         if not needs:
+            return
+        if self.gauged:  # the gauges read the pool after each growth, at its time
+            gauges = self.sim.gauges
+            for need, now in zip(needs, times):
+                self.allocate(need, now)
+                gauges.sample(now)
             return
         ua, ca, qa, ha = self.used_avg, self.cached_avg, self.queue_avg, self.holders_avg
         last = ua.last

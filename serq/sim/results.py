@@ -104,6 +104,7 @@ def build_report(sim: "Simulator") -> Report:
         arrivals=sim.arrivals, ended=sim.ended, turns=sim.turns, mean_live=sim.population.live_avg.mean(end, start),
         observes=observes, client=client, stages=stages, pools=pools, notes=notes, samples=SampleLists(samples),
         stage_warnings=stage_warnings, tasks=tasks, steps=steps, replay=sim.replay,
+        gauges={} if sim.gauges is None else {g.name: g for g in sim.gauges.summaries(start, end)},
     )
 
 

@@ -105,6 +105,7 @@ class Simulator:
         self.kept_caches: list[Any] = []
         self.stages: list[list[Stage]] = []
         self.engines: list[StepEngine] = []
+        self.gauges: Any = None  # the program's gauges (``serq.sim.gauges.Gauges``), if it has any
         deployment.build(self, engines or {})
         if steps:  # the step log (docs/calibration.md): every iteration as its own event, recorded
             from array import array
@@ -156,7 +157,9 @@ class Simulator:
         done = None if stop is None else (lambda: self.arrivals >= stop and env.live == 0)
         # With no pool and no step stage, settling is running the ready sessions
         # and rescheduling the dirty ps stages: the kernel does the first itself.
-        env.loop(self.horizon, self.settle, bool(self.all_pools or self.engines), self.dirty_ps, done)
+        gauges = self.gauges
+        env.loop(self.horizon, self.settle, bool(self.all_pools or self.engines), self.dirty_ps, done,
+                 None if gauges is None else gauges.sample)
         arrivals.finish()
         limit = self.arrival_limit
         if limit is not None:

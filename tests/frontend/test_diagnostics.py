@@ -405,7 +405,6 @@ def test_a_constant_guard_other_than_0_or_1_is_not_a_guard():
 # ---------------------------------------------------------------- refused features
 REFUSED = [
     case("share", "share maxmin;", "`share` (flow sharing between `ps` stages) is not supported yet", 1, 1),
-    case("gauge", "gauge g = 1;", "`gauge` is not supported yet", 1, 1),
     case("queue stations", "queue q[2] : gateway { serve fifo; }", "`queue` stations is not supported yet", 1, 1),
     case("pull relations", "d pull p share maxmin;", "a pull relation (`D pull P …`) is not supported yet", 1, 1),
     case("spill", "pool kv { spill t via l (size) when (1); }", "`spill` is not supported yet", 1, 11),
@@ -414,7 +413,6 @@ REFUSED = [
     case("transfer", "session { transfer 3 from a to b (1); }", "`transfer` is not supported yet", 1, 11),
     case("mark", "session { mark first; }", "`mark` is not supported yet", 1, 11),
     case("queue calls", "session { q[0].route(1); }", "a queue call (`Q.verb(…)`) is not supported yet", 1, 11),
-    case("aggregates", "let a = max j in 3 (j);", "an aggregate (`max j in n (e)`) is not supported yet", 1, 9),
     case("online estimates", "stage s : delay;\nsession { set x = est_rho(s); }", "session: `est_rho` (an online estimate) is not supported yet", 2, 19),
     case("multi-stage runs", "session { run a, b (1); }", "a run on several stages (`run A, B (w)`) is not supported yet", 1, 18),
     case("serving forms on several stages", "session { prefill on a, b 1; }", "`prefill on` several stages is not supported yet", 1, 25),

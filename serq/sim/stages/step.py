@@ -575,7 +575,15 @@ class StepEngine(Stage):
         assign = self.assign
         run = self.run
         if run is not None:
-            run.replay(self, assign)
+            gauges = self.sim.gauges
+            if gauges is None:
+                run.replay(self, assign)
+            else:  # a gauge read at a growth sees the run's iteration in flight
+                gauges.replaying = self
+                try:
+                    run.replay(self, assign)
+                finally:
+                    gauges.replaying = None
             self.run = None
         self.sim.events += 1
         now = self.env.now

@@ -1,0 +1,120 @@
+"""Gauges (language §2.9, §7.8): ``gauge NAME = expr;``, a function of the
+deployment's state followed over time.
+
+A gauge is read at the end of every instant — after the instant's events, the
+ready sessions and the pool passes, once nothing more happens at that time —
+so the states an instant passes through on its way (a hold released and
+another granted at the same moment) are never a value.  Inside a coalesced
+decode run the only state that changes is the run's pool, at each growth: the
+run's replay reads the gauges at each growth's time (nothing else happens
+while a run is in flight, so that is the state the instant ended with).
+
+Each gauge keeps its change points (time, value) from time 0, which
+``--dump`` writes; the report's figures come from them at the end: the time
+average over [warm-up, end], a 95 % batch-means interval over 20 equal windows
+of that span (Student t, 19 degrees of freedom, as the observes'), and the
+least and greatest value held for a positive time inside the span.  Sums are
+``math.fsum``, so the figures are the same bits on every machine.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_right
+from typing import TYPE_CHECKING, Any, Callable
+
+from ..report import GaugeSummary
+from .stats import BATCHES, T_19
+
+if TYPE_CHECKING:
+    from .simulator import Simulator
+
+NAN = math.nan
+
+
+class Gauges:
+    """The program's gauges, compiled, and their change points."""
+
+    def __init__(self, sim: "Simulator", names: list[str], fns: list[Callable[[Any], float]]) -> None:
+        self.sim = sim
+        self.names = names
+        self.fns = fns
+        self.points: list[list[tuple[float, float]]] = [[] for _ in names]
+        #: the engine replaying a coalesced run: read as iterating while its growths are sampled
+        self.replaying: Any = None
+
+    def sample(self, now: float) -> None:
+        """Read every gauge on the state as it is, as the value from ``now`` on."""
+        engine = self.replaying
+        if engine is not None:  # inside a run, the engine's iteration is in flight
+            was = engine.iterating
+            engine.iterating = True
+        try:
+            for fn, pts in zip(self.fns, self.points):
+                v = float(fn(None))
+                if pts:
+                    t, last = pts[-1]
+                    if t == now:  # a later reading at the same instant replaces it
+                        pts.pop()
+                        if pts and pts[-1][1] == v:
+                            continue
+                        pts.append((now, v))
+                        continue
+                    if last == v or (v != v and last != last):
+                        continue
+                pts.append((now, v))
+        finally:
+            if engine is not None:
+                engine.iterating = was
+
+    def summaries(self, start: float, end: float) -> list[GaugeSummary]:
+        return [summarize(name, pts, start, end) for name, pts in zip(self.names, self.points)]
+
+
+def _fsum(terms: list[float]) -> float:
+    try:
+        return math.fsum(terms)
+    except (ValueError, OverflowError):  # an infinite value, or inf − inf: the left-to-right sum
+        acc = 0.0
+        for x in terms:
+            acc += x
+        return acc
+
+
+def summarize(name: str, pts: list[tuple[float, float]], start: float, end: float) -> GaugeSummary:
+    """The figures of one gauge over [start, end] (see the module's docstring):
+    each value's piece of area, cut at the 20 windows' edges, in one pass."""
+    span = end - start
+    frozen = tuple(pts)
+    if not span > 0.0 or not pts:
+        return GaugeSummary(name, NAN, math.inf, NAN, NAN, frozen)
+    width = span / BATCHES
+    edges = [start + i * width for i in range(BATCHES)] + [end]
+    pieces: list[list[float]] = [[] for _ in range(BATCHES)]
+    held: list[float] = []
+    n = len(pts)
+    for k in range(n):
+        t, v = pts[k]
+        lo = t if t > start else start
+        hi = pts[k + 1][0] if k + 1 < n else end
+        if hi > end:
+            hi = end
+        if not hi > lo:
+            continue
+        held.append(v)
+        w = min(bisect_right(edges, lo) - 1, BATCHES - 1)
+        while True:  # the windows [lo, hi) meets
+            top = edges[w + 1]
+            if hi <= top or w == BATCHES - 1:
+                pieces[w].append(v * (hi - lo))
+                break
+            pieces[w].append(v * (top - lo))
+            lo = top
+            w += 1
+    mean = _fsum([x for p in pieces for x in p]) / span
+    means = [_fsum(p) / (edges[i + 1] - edges[i]) for i, p in enumerate(pieces)]
+    m = _fsum(means) / BATCHES
+    s2 = _fsum([(x - m) * (x - m) for x in means]) / (BATCHES - 1)
+    ci = T_19 * math.sqrt(s2 / BATCHES) if s2 == s2 else NAN
+    vals = [v for v in held if v == v]
+    return GaugeSummary(name, mean, ci, min(vals) if vals else NAN, max(vals) if vals else NAN, frozen)

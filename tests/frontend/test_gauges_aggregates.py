@@ -1,0 +1,115 @@
+"""`gauge NAME = E;` and the aggregates `max|min|sum j in n (E)` in the front
+end (docs/language.md §16, §25): how an aggregate is written out, what a gauge
+may read, and every refusal with its place."""
+
+from __future__ import annotations
+
+import pytest
+
+import serq
+from serq import ir
+from tests.frontend_util import fails
+
+DEPLOYMENT = """\
+pool kv[2] { cap 100; }
+stage svc[2] : fifo;
+workload { arrive poisson(1.5); }
+session {
+  choose j in 2 by (holders(kv[j]));
+  set n = ~uniform(1, 20);
+  hold kv[j] (n) { run svc[j] (~exp(0.5)); }
+  end;
+}
+run { horizon 400; warmup 10; seed 3; }
+"""
+
+
+def gauges(extra: str) -> tuple[ir.Gauge, ...]:
+    return serq.load(DEPLOYMENT + extra).gauges
+
+
+def test_an_aggregate_is_its_terms_written_out() -> None:
+    assert gauges("let N = 2; gauge x = max k in N (used(kv[k]) + k);") == \
+        gauges("gauge x = max(used(kv[0]) + 0, used(kv[1]) + 1);")
+    assert gauges("gauge x = sum k in 2 (holders(kv[k]));") == \
+        gauges("gauge x = holders(kv[0]) + holders(kv[1]);")
+    # more than two terms fold from the left
+    three = serq.load("let a = max k in 3 (k * k - 4 * k);\nrun { horizon 1; }").constants["a"]
+    assert three == 0.0  # max(0, -3, -4)
+    assert serq.load("let s = sum k in 4 (sum i in (k + 1) (1));\nrun { horizon 1; }").constants["s"] == 10.0
+
+
+def test_an_aggregate_in_a_def_keeps_its_own_index() -> None:
+    prog = serq.load(DEPLOYMENT + "def total(k) = sum k in 2 (used(kv[k]));\ngauge t = total(5);")
+    assert prog.gauges == gauges("gauge t = used(kv[0]) + used(kv[1]);")
+
+
+@pytest.mark.parametrize("count, size", [("sum j in 2 (1)", 2), ("max j in 3 (j)", 2), ("min j in 2 (3 - j)", 2)])
+def test_an_aggregate_let_sizes_a_family(count: str, size: int) -> None:
+    prog = serq.load(f"let N = {count};\nstage s[N] : delay;\nworkload {{ arrive batch(1); }}\n"
+                     "session { run s[0] (N); end; }\nrun { horizon 10; }")
+    assert prog.stages[0].size == size
+
+
+def test_a_family_size_is_a_constant_that_set_overrides() -> None:
+    text = ("let N = 4;\npool kv[N] { cap 10; }\nstage s[N] : delay;\nworkload { arrive batch(1); }\n"
+            "session { hold kv[N - 1] (1) { run s[N - 1] (1); } end; }\nrun { horizon 10; }")
+    assert serq.load(text).pools[0].size == 4
+    assert serq.load(text, sets=[("N", "8")]).stages[0].size == 8
+    e = fails(text.replace("let N = 4;", "let N = 2.5;"))
+    assert "array size must be a positive integer, found `N` = 2.5" in e.message
+    assert (e.line, e.col) == (2, 9)
+
+
+def test_a_gauge_reads_the_deployment_at_the_gauge_moment() -> None:
+    (g,) = gauges("let N = 2; gauge x = used(kv[N - 1]) + queue(svc[0]) - busy(svc[1]) + free(kv[0]);")
+    probes = [x for x in __import__("serq.expr", fromlist=["walk"]).walk(g.expr) if isinstance(x, ir.Probe)]
+    assert [p.fn for p in probes] == ["used", "queue", "busy", "free"]
+    assert probes[0].target.index == ir.Num(1.0)  # folded to a number
+
+
+REFUSED = [
+    ("gauge x = n;", "`n` is a session attribute, but a gauge, has no session", 11, 11),
+    ("gauge x = ~exp(1);", "a gauge may not draw", 11, 11),
+    ("gauge x = cachedin(kv[0]);", "`cachedin` reads a session's own cache, but a gauge has no session", 11, 11),
+    ("gauge x = tokens;", "`tokens` is read in a gauge, but it exists only in a step stage's cost", 11, 11),
+    ("gauge x = now;", "a gauge may not read `now`", 11, 11),
+    ("gauge x = work(svc[0]);", "a gauge may not read `work(…)`", 11, 11),
+    ("gauge x = 1; gauge x = 2;", "`gauge x` is declared twice", 11, 20),
+    ("gauge x = max j in 2 (used(kv[j]));", "the index `j` is also a session attribute", 11, 15),
+    ("let k = 1; gauge x = max k in 2 (used(kv[k]));", "the index `k` is also a `let` constant", 11, 26),
+    ("let x = sum k in 2 (k); let k = 1; gauge y = x;", "the index `k` is also a `let` constant", 11, 13),
+    ("let k = sum k in 2 (k); gauge y = k;", "the index `k` is also a `let` constant", 11, 13),
+    ("gauge x = max kv in 2 (1);", "the index `kv` is also a pool", 11, 15),
+    ("let x = sum svc in 2 (1); gauge y = x;", "the index `svc` is also a stage", 11, 13),
+    ("gauge x = sum k in 2 (sum k in 2 (1));", "the index `k` is also an aggregate's index", 11, 27),
+    ("gauge x = sum k in 1.5 (1);", "the count of `sum k in …` must be a positive integer, found 1.5", 11, 20),
+    ("gauge x = sum k in 3 (used(kv[k]));", "index `k` is 2: a member of an array of 2 is 0 to 1", 11, 31),
+    ("gauge x = sum k in 1e20 (1);", "writes out 1e+20 terms: at most 4096", 11, 11),
+    ("gauge x = sum k in 64 (sum i in 65 (1));", "writes out 4160 terms with the aggregates it is inside: at most 4096",
+     11, 24),
+    ("gauge x = used(kv[-1]);", "index `-1` is -1", 11, 19),
+    ("let N = 2; gauge x = used(kv[N + 1 - 1]);", "index `N + 1 - 1` is 2", 11, 30),
+    ("pool b { cap 1; block 4; } gauge x = used(kv[blocksize(b)]);", "index `blocksize(b)` is 4", 11, 46),
+    ("gauge x = used(kv[sum k in 2100 (1)]);", "index `sum k in 2100 (1)` is 2100", 11, 19),
+    ("gauge x = used(kv[holders(kv[0]) + 1]);", "a gauge's index is a number in range", 11, 19),
+    ("gauge x = sum k in 2 (k) + k;", "unknown name `k`", 11, 28),
+]
+
+
+@pytest.mark.parametrize("extra, message, line, col", REFUSED, ids=[r[0] for r in REFUSED])
+def test_refused_with_its_place(extra: str, message: str, line: int, col: int) -> None:
+    e = fails(DEPLOYMENT + extra)
+    assert message in e.message
+    assert (e.line, e.col) == (line, col)
+
+
+def test_a_gauge_and_an_observe_do_not_share_a_name() -> None:
+    e = fails(DEPLOYMENT.replace("end;", "observe x = now; end;") + "gauge x = 1;")
+    assert "`gauge x`: `x` is also an `observe`" in e.message
+
+
+def test_gauge_is_a_contextual_keyword() -> None:
+    """A top-level item starting with `gauge` is a gauge; elsewhere the word is a name."""
+    prog = serq.load(DEPLOYMENT.replace("set n =", "set gauge =").replace("(n)", "(gauge)") + "gauge g = 1;")
+    assert "gauge" in prog.attributes and [g.name for g in prog.gauges] == ["g"]
