@@ -304,9 +304,11 @@ def sweep(
     backend: str = typer.Option("local", help="local (a process pool) or ray."),
     address: Optional[str] = typer.Option(None, help="A Ray cluster to join (--backend ray)."),
     find_max: Optional[str] = typer.Option(None, metavar="NAME", help="Bisect NAME's START:STOP for the SLOs."),
-    slo: Optional[List[str]] = typer.Option(None, metavar="FIGURE<=X", help="An SLO for --find-max (repeatable)."),
+    find_min: Optional[str] = typer.Option(None, metavar="NAME",
+                                           help="The smallest NAME in START:STOP meeting the SLOs (replicas)."),
+    slo: Optional[List[str]] = typer.Option(None, metavar="FIGURE<=X", help="An SLO for --find-max/--find-min (repeatable)."),
     slo_on: str = typer.Option("every", metavar="every|mean", help="SLOs hold on every seed, or on the mean."),
-    tol: Optional[float] = typer.Option(None, help="--find-max stops when the bracket is this narrow."),
+    tol: Optional[float] = typer.Option(None, help="The search stops when the bracket is this narrow."),
 ) -> None:
     """Run a grid of --set values x seeds in parallel; print a summary across seeds."""
     from .experiments.command import SweepOptions, sweep_command
@@ -314,7 +316,7 @@ def sweep(
     _need_stdout("the summary")
     opts = SweepOptions(file, set_ or [], seeds, policy or [], engine or [], horizon, warmup, arrivals, trace, jobs,
                         out, resume, quiet, [f for s in show or [] for f in s.split(",") if f], json_, backend,
-                        address, find_max, slo or [], slo_on, tol, max_live)
+                        address, find_max, slo or [], slo_on, tol, max_live, find_min)
     try:
         code = sweep_command(opts, lambda text: _emit(text, "the summary"), lambda line: typer.echo(line, err=True))
     except SerqError as err:

@@ -236,8 +236,8 @@ def children(e: ir.Expr) -> tuple[ir.Expr, ...]:
         return (e.c, e.a, e.b)
     if isinstance(e, (ir.Call, ir.Draw)):
         return e.args
-    if isinstance(e, ir.Probe) and e.target.index is not None:
-        return (e.target.index,)
+    if isinstance(e, ir.Probe):
+        return e.args if e.target.index is None else (e.target.index, *e.args)
     return ()
 
 
@@ -381,6 +381,9 @@ def probe_source(e: ir.Probe, f: Frame) -> str:
             return f"{p}.used"
         if e.fn == "free":
             return f"({p}.cap - {p}.used)"
+        if e.fn == "cachedin" and e.args:
+            chain = ", ".join(source(a, f) for a in e.args)
+            return f"{p}.cached_along({f.session}, ({chain},))" if f.session else "0.0"
         if e.fn == "cachedin":
             return f"{p}.cached_of({f.session})" if f.session else "0.0"
         if e.fn == "holders":

@@ -99,6 +99,8 @@ class Probe(Node):
 
     fn: str
     target: Union[PoolRef, StageRef]
+    #: ``cachedin(P, k1, n1, k2, n2, …)``: the chain whose cached prefix is asked for, flat
+    args: tuple[Expr, ...] = ()
 
 
 @node

@@ -390,7 +390,8 @@ class _Builder:
             return Node("cmd", (f"{verb} {ref_text(p, stmt.ref)}",))
         if isinstance(stmt, ir.Choose):
             count = clip(expr_text(p, stmt.count), 12)
-            return Node("cmd", (f"choose {p.attributes[stmt.slot]} in {count}",))
+            keys = clip("by " + ", ".join(expr_text(p, k) for k in stmt.keys), 34)  # a router's rule
+            return Node("cmd", (f"choose {p.attributes[stmt.slot]} in {count}", keys))
         if isinstance(stmt, ir.Spawn):  # `_spans` gives it its fork to a child lane
             count = clip(expr_text(p, stmt.count), 12)
             return Node("spawn", (f"spawn ({count}) into {p.handles[stmt.handle]}",), stmt=stmt)

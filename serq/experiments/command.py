@@ -47,11 +47,22 @@ class SweepOptions:
     slo_on: str = "every"
     tol: float | None = None
     max_live: int | None = None
+    find_min: str | None = None
+
+    @property
+    def search(self) -> tuple[str, str] | None:
+        """(the axis, ``"max"`` or ``"min"``) of ``--find-max`` / ``--find-min``, if either."""
+        if self.find_max is not None:
+            return self.find_max, "max"
+        if self.find_min is not None:
+            return self.find_min, "min"
+        return None
 
 
 def parse_axes(opts: SweepOptions) -> list[Axis]:
     """The grid's axes: every ``--set``, then ``--policy``, then ``--engine``."""
-    axes = [parse_set_axis(s, allow_interval=opts.find_max is not None) for s in opts.sets]
+    search = opts.search
+    axes = [parse_set_axis(s, allow_interval=search is not None) for s in opts.sets]
     for kind, items in (("policy", opts.policy), ("engine", opts.engine)):
         choices: dict[str, list[str]] = {}
         for item in items:
@@ -60,17 +71,17 @@ def parse_axes(opts: SweepOptions) -> list[Axis]:
                 raise UsageError(f"--{kind}: stage `{stage}` is given twice")
             choices[stage] = specs
         axes += class_axes(kind, choices)
-    if opts.find_max is not None and opts.find_max not in [a.name for a in axes]:
+    if search is not None and search[0] not in [a.name for a in axes]:
         from ..errors import suggest
 
-        best = suggest(opts.find_max, [a.name for a in axes])
-        raise UsageError(f"--find-max `{opts.find_max}`: no such axis",
+        best = suggest(search[0], [a.name for a in axes])
+        raise UsageError(f"--find-{search[1]} `{search[0]}`: no such axis",
                          helps=[f"did you mean `{best}`?"] if best else
-                         [f"give its interval with --set {opts.find_max}=START:STOP"])
+                         [f"give its interval with --set {search[0]}=START:STOP"])
     for a in axes:
-        if a.interval is not None and a.name != opts.find_max:
+        if a.interval is not None and (search is None or a.name != search[0]):
             raise UsageError(f"invalid --set `{a.name}={shortest(a.values[0])}:{shortest(a.values[1])}`: "
-                             "a range is START:STOP:STEP (START:STOP only for the --find-max axis)")
+                             "a range is START:STOP:STEP (START:STOP only for the --find-max or --find-min axis)")
     return axes
 
 
@@ -124,8 +135,10 @@ def sweep_command(opts: SweepOptions, emit: Callable[[str], None], warn: Callabl
         if value is not None and not (value == value and abs(value) != float("inf") and
                                       (value > 0 or (zero and value == 0))):
             raise UsageError(f"invalid value for --{name}: {value:g} (must be finite and {'>=' if zero else '>'} 0)")
-    if opts.find_max is None and (opts.slo or opts.tol is not None or opts.slo_on != "every"):
-        raise UsageError("--slo, --slo-on and --tol go with --find-max NAME")
+    if opts.find_max is not None and opts.find_min is not None:
+        raise UsageError("--find-max and --find-min: give one of them")
+    if opts.search is None and (opts.slo or opts.tol is not None or opts.slo_on != "every"):
+        raise UsageError("--slo, --slo-on and --tol go with --find-max NAME or --find-min NAME")
     if opts.resume and opts.out is None:
         raise UsageError("--resume needs --out FILE (the file to resume from)")
     axes = parse_axes(opts)
@@ -146,8 +159,8 @@ def sweep_command(opts: SweepOptions, emit: Callable[[str], None], warn: Callabl
     try:
         with progress, Runner(opts.jobs, opts.backend, opts.address) as runner:
             run_options["runner"] = runner
-            if opts.find_max is not None:
-                return _find_max(opts, axes, seeds, slos, plan_options, run_options, emit, warn)
+            if opts.search is not None:
+                return _find(opts, axes, seeds, slos, plan_options, run_options, emit, warn)
             plan = make_plan(opts.file, axes, seeds, **plan_options)  # type: ignore[arg-type]
             result = run_plan(plan, **run_options)
     except SweepInterrupted as stop:
@@ -171,16 +184,16 @@ def _interrupted(stop: SweepInterrupted) -> str:
             "run the same command with --resume to finish")
 
 
-def _find_max(opts: SweepOptions, axes: list[Axis], seeds: list[int], slos: list[Any],
-              plan_options: dict[str, Any], run_options: dict[str, Any],
-              emit: Callable[[str], None], warn: Callable[[str], None]) -> int:
-    from .search import describe, find_max, no_answer
+def _find(opts: SweepOptions, axes: list[Axis], seeds: list[int], slos: list[Any],
+          plan_options: dict[str, Any], run_options: dict[str, Any],
+          emit: Callable[[str], None], warn: Callable[[str], None]) -> int:
+    from .search import describe, no_answer, search
 
-    name = opts.find_max
-    assert name is not None
+    assert opts.search is not None
+    name, goal = opts.search
     show = (lambda entry: None) if opts.json else (lambda entry: emit(describe(entry, name)))
-    result = find_max(opts.file, axes, name, slos, seeds, on=opts.slo_on, tol=opts.tol,
-                      run_options=run_options, plan_options=plan_options, on_step=show)
+    result = search(opts.file, axes, name, slos, seeds, goal=goal, on=opts.slo_on, tol=opts.tol,
+                    run_options=run_options, plan_options=plan_options, on_step=show)
     if opts.json:
         emit(_encode(result.to_dict()))
     if result.value is None:

@@ -1,11 +1,18 @@
-"""Capacity search (``--find-max``): the largest value of one axis, inside
-the interval given, at which every SLO holds.
+"""Capacity search: ``--find-max``, the largest value of one axis, inside
+the interval given, at which every SLO holds; ``--find-min``, the smallest.
 
-The search assumes the figures get worse as the value grows (load, rate):
+``--find-max`` assumes the figures get worse as the value grows (load, rate):
 it checks the top of the interval, then the bottom, then bisects, keeping
 ``lo`` where the SLOs hold and ``hi`` where they do not, until ``hi − lo ≤
 tol`` (default: 1 % of the interval).  The answer is ``lo`` — a value that
 was run and met the SLOs, never an interpolation.
+
+``--find-min`` assumes the figures get better as the value grows (replicas,
+servers, cache blocks): it checks the bottom, then the top, then bisects,
+keeping ``hi`` where the SLOs hold and ``lo`` where they do not; the answer is
+``hi``.  When both ends of the interval are whole numbers and no ``tol`` is
+given, it searches the whole numbers only (a family's size): the bisection
+ends when ``hi − lo = 1``, with ``hi`` the fewest that meets the SLOs.
 
 By default a value meets an SLO when **every seed's run** meets it: the
 conservative choice (a capacity that holds for each replication, not only on
@@ -40,10 +47,12 @@ class SearchResult:
     on: str
     slos: list[Slo]
     steps: list[dict[str, Any]] = field(default_factory=list)
+    goal: str = "max"  # or "min"
+    whole: bool = False  # --find-min over whole numbers
 
     def to_dict(self) -> dict[str, Any]:
-        return {"axis": self.axis, "value": self.value, "bracket": [self.lo, self.hi], "tol": self.tol,
-                "on": self.on, "slo": [str(s) for s in self.slos], "steps": self.steps}
+        return {"axis": self.axis, "goal": self.goal, "value": self.value, "bracket": [self.lo, self.hi],
+                "tol": self.tol, "on": self.on, "slo": [str(s) for s in self.slos], "steps": self.steps}
 
 
 def meets(rows: Sequence[dict[str, Any]], slos: Sequence[Slo], on: str) -> bool:
@@ -69,47 +78,65 @@ def _midpoint(lo: float, hi: float, tol: float) -> float:
     return rounded if lo < rounded < hi else mid
 
 
-def find_max(
+def find_max(program: Any, axes: Sequence[Axis], name: str, slos: Sequence[Slo], seeds: Sequence[int],
+             **kw: Any) -> SearchResult:
+    """Bisect axis ``name`` (an interval ``START:STOP``, or any range: its
+    first and last values) for the largest value meeting ``slos``; every
+    other axis must have one value (keywords: :func:`search`)."""
+    return search(program, axes, name, slos, seeds, goal="max", **kw)
+
+
+def find_min(program: Any, axes: Sequence[Axis], name: str, slos: Sequence[Slo], seeds: Sequence[int],
+             **kw: Any) -> SearchResult:
+    """Bisect axis ``name`` for the smallest value meeting ``slos`` (whole
+    numbers only when both ends are whole and no ``tol`` is given): the
+    fewest replicas for an SLO (keywords: :func:`search`)."""
+    return search(program, axes, name, slos, seeds, goal="min", **kw)
+
+
+def search(
     program: Any,
     axes: Sequence[Axis],
     name: str,
     slos: Sequence[Slo],
     seeds: Sequence[int],
     *,
+    goal: str = "max",
     on: str = "every",
     tol: float | None = None,
     run_options: dict[str, Any] | None = None,
     plan_options: dict[str, Any] | None = None,
     on_step: Callable[[dict[str, Any]], None] | None = None,
 ) -> SearchResult:
-    """Bisect axis ``name`` (an interval ``START:STOP``, or any range: its
-    first and last values) for the largest value meeting ``slos``; every
-    other axis must have one value."""
+    """The search of ``--find-max`` (``goal="max"``) or ``--find-min``
+    (``"min"``) over axis ``name``; ``on_step`` hears of every evaluation."""
+    flag = f"--find-{goal}"
     if on not in ("every", "mean"):
         raise UsageError(f"invalid --slo-on `{on}`; expected every or mean")
     if not slos:
-        raise UsageError("--find-max needs at least one --slo")
+        raise UsageError(f"{flag} needs at least one --slo")
     target = [a for a in axes if a.name == name]
     if not target:
         known = [a.name for a in axes]
         best = suggest(name, known)
-        raise UsageError(f"--find-max `{name}`: no such axis", helps=[f"did you mean `{best}`?"] if best else
+        raise UsageError(f"{flag} `{name}`: no such axis", helps=[f"did you mean `{best}`?"] if best else
                          [f"give its interval with --set {name}=START:STOP"])
     axis = target[0]
     others = [a for a in axes if a is not axis]
     for a in others:
         if len(a.values) != 1:
-            raise UsageError(f"--find-max `{name}`: axis `{a.name}` has {len(a.values)} values; "
+            raise UsageError(f"{flag} `{name}`: axis `{a.name}` has {len(a.values)} values; "
                              "every other axis must have one")
     if axis.kind != "set" or not all(isinstance(v, (int, float)) for v in axis.values):
-        raise UsageError(f"--find-max `{name}`: the axis must be a numeric --set range START:STOP")
+        raise UsageError(f"{flag} `{name}`: the axis must be a numeric --set range START:STOP")
     lo, hi = float(min(axis.values)), float(max(axis.values))
     if not lo < hi:
-        raise UsageError(f"--find-max `{name}`: the interval is empty; give --set {name}=START:STOP")
-    tol = (hi - lo) / 100.0 if tol is None else tol
+        raise UsageError(f"{flag} `{name}`: the interval is empty; give --set {name}=START:STOP")
+    whole = goal == "min" and tol is None and lo == int(lo) and hi == int(hi)
+    tol = (1.0 if whole else (hi - lo) / 100.0) if tol is None else tol
     if not (math.isfinite(tol) and tol > 0):
         raise UsageError(f"invalid value for --tol: {tol:g} (must be finite and > 0)")
-    result = SearchResult(name, None, lo, hi, tol, on, list(slos))
+    result = SearchResult(name, None, lo, hi, tol, on, list(slos), goal=goal, whole=whole)
     run_options = dict(run_options or {})
     checked: list[bool] = []
     evaluated: dict[tuple[str, ...], dict[str, Any]] = {}
@@ -141,7 +168,7 @@ def find_max(
             on_step(entry)
 
     try:
-        _bisect(result, evaluate, step)
+        (_bisect if goal == "max" else _bisect_min)(result, evaluate, step)
     finally:
         if run_options.get("out") is not None and plans:
             _sort_file(run_options["out"], plans[-1], name, list(seeds), evaluated)
@@ -171,6 +198,33 @@ def _bisect(result: SearchResult, evaluate: Callable[[float], bool],
     result.value = result.lo
 
 
+def _bisect_min(result: SearchResult, evaluate: Callable[[float], bool],
+                step: Callable[[float, bool], None]) -> None:
+    """``--find-min``: ``lo`` fails and ``hi`` meets the SLOs, until they are ``tol`` apart."""
+    lo, hi = result.lo, result.hi
+    if evaluate(lo):
+        result.value = result.hi = lo
+        step(lo, True)
+        return
+    step(lo, False)
+    if not evaluate(hi):
+        step(hi, False)
+        return
+    step(hi, True)
+    while result.hi - result.lo > result.tol:
+        if result.whole:
+            mid = float((int(result.lo) + int(result.hi)) // 2)
+        else:
+            mid = _midpoint(result.lo, result.hi, result.tol)
+        ok = evaluate(mid)
+        if ok:
+            result.hi = mid
+        else:
+            result.lo = mid
+        step(mid, ok)
+    result.value = result.hi
+
+
 def _sort_file(out: Any, plan: Any, name: str, seeds: list[int], evaluated: dict[tuple[str, ...], Any]) -> None:
     """Rewrite the results file: the search's rows by value then seed, then
     any other rows it held, in their order (each evaluation's sweep put its
@@ -193,6 +247,11 @@ def describe(entry: dict[str, Any], name: str) -> str:
 
 
 def no_answer(result: SearchResult) -> SerqError:
+    slos = ", ".join(str(s) for s in result.slos)
+    if result.goal == "min":
+        return SerqError(f"--find-min {result.axis}: even {shortest(result.hi)} (the interval's high end) "
+                         f"does not meet {slos}",
+                         helps=[f"raise the end of the interval of {result.axis}, or relax the SLOs"])
     return SerqError(f"--find-max {result.axis}: even {shortest(result.lo)} (the interval's low end) "
-                     f"does not meet {', '.join(str(s) for s in result.slos)}",
+                     f"does not meet {slos}",
                      helps=[f"lower the start of the interval of {result.axis}, or relax the SLOs"])

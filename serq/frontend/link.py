@@ -141,6 +141,11 @@ class Linker(Declarations):
                 continue
             x = self.stmt(s, here)
             self.spans[id(x)] = head(s)
+            if isinstance(x, ir.Branch) and isinstance(x.guard, ir.Num) and x.guard.value in (0.0, 1.0):
+                # a test on constants (a `--set` choice): both sides are checked, the one taken stands
+                # in its place (a router picked by number, docs/cluster.md)
+                out.extend(x.then if x.guard.value == 1.0 else x.orelse or ())
+                continue
             out.append(x)
         return tuple(out)
 

@@ -266,6 +266,15 @@ class Resolver:
                                  helps=["`work` is a sum over the jobs and `budget_left` plans an iteration: "
                                         "neither is a state a gauge follows; `queue` and `busy` are"]))
         kind = "pool" if fn in POOL_PROBES else "stage"
+        chain: tuple[ir.Expr, ...] = ()
+        if fn == "cachedin" and len(args) > 1:  # cachedin(P, k1, n1, …): along a chain (docs/cluster.md)
+            if len(args) % 2 == 0 or any(a is None for a in args):
+                raise error(f"`cachedin` takes a pool, or a pool then key, length pairs of a chain; got "
+                            f"{len(args)} argument(s)", e.name_span, prefix=w.prefix,
+                            helps=["`cachedin(kv, sys, len)`: the cached prefix of a chain whose first segment "
+                                   "is `sys: len`, as a hold's `prefix (sys: len)` names it"])
+            chain = tuple(self.resolve(a, w) for a in args[1:])  # type: ignore[arg-type]
+            args = args[:1]
         if len(args) != 1:
             raise error(f"`{fn}` takes 1 argument(s), got {len(args)}", e.name_span, prefix=w.prefix)
         a = args[0]
@@ -276,7 +285,7 @@ class Resolver:
         if kind == "pool":
             if a.id not in self.pools and a.id in self.stages | self.attrs | self.lets:
                 raise error(f"`{fn}` expects a pool name here", span, prefix=w.prefix)
-            return ir.Probe(fn, self.pool_ref(a.id, index, span, w))
+            return ir.Probe(fn, self.pool_ref(a.id, index, span, w), chain)
         if a.id not in self.stages and a.id in self.pools | self.attrs | self.lets:
             raise error(f"`{fn}` expects a stage name here", span, prefix=w.prefix)
         ref = self.stage_ref(a.id, index, span, w)

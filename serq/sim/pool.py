@@ -198,6 +198,27 @@ class Pool(BaseResource):
         self.cache = self.shared  # type: ignore[assignment]  # PrefixCache's interface, where a pool reads it
         self.cached_of = self._shared_cached_of  # type: ignore[method-assign]
 
+    def cached_along(self, s: "Session | None", flat: tuple[float, ...]) -> float:
+        """``cachedin(P, k1, n1, …)``: the longest cached prefix along the chain
+        ``k1: n1, …`` then the session's own segment, as a hold naming that
+        chain with ``prefix`` would find it; a pool without a shared cache
+        gives the session's own entry, as ``cachedin(P)``."""
+        if s is None:
+            return 0.0
+        sh = self.shared
+        if sh is None:
+            return self.cache.size_of(s.serial)
+        chain = []
+        for i in range(0, len(flat), 2):
+            key, length = flat[i], flat[i + 1]
+            if key != key:
+                raise SerqRuntimeError(f"`cachedin({self.label}, …)`: key {i // 2 + 1} of the chain is NaN, "
+                                       "which names no content")
+            if not 0.0 <= length < math.inf:
+                raise bad_amount(f"`cachedin({self.label}, …)` (length {i // 2 + 1} of the chain)", length)
+            chain.append((key, length))
+        return sh.match(sh.segments(chain, s.serial))[0]
+
     def segments_of(self, req: HoldRequest) -> list[tuple[Any, float, float]]:
         """The chain of ``req`` on this pool: fixed at its admission, else evaluated now."""
         got = req.shares.get(self) if req.shares is not None else None

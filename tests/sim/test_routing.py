@@ -1,0 +1,152 @@
+"""Replicas behind a router (docs/cluster.md, lib/routers.sq) against queueing
+theory: four FIFO replicas with exponential service behind a random router are
+four M/M/1 queues; least outstanding requests (join the shortest queue) does
+better than random but not better than one M/M/4 queue with the same servers;
+round robin, power of two, affinity and the prefix-aware router place requests
+as their definitions say."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+import serq
+
+ROOT = Path(__file__).resolve().parents[2]
+
+REPLICAS = """\
+use "{lib}";
+let N = 4;
+let lambda = 2.4;      // arrivals per second, all replicas together
+let mu = 1.0;          // services per second at one replica
+let router = 0;
+pool reqs[N] {{ cap inf; }}
+pool kv[N] {{ cap inf; }}
+stage svc[N] : fifo;
+workload {{ arrive poisson(lambda); }}
+session {{
+  set t0 = now;
+  route(router, N, kv, reqs);
+  hold reqs[j] (1) {{ run svc[j] (~exp(1 / mu)); }}
+  observe response = now - t0;
+  observe at = j;
+  end;
+}}
+gauge busiest = max r in N (holders(reqs[r]));
+run {{ horizon 40000; warmup 1000; seed 7; }}
+"""
+
+
+def replicas(tmp_path: Path, **sets: float) -> serq.Report:
+    path = tmp_path / "replicas.sq"
+    path.write_text(REPLICAS.format(lib=ROOT / "lib" / "routers.sq"))
+    return serq.run(serq.load(path, sets=[(k, str(v)) for k, v in sets.items()]))
+
+
+def erlang_c_response(lam: float, mu: float, c: int) -> float:
+    """Mean response time of M/M/c."""
+    a = lam / mu
+    rho = a / c
+    top = a ** c / math.factorial(c) / (1 - rho)
+    p_wait = top / (sum(a ** k / math.factorial(k) for k in range(c)) + top)
+    return p_wait / (c * mu - lam) + 1 / mu
+
+
+def test_a_random_router_makes_four_mm1_queues(tmp_path: Path) -> None:
+    r = replicas(tmp_path, router=0)
+    want = 1.0 / (1.0 - 2.4 / 4)  # each replica: Poisson 0.6 a second, M/M/1 at rho 0.6
+    resp = r.observe("response")
+    assert abs(resp.mean - want) <= resp.ci, (resp.mean, resp.ci, want)
+    for st in r.stages_named("svc"):  # every replica alike, each an M/M/1
+        assert st.mean_wait + st.mean_service == pytest.approx(want, rel=0.06)
+        assert st.utilization == pytest.approx(0.6, rel=0.03)
+    assert r.observe("at").mean == pytest.approx(1.5, abs=0.03)  # uniform over 0 … 3
+
+
+def test_join_the_shortest_queue_beats_random_but_not_one_queue(tmp_path: Path) -> None:
+    random = replicas(tmp_path, router=0).observe("response")
+    jsq = replicas(tmp_path, router=2).observe("response")
+    bound = erlang_c_response(2.4, 1.0, 4)  # 1.0748: one queue feeding four servers
+    assert jsq.mean + jsq.ci < random.mean - random.ci
+    assert jsq.mean - jsq.ci > bound
+    assert jsq.mean < 1.25 * bound  # and close to it at this load
+
+
+def test_least_kv_and_power_of_two_sit_between(tmp_path: Path) -> None:
+    random = replicas(tmp_path, router=0).observe("response").mean
+    jsq = replicas(tmp_path, router=2).observe("response").mean
+    p2c = replicas(tmp_path, router=4).observe("response").mean
+    assert jsq < p2c < random
+
+
+ROUTED = """\
+use "{lib}";
+let N = 3;
+let router = 1;
+pool reqs[N] {{ cap inf; }}
+pool kv[N] {{ cap 1000; }}
+stage svc[N] : delay;
+stage think : delay;
+workload {{ arrive batch(4); }}
+session {{
+  loop {{
+    route(router, N, kv, reqs);
+    observe at = j;
+    observe who = serial;
+    observe turn = turn_no;
+    hold reqs[j] (1), kv[j] (10 + serial) {{ run svc[j] (1); }} cache (10 + serial);
+    turn;
+    run think (1);
+    branch (turn_no == 4) {{ end; }}
+  }}
+}}
+run {{ horizon 100; }}
+"""
+
+
+def routed(tmp_path: Path, router: int) -> list[tuple[int, int, int]]:
+    path = tmp_path / "routed.sq"
+    path.write_text(ROUTED.format(lib=ROOT / "lib" / "routers.sq"))
+    r = serq.run(serq.load(path, sets=[("router", str(router))]))
+    rows = zip(r.samples["who"], r.samples["turn"], r.samples["at"])
+    return [(int(w.value), int(t.value), int(a.value)) for w, t, a in rows]
+
+
+def test_round_robin_walks_round_the_replicas(tmp_path: Path) -> None:
+    rows = routed(tmp_path, 1)
+    assert len(rows) == 16
+    assert all(at == (who + turn) % 3 for who, turn, at in rows)
+
+
+def test_affinity_keeps_a_session_where_its_cache_is(tmp_path: Path) -> None:
+    rows = routed(tmp_path, 5)
+    home = {who: at for who, turn, at in rows if turn == 0}
+    assert all(at == home[who] for who, turn, at in rows)
+    assert sorted(home.values()) in ([0, 0, 1, 2], [0, 1, 1, 2], [0, 1, 2, 2])  # first turns spread by load
+
+
+def test_power_of_two_takes_the_less_loaded_of_two(tmp_path: Path) -> None:
+    rows = routed(tmp_path, 4)
+    assert {at for _w, _t, at in rows} == {0, 1, 2}
+
+
+SYSTEM_PROMPT = ROOT / "programs" / "cluster" / "system_prompt.sq"
+
+
+def test_the_prefix_aware_router_finds_the_cached_system_prompts() -> None:
+    """Each replica has its own content-keyed cache; going where the request's
+    system prompt is cached raises the hit rate and lowers the prefill."""
+    def run(router: int) -> serq.Report:
+        return serq.run(serq.load(SYSTEM_PROMPT, sets=[("router", str(router))]), horizon=200.0, warmup=20.0)
+
+    prefix, spread = run(6), run(2)
+    assert prefix.observe("hit").mean > spread.observe("hit").mean + 0.15
+    assert prefix.observe("prefill_tokens").mean < 0.8 * spread.observe("prefill_tokens").mean
+
+
+def test_cachedin_along_a_chain_is_refused_with_an_odd_count() -> None:
+    with pytest.raises(serq.SerqError, match="`cachedin` takes a pool, or a pool then key, length pairs"):
+        serq.load("pool kv { cap 10; block 2; }\nworkload { arrive batch(1); }\n"
+                  "session { set x = cachedin(kv, 1); end; }\nrun { horizon 1; }")
