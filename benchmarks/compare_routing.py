@@ -32,6 +32,7 @@ and how to read it are in docs/cluster.md.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 import time
@@ -127,8 +128,11 @@ def study(program: Path, routers: Sequence[int], loads: Sequence[float], seeds: 
 
         figures.mkdir(parents=True, exist_ok=True)
         out = figures / f"routing_{name}.svg"
-        plot_sweep(result, x="Lambda", y="client.ttft.p99", hue="router", out=out)
-        print(f"wrote {out}\n")
+        named = [{**r, "router": ROUTERS[int(r["router"])]} for r in result.rows]  # the legend says the names
+        plot_sweep(named, x="Lambda", y=["client.ttft.p99", "observes.hit.mean"], hue="router", out=out)
+        rows = figures / f"routing_{name}.jsonl"  # to draw again without running
+        rows.write_text("".join(json.dumps(r) + "\n" for r in result.rows))
+        print(f"wrote {out} and {rows}\n")
 
 
 def fewest(program: Path, router: int, total: float, slo: str, top: int, seeds: range, horizon: float,

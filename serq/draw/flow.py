@@ -77,7 +77,8 @@ def _expr(program: ir.Program, e: ir.Expr) -> tuple[int, str]:
     if isinstance(e, ir.Draw):
         return 6, f"~{e.dist}({', '.join(t(x, 0) for x in e.args)})"
     if isinstance(e, ir.Probe):
-        return 8, f"{e.fn}({ref_text(program, e.target)})"
+        chain = "".join(", " + t(x, 0) for x in e.args)  # cachedin(P, k1, n1, …)
+        return 8, f"{e.fn}({ref_text(program, e.target)}{chain})"
     return 8, "?"
 
 

@@ -206,7 +206,7 @@ class Kernel(simpy.Environment):
         q = self._queue
         settle()
         if sample is not None:
-            sample(self._now)
+            sample(self.now)
         while q:
             t = q[0][0]
             if t > horizon:
@@ -236,7 +236,7 @@ class Kernel(simpy.Environment):
                 if dirty:
                     settle()
             if sample is not None and not (q and q[0][0] == self._now):
-                sample(self._now)
+                sample(self.now)
             if done is not None and done():
                 return
         self._now = self.now = horizon

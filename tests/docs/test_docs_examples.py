@@ -1,7 +1,7 @@
 """Every fenced example of the pages that have no doc test of their own stays true.
 
 Pages: README.md and docs/{draw,experiments,frontend,plots,policies,simulator,
-subagents,workloads,traces,replay,calibration}.md (language, report and guide
+subagents,workloads,traces,replay,calibration,cluster}.md (language, report and guide
 have their own tests). Each fenced block is classified:
 
 * **program** (an ``sq`` block, or text with ``stage``/``workload``/``session``
@@ -58,7 +58,7 @@ import serq.cli
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = ["README.md"] + [f"docs/{p}.md" for p in (
     "draw", "experiments", "frontend", "plots", "policies", "simulator",
-    "subagents", "workloads", "traces", "replay", "calibration")]
+    "subagents", "workloads", "traces", "replay", "calibration", "cluster")]
 SHARED = (ROOT / ".." / "shared" / "data").resolve()
 
 def blocks(page: str) -> list[tuple[int, str, str]]:
@@ -372,9 +372,10 @@ NOT_RUN = {
     "engine=mypkg.sched:MyPolicy": "a placeholder module the reader writes",
     "engine=mysched:LongestPromptFirst": "runs in test_policies_subclass_runs, shortened",
     "../shared/data": "the real Azure traces: converted and replayed in benchmarks/study_replay.py",
+    "--find-min N": "a search over 4-12 replicas x 3 seeds of 300 s: minutes; tests/experiments/test_sweep_find_min.py",
 }
 EXEC_PAGES = ["README.md", "docs/draw.md", "docs/experiments.md", "docs/plots.md",
-              "docs/policies.md", "docs/subagents.md"]
+              "docs/policies.md", "docs/subagents.md", "docs/cluster.md"]
 MADE_BY_SCENARIO = ("docs/traces.md", "docs/replay.md", "docs/calibration.md")  # tests above
 
 

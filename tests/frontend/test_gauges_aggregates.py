@@ -113,3 +113,32 @@ def test_gauge_is_a_contextual_keyword() -> None:
     """A top-level item starting with `gauge` is a gauge; elsewhere the word is a name."""
     prog = serq.load(DEPLOYMENT.replace("set n =", "set gauge =").replace("(n)", "(gauge)") + "gauge g = 1;")
     assert "gauge" in prog.attributes and [g.name for g in prog.gauges] == ["g"]
+
+
+BRANCHED = """\
+let router = 0;
+stage a : delay;
+stage b : delay;
+workload { arrive batch(1); }
+session {
+  branch (router == 1) { run a (1); } else { run b (2); }
+  end;
+}
+run { horizon 10; }
+"""
+
+
+def test_a_test_on_constants_keeps_the_side_taken() -> None:
+    """`branch (router == 1)` with `--set router=…` is decided when linking:
+    the IR holds the statements of the side taken, in the branch's place."""
+    for router, stage in (("0", 1), ("1", 0)):
+        session = serq.load(BRANCHED, sets=[("router", router)]).session
+        assert not any(isinstance(s, ir.Branch) for s in session)
+        runs = [s for s in session if isinstance(s, ir.Run)]
+        assert [r.stage.stage for r in runs] == [stage]
+    # both sides are still checked
+    e = fails(BRANCHED.replace("run a (1);", "run c (1);"))
+    assert "unknown stage `c`" in e.message
+    # a test on a session's state stays a test
+    kept = serq.load(BRANCHED.replace("router == 1", "serial == 1")).session
+    assert any(isinstance(s, ir.Branch) for s in kept)

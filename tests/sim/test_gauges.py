@@ -173,3 +173,15 @@ def test_a_gauge_needs_no_pool_and_no_session() -> None:
     g.sample(1.0)
     g.sample(1.0)
     assert g.points == [[(0.0, 1.0)]]
+
+
+def test_the_last_reading_of_an_instant_stands() -> None:
+    """Read again at the same time (the start of the run, then the end of its
+    first instant; a growth of a run, then the end of that instant), the
+    later value replaces the earlier; a change back leaves no point."""
+    state = {"v": 0.0}
+    g = Gauges(None, ["v"], [lambda _c: state["v"]])  # type: ignore[arg-type]
+    for t, v in [(0.0, 0.0), (0.0, 3.0), (1.0, 5.0), (1.0, 4.0), (2.0, 7.0), (2.0, 4.0), (3.0, 4.0)]:
+        state["v"] = v
+        g.sample(t)
+    assert g.points == [[(0.0, 3.0), (1.0, 4.0)]]

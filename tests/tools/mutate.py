@@ -169,6 +169,50 @@ MUTATIONS = [
         (("serq/sim/cache.py", "            self._dirty.append((self.entries, serial))\n", "            pass\n"),),
         ("tests/sim/test_eviction_bulk.py::test_a_kept_heap_lasts_across_evictions_as_block_by_block",),
     ),
+    # -- issue 22: gauges, aggregates, routers, --find-min -----------------------------------
+    Mutation(
+        "gauge-keeps-the-first-reading-of-an-instant",
+        "a gauge read again at the same instant keeps its first value, not the one the instant ends with",
+        (("serq/sim/gauges.py", "                    if t == now:  # a later reading at the same instant replaces it\n",
+          "                    if t == now:  # a later reading at the same instant replaces it\n"
+          "                        continue\n"),),
+        ("tests/sim/test_gauges.py::test_the_last_reading_of_an_instant_stands",),
+    ),
+    Mutation(
+        "gauge-skips-run-growths",
+        "a coalesced run's growths are not read by the gauges (the run replays in one step)",
+        (("serq/sim/pool.py", "        if self.gauged:  # the gauges read the pool after each growth, at its time\n",
+          "        if False:  # the gauges read the pool after each growth, at its time\n"),),
+        ("tests/sim/test_gauges.py::test_coalesced_runs_give_the_gauges_of_iteration_by_iteration",),
+    ),
+    Mutation(
+        "gauge-ci-over-all-windows-but-one",
+        "the gauge's batch means drop the last window",
+        (("serq/sim/gauges.py", "    means = [_fsum(p) / (edges[i + 1] - edges[i]) for i, p in enumerate(pieces)]\n",
+          "    means = [_fsum(p) / (edges[i + 1] - edges[i]) for i, p in enumerate(pieces[:-1])] * 2\n"),),
+        ("tests/sim/test_gauges.py::test_the_interval_is_batch_means_over_20_windows",),
+    ),
+    Mutation(
+        "aggregate-max-is-sum",
+        "`max j in n (e)` adds its terms",
+        (("serq/frontend/resolve.py",
+          "            out = ir.Binary(\"+\", out, t) if e.op == \"sum\" else ir.Call(e.op, (out, t))\n",
+          "            out = ir.Binary(\"+\", out, t) if e.op != \"min\" else ir.Call(e.op, (out, t))\n"),),
+        ("tests/frontend/test_gauges_aggregates.py::test_an_aggregate_is_its_terms_written_out",),
+    ),
+    Mutation(
+        "find-min-answers-lo",
+        "--find-min answers the end of the bracket that failed",
+        (("serq/experiments/search.py", "    result.value = result.hi\n", "    result.value = result.lo\n"),),
+        ("tests/experiments/test_sweep_find_min.py::test_find_min_finds_the_fewest_replicas",),
+    ),
+    Mutation(
+        "round-robin-by-session-only",
+        "round robin ignores the turn: a session's turns all go to one replica",
+        (("lib/routers.sq", "abs(j - ((serial + turn_no) - n * floor((serial + turn_no) / n)))",
+          "abs(j - ((serial + 0) - n * floor((serial + 0) / n)))"),),
+        ("tests/sim/test_routing.py::test_round_robin_walks_round_the_replicas",),
+    ),
 ]
 
 

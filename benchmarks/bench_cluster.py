@@ -1,0 +1,82 @@
+"""What a cluster costs to simulate, against its replicas one at a time.
+
+    python benchmarks/bench_cluster.py [--n 8] [--horizon 300] [--rounds 3] [--router 2]
+                                       [--program programs/cluster/agents.sq]
+
+Runs the cluster program with ``N = n`` replicas (``Lambda`` per replica, so
+``n`` times the traffic) and with ``N = 1`` (one replica at the same per-replica
+load), each in a fresh process, alternated ``--rounds`` times; keeps each one's
+best CPU time (``time.process_time`` around ``serq.run``, the load excluded) and
+prints both, the ratio of the cluster to ``n`` single runs (issue 22 asks for at
+most 1.2), events and iterations of each, and the share of iterations that ran
+inside coalesced decode runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+CODE = r'''
+import json, sys, time, serq
+from serq.sim.simulator import Simulator
+from serq.sim.results import build_report
+from serq.sim.stages.step import StepEngine
+
+class Counting(StepEngine):
+    """The default engine, counting the iterations that ran inside coalesced runs."""
+    coalesced = total = 0
+    def _iter_end(self, timer):
+        if timer.epoch == self.epoch:
+            Counting.total += self.run_length
+            if self.run_length > 1:
+                Counting.coalesced += self.run_length
+        super()._iter_end(timer)
+
+prog, n, router, horizon = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
+loaded = serq.load(prog, sets=[("N", n), ("router", router)])
+sim = Simulator(loaded, seed=1, horizon=horizon, warmup=horizon / 10, engines={"engine": Counting})
+t = time.process_time()
+sim.run()
+report = build_report(sim)
+cpu = time.process_time() - t
+print(json.dumps({"cpu": cpu, "events": report.events, "iters": Counting.total, "coalesced": Counting.coalesced}))
+'''
+
+
+def once(program: str, n: int, router: int, horizon: float) -> dict:
+    out = subprocess.run([sys.executable, "-c", CODE, program, str(n), str(router), str(horizon)],
+                         capture_output=True, text=True, check=True, cwd=ROOT)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--n", type=int, default=8)
+    ap.add_argument("--horizon", type=float, default=300.0)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--router", type=int, default=2)
+    ap.add_argument("--program", default="programs/cluster/agents.sq")
+    args = ap.parse_args()
+    best: dict[int, dict] = {}
+    for _ in range(args.rounds):
+        for n in (args.n, 1):
+            got = once(args.program, n, args.router, args.horizon)
+            if n not in best or got["cpu"] < best[n]["cpu"]:
+                best[n] = got
+    many, one = best[args.n], best[1]
+    print(f"{args.program}, router {args.router}, horizon {args.horizon:g}, best of {args.rounds} (CPU seconds)")
+    for n, got in ((args.n, many), (1, one)):
+        share = got["coalesced"] / got["iters"] if got["iters"] else float("nan")
+        print(f"N = {n:<3d} {got['cpu']:8.2f} s  events {got['events']:>9,}  iterations {got['iters']:>10,}"
+              f"  in coalesced runs {share:6.1%}")
+    print(f"N = {args.n} against {args.n} runs of N = 1: {many['cpu'] / (args.n * one['cpu']):.2f}x")
+
+
+if __name__ == "__main__":
+    main()
