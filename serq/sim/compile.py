@@ -57,6 +57,8 @@ def stage_source(sim: "Simulator", ref: ir.StageRef, f: Frame) -> str:
 def _member_source(members: list, name: str, index: ir.Expr | None, f: Frame, hint: str) -> str:
     if index is None:
         return f.bind(members[0], hint)
+    if isinstance(index, ir.Num) and 0 <= index.value < len(members) and float(index.value).is_integer():
+        return f.bind(members[int(index.value)], hint)  # a member named by a number (a gauge's, say): bound once
     f.ns["_member"] = member
     return f"{f.bind(members, hint + 'A')}[_member({source(index, f)}, {len(members)}, {name + '[…]'!r})]"
 
