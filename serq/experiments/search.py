@@ -168,7 +168,7 @@ def search(
             on_step(entry)
 
     try:
-        (_bisect if goal == "max" else _bisect_min)(result, evaluate, step)
+        _bisect(result, evaluate, step)
     finally:
         if run_options.get("out") is not None and plans:
             _sort_file(run_options["out"], plans[-1], name, list(seeds), evaluated)
@@ -177,52 +177,38 @@ def search(
 
 def _bisect(result: SearchResult, evaluate: Callable[[float], bool],
             step: Callable[[float, bool], None]) -> None:
-    lo, hi, tol = result.lo, result.hi, result.tol
-    if evaluate(hi):
-        result.value = result.lo = hi
-        step(hi, True)
-        return
-    step(hi, False)
-    if not evaluate(lo):
-        step(lo, False)
-        return
-    step(lo, True)
-    while result.hi - result.lo > tol:
-        mid = _midpoint(result.lo, result.hi, tol)
-        ok = evaluate(mid)
-        if ok:
-            result.lo = mid
+    """Keep the end of the bracket that meets the SLOs (``lo`` for
+    ``--find-max``, ``hi`` for ``--find-min``) and the one that does not,
+    until they are ``tol`` apart; the answer is the end that meets.  The far
+    end (``hi`` for max, ``lo`` for min) is tried first: if it meets, it is
+    the answer; then the near end: if that fails, nothing is."""
+    up = result.goal == "max"
+    far, near = (result.hi, result.lo) if up else (result.lo, result.hi)
+    if evaluate(far):
+        result.value = far
+        if up:
+            result.lo = far
         else:
-            result.hi = mid
-        step(mid, ok)
-    result.value = result.lo
-
-
-def _bisect_min(result: SearchResult, evaluate: Callable[[float], bool],
-                step: Callable[[float, bool], None]) -> None:
-    """``--find-min``: ``lo`` fails and ``hi`` meets the SLOs, until they are ``tol`` apart."""
-    lo, hi = result.lo, result.hi
-    if evaluate(lo):
-        result.value = result.hi = lo
-        step(lo, True)
+            result.hi = far
+        step(far, True)
         return
-    step(lo, False)
-    if not evaluate(hi):
-        step(hi, False)
+    step(far, False)
+    if not evaluate(near):
+        step(near, False)
         return
-    step(hi, True)
+    step(near, True)
     while result.hi - result.lo > result.tol:
         if result.whole:
             mid = float((int(result.lo) + int(result.hi)) // 2)
         else:
             mid = _midpoint(result.lo, result.hi, result.tol)
         ok = evaluate(mid)
-        if ok:
-            result.hi = mid
-        else:
+        if ok == up:
             result.lo = mid
+        else:
+            result.hi = mid
         step(mid, ok)
-    result.value = result.hi
+    result.value = result.lo if up else result.hi
 
 
 def _sort_file(out: Any, plan: Any, name: str, seeds: list[int], evaluated: dict[tuple[str, ...], Any]) -> None:

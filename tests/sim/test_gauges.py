@@ -15,21 +15,12 @@ import serq
 from serq.sim.gauges import Gauges, summarize
 from serq.sim.simulator import Simulator
 from serq.sim.results import build_report
+from tests.frontend.test_gauges_aggregates import DEPLOYMENT
 
 ROOT = Path(__file__).resolve().parents[2]
 
-ROUTED = """\
-pool kv[2] { cap 100; }
-stage svc[2] : fifo;
-workload { arrive poisson(1.5); }
-session {
-  choose j in 2 by (holders(kv[j]));
-  set n = ~uniform(1, 20);
-  hold kv[j] (n) { run svc[j] (~exp(0.5)); }
-  end;
-}
-run { horizon 4000; warmup 100; seed 3; }
-"""
+# the router of tests/frontend/test_gauges_aggregates.py, run longer
+ROUTED = DEPLOYMENT.replace("horizon 400; warmup 10;", "horizon 4000; warmup 100;")
 
 
 def run(text: str, **kw) -> serq.Report:

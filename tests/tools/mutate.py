@@ -203,7 +203,8 @@ MUTATIONS = [
     Mutation(
         "find-min-answers-lo",
         "--find-min answers the end of the bracket that failed",
-        (("serq/experiments/search.py", "    result.value = result.hi\n", "    result.value = result.lo\n"),),
+        (("serq/experiments/search.py", "    result.value = result.lo if up else result.hi\n",
+          "    result.value = result.lo\n"),),
         ("tests/experiments/test_sweep_find_min.py::test_find_min_finds_the_fewest_replicas",),
     ),
     Mutation(
