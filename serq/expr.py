@@ -386,10 +386,10 @@ def probe_source(e: ir.Probe, f: Frame) -> str:
             return f"{p}.cached_along({f.session}, ({chain},))" if f.session else "0.0"
         if e.fn == "cachedin":
             return f"{p}.cached_of({f.session})" if f.session else "0.0"
-        if e.fn == "holders":
-            return f"{p}.holder_count()"
-        if e.fn == "queued":
-            return f"{p}.queued()"
+        if e.fn == "holders":  # Pool.holder_count, inline (a router reads it for every replica)
+            return f"float(len({p}.holders))"
+        if e.fn == "queued":  # Pool.queued, inline
+            return f"float(len({p}.put_queue))"
     else:
         assert f.resolve_stage is not None, "no stages in this frame"
         s = f.resolve_stage(e.target, f)
