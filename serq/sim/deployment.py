@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from .. import ir
 from ..errors import SerqError
-from ..expr import Frame, compile_expr
+from ..expr import Frame, compile_expr, source
 from .cache import PrefixCache
 from .compile import pool_source, stage_source
 from .pool import Pool
@@ -83,7 +83,9 @@ def _gauges(sim: "Simulator", frame: Frame) -> None:
     from .gauges import Gauges
 
     p = sim.program
-    sim.gauges = Gauges(sim, [g.name for g in p.gauges], [compile_expr(g.expr, frame) for g in p.gauges])
+    text = f"lambda c: ({', '.join(source(g.expr, frame) for g in p.gauges)},)"
+    read = eval(compile(text, "<serq gauges>", "eval"), frame.ns)  # noqa: S307 - our own generated code
+    sim.gauges = Gauges(sim, [g.name for g in p.gauges], [compile_expr(g.expr, frame) for g in p.gauges], read)
     for g in p.gauges:
         for x in walk(g.expr):
             if isinstance(x, ir.Probe) and isinstance(x.target, ir.PoolRef):

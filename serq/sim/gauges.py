@@ -35,23 +35,32 @@ NAN = math.nan
 class Gauges:
     """The program's gauges, compiled, and their change points."""
 
-    def __init__(self, sim: "Simulator", names: list[str], fns: list[Callable[[Any], float]]) -> None:
+    def __init__(self, sim: "Simulator", names: list[str], fns: list[Callable[[Any], float]],
+                 read: Callable[[Any], tuple] | None = None) -> None:
         self.sim = sim
         self.names = names
         self.fns = fns
+        #: every gauge at once, one tuple (compiled as one function by the deployment)
+        self.read = read if read is not None else (lambda c: tuple(fn(c) for fn in fns))
+        self.last: tuple | None = None  # the latest reading
         self.points: list[list[tuple[float, float]]] = [[] for _ in names]
         #: the engine replaying a coalesced run: read as iterating while its growths are sampled
         self.replaying: Any = None
 
     def sample(self, now: float) -> None:
-        """Read every gauge on the state as it is, as the value from ``now`` on."""
+        """Read every gauge on the state as it is, as the value from ``now`` on
+        (nothing to do when no value moved since the latest reading)."""
         engine = self.replaying
         if engine is not None:  # inside a run, the engine's iteration is in flight
             was = engine.iterating
             engine.iterating = True
         try:
-            for fn, pts in zip(self.fns, self.points):
-                v = float(fn(None))
+            values = self.read(None)
+            if values == self.last:  # (a NaN is never equal: it goes the long way)
+                return
+            self.last = values
+            for x, pts in zip(values, self.points):
+                v = float(x)
                 if pts:
                     t, last = pts[-1]
                     if t == now:  # a later reading at the same instant replaces it
