@@ -226,7 +226,10 @@ class StepEngine(Stage):
     def has_work(self) -> bool:
         if self.residents:
             return True
-        return any(p.put_queue for p in self.admit_pools)
+        for p in self.admit_pools:  # (a loop, not any(): settle asks every idle engine after every event)
+            if p.put_queue:
+                return True
+        return False
 
     # -- the hooks --------------------------------------------------------------------------
 
