@@ -25,8 +25,9 @@ random's on the same seed is a paired difference, whose interval across seeds
 says whether the two really differ.  Prints markdown tables (means across seeds
 ± the 95 % Student-t half-width, then the paired differences against random)
 and, with ``--figures DIR``, ``routing_agent.svg`` and ``routing_system.svg``
-(TTFT p99 against load, one line per router; needs ``serq[plot]``).  The output
-and how to read it are in docs/cluster.md.
+(TTFT p99 and hit rate against load, one line per router; needs
+``serq[plot]``) with the rows beside them (``routing_*.jsonl``, to draw again
+with ``serq plot``).  The output and how to read it are in docs/cluster.md.
 """
 
 from __future__ import annotations
