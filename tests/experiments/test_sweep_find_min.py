@@ -83,3 +83,18 @@ def test_bad_find_min_is_a_usage_error(replicas: str, argv: list[str], message: 
     code, out = cli_main("sweep", replicas, *argv, "--horizon", "50", "--warmup", "0", "--quiet")
     assert code == 2, out
     assert message in out and "Traceback" not in out
+
+
+def test_find_min_writes_every_point_and_resumes(replicas: str, tmp_path: Path) -> None:
+    out = tmp_path / "search.jsonl"
+    argv = ("sweep", replicas, "--set", "N=4:8", "--find-min", "N", "--slo", "observes.response.mean<=2.2",
+            "--slo-on", "mean", "--seeds", "1-2", "--horizon", "2000", "--warmup", "100", "--quiet", "--json",
+            "--out", str(out))
+    code, first = cli_main(*argv)
+    assert code == 0, first
+    steps = json.loads(first)["steps"]
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == 2 * len(steps)  # every evaluation's two seeds
+    assert [(r["N"], r["seed"]) for r in rows] == sorted((s["value"], seed) for s in steps for seed in (1, 2))
+    code, again = cli_main(*argv, "--resume")
+    assert code == 0 and json.loads(again) == json.loads(first)
