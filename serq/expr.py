@@ -386,9 +386,9 @@ def probe_source(e: ir.Probe, f: Frame) -> str:
             return f"{p}.cached_along({f.session}, ({chain},))" if f.session else "0.0"
         if e.fn == "cachedin":
             return f"{p}.cached_of({f.session})" if f.session else "0.0"
-        if e.fn == "holders":  # Pool.holder_count, inline (a router reads it for every replica)
+        if e.fn == "holders":  # (inline: a router reads it for every replica)
             return f"float(len({p}.holders))"
-        if e.fn == "queued":  # Pool.queued, inline
+        if e.fn == "queued":
             return f"float(len({p}.put_queue))"
     else:
         assert f.resolve_stage is not None, "no stages in this frame"

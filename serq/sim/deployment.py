@@ -85,7 +85,7 @@ def _gauges(sim: "Simulator", frame: Frame) -> None:
     p = sim.program
     text = f"lambda c: ({', '.join(source(g.expr, frame) for g in p.gauges)},)"
     read = eval(compile(text, "<serq gauges>", "eval"), frame.ns)  # noqa: S307 - our own generated code
-    sim.gauges = Gauges(sim, [g.name for g in p.gauges], [compile_expr(g.expr, frame) for g in p.gauges], read)
+    sim.gauges = Gauges(sim, [g.name for g in p.gauges], read)
     for g in p.gauges:
         for x in walk(g.expr):
             if isinstance(x, ir.Probe) and isinstance(x.target, ir.PoolRef):

@@ -35,13 +35,11 @@ NAN = math.nan
 class Gauges:
     """The program's gauges, compiled, and their change points."""
 
-    def __init__(self, sim: "Simulator", names: list[str], fns: list[Callable[[Any], float]],
-                 read: Callable[[Any], tuple] | None = None) -> None:
+    def __init__(self, sim: "Simulator", names: list[str], read: Callable[[Any], tuple]) -> None:
         self.sim = sim
         self.names = names
-        self.fns = fns
-        #: every gauge at once, one tuple (compiled as one function by the deployment)
-        self.read = read if read is not None else (lambda c: tuple(fn(c) for fn in fns))
+        #: every gauge at once, a tuple in the order of ``names`` (compiled as one function)
+        self.read = read
         self.last: tuple | None = None  # the latest reading
         self.points: list[list[tuple[float, float]]] = [[] for _ in names]
         #: the engine replaying a coalesced run: read as iterating while its growths are sampled

@@ -91,8 +91,7 @@ class Holds:
         self.next_adm += 1
         s.a[ir.CACHED] = own_max
         s.queued_at = None
-        for cache in self.sim.kept_caches:
-            cache.touch(s.serial)
+        self.sim.waiting_changed(s)
         req.state = GRANTED
         first.record()
         first.trigger(req)

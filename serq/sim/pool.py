@@ -258,12 +258,6 @@ class Pool(BaseResource):
         r, delta = sh.cost(self.segments_of(req), need, bound)
         return need - r + delta
 
-    def holder_count(self) -> float:
-        return float(len(self.holders))
-
-    def queued(self) -> float:
-        return float(len(self.put_queue))
-
     # -- amounts -------------------------------------------------------------
 
     def round_up(self, x: float) -> float:
@@ -370,20 +364,16 @@ class Pool(BaseResource):
             self.put_queue.insert(0, req)
         else:
             self.put_queue.append(req)
-        s = req.session
-        s.queued_at = req.joined
-        for cache in self.sim.kept_caches:
-            cache.touch(s.serial)
+        req.session.queued_at = req.joined
+        self.sim.waiting_changed(req.session)
         self.record()
 
     def cancel(self, req: HoldRequest) -> None:
         if req in self.put_queue:
             self.put_queue.remove(req)
         req.state = CANCELLED
-        s = req.session
-        s.queued_at = None
-        for cache in self.sim.kept_caches:
-            cache.touch(s.serial)
+        req.session.queued_at = None
+        self.sim.waiting_changed(req.session)
         self.record()
 
     def fits(self, req: HoldRequest) -> list[tuple[float, float]] | None:

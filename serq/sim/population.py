@@ -153,8 +153,7 @@ class Population:
         """The session's body returned (its process calls this)."""
         sim = self.sim
         s.ended = True
-        for cache in sim.kept_caches:
-            cache.touch(s.serial)
+        sim.waiting_changed(s)
         self.live_by(-1)
         if sim.stats_on:
             sim.ended += 1

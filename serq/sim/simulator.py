@@ -138,6 +138,12 @@ class Simulator:
         """A new root session (:meth:`Population.spawn`)."""
         return self.population.spawn(run_now)
 
+    def waiting_changed(self, s: Any) -> None:
+        """Session ``s`` started or stopped waiting in a pool's queue, or ended:
+        the caches whose `evict by` keys read ``waiting`` key its entry again."""
+        for cache in self.kept_caches:
+            cache.touch(s.serial)
+
     def admit(self, req: HoldRequest, amounts: list[tuple[float, float]]) -> None:
         """Grant a waiting hold (:meth:`Holds.admit`); what an ``admit_next`` override calls."""
         self.holds.admit(req, amounts)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from frontend_util import cli_main
+from test_sweep_search import search_writes_every_point_and_resumes
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -90,11 +91,4 @@ def test_find_min_writes_every_point_and_resumes(replicas: str, tmp_path: Path) 
     argv = ("sweep", replicas, "--set", "N=4:8", "--find-min", "N", "--slo", "observes.response.mean<=2.2",
             "--slo-on", "mean", "--seeds", "1-2", "--horizon", "2000", "--warmup", "100", "--quiet", "--json",
             "--out", str(out))
-    code, first = cli_main(*argv)
-    assert code == 0, first
-    steps = json.loads(first)["steps"]
-    rows = [json.loads(line) for line in out.read_text().splitlines()]
-    assert len(rows) == 2 * len(steps)  # every evaluation's two seeds
-    assert [(r["N"], r["seed"]) for r in rows] == sorted((s["value"], seed) for s in steps for seed in (1, 2))
-    code, again = cli_main(*argv, "--resume")
-    assert code == 0 and json.loads(again) == json.loads(first)
+    search_writes_every_point_and_resumes(argv, out, "N")

@@ -122,20 +122,27 @@ def test_midpoints_are_rounded_a_digit_finer_than_the_tolerance() -> None:
     assert 0.5 < _midpoint(0.5, 0.50001, 0.008) < 0.50001  # rounding would leave the bracket
 
 
-def test_a_search_writes_every_evaluated_point_and_resumes_from_them(mm1: str, tmp_path: Path) -> None:
-    out = tmp_path / "search.jsonl"
-    argv = ("sweep", mm1, "--set", "lam=0.1:0.9", "--find-max", "lam", "--slo", "observes.response.mean<=2",
-            "--seeds", "1-2", "--horizon", "2000", "--warmup", "100", "--tol", "0.05", "--quiet", "--json",
-            "--out", str(out))
+def search_writes_every_point_and_resumes(argv: tuple[str, ...], out: Path, axis: str) -> None:
+    """Run a search of seeds 1-2 with ``--json --out OUT`` (in ``argv``): every
+    evaluation's rows are in the file, sorted by value then seed, and the same
+    command with ``--resume`` gives the same search and leaves the file as it was."""
     code, first = cli_main(*argv)
     assert code == 0, first
     steps = json.loads(first)["steps"]
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(rows) == 2 * len(steps)  # every evaluation's seeds, none lost between evaluations
-    assert {r["lam"] for r in rows} == {s["value"] for s in steps}
+    assert {r[axis] for r in rows} == {s["value"] for s in steps}
     # sorted by value, then seed, at the end
-    assert [(r["lam"], r["seed"]) for r in rows] == sorted((s["value"], seed) for s in steps for seed in (1, 2))
+    assert [(r[axis], r["seed"]) for r in rows] == sorted((s["value"], seed) for s in steps for seed in (1, 2))
     before = out.read_bytes()
     code, again = cli_main(*argv, "--resume")
     assert code == 0 and json.loads(again) == json.loads(first)
     assert out.read_bytes() == before
+
+
+def test_a_search_writes_every_evaluated_point_and_resumes_from_them(mm1: str, tmp_path: Path) -> None:
+    out = tmp_path / "search.jsonl"
+    argv = ("sweep", mm1, "--set", "lam=0.1:0.9", "--find-max", "lam", "--slo", "observes.response.mean<=2",
+            "--seeds", "1-2", "--horizon", "2000", "--warmup", "100", "--tol", "0.05", "--quiet", "--json",
+            "--out", str(out))
+    search_writes_every_point_and_resumes(argv, out, "lam")

@@ -159,7 +159,7 @@ def test_coalesced_runs_give_the_gauges_of_iteration_by_iteration(lam: str, tmp_
 
 
 def test_a_gauge_needs_no_pool_and_no_session() -> None:
-    g = Gauges(None, ["one"], [lambda _c: 1.0])  # type: ignore[arg-type]
+    g = Gauges(None, ["one"], lambda _c: (1.0,))  # type: ignore[arg-type]
     g.sample(0.0)
     g.sample(1.0)
     g.sample(1.0)
@@ -171,7 +171,7 @@ def test_the_last_reading_of_an_instant_stands() -> None:
     first instant; a growth of a run, then the end of that instant), the
     later value replaces the earlier; a change back leaves no point."""
     state = {"v": 0.0}
-    g = Gauges(None, ["v"], [lambda _c: state["v"]])  # type: ignore[arg-type]
+    g = Gauges(None, ["v"], lambda _c: (state["v"],))  # type: ignore[arg-type]
     for t, v in [(0.0, 0.0), (0.0, 3.0), (1.0, 5.0), (1.0, 4.0), (2.0, 7.0), (2.0, 4.0), (3.0, 4.0)]:
         state["v"] = v
         g.sample(t)

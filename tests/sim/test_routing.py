@@ -96,6 +96,9 @@ session {{
     observe at = j;
     observe who = serial;
     observe turn = turn_no;
+    observe pair = pick1 * 10 + pick2;       // the two power of two drew (0 for the other routers)
+    observe loads = outstanding(reqs[pick1]) * 10 + outstanding(reqs[pick2]);
+    observe mine = outstanding(reqs[j]);     // read before the hold joins
     hold reqs[j] (1), kv[j] (10 + serial) {{ run svc[j] (1); }} cache (10 + serial);
     turn;
     run think (1);
@@ -128,8 +131,19 @@ def test_affinity_keeps_a_session_where_its_cache_is(tmp_path: Path) -> None:
 
 
 def test_power_of_two_takes_the_less_loaded_of_two(tmp_path: Path) -> None:
-    rows = routed(tmp_path, 4)
-    assert {at for _w, _t, at in rows} == {0, 1, 2}
+    """Every request goes to one of the two replicas drawn, distinct, and
+    never to the more loaded of them."""
+    path = tmp_path / "routed.sq"
+    path.write_text(ROUTED.format(lib=ROOT / "lib" / "routers.sq"))
+    r = serq.run(serq.load(path, sets=[("router", "4")]))
+    rows = list(zip(r.samples["at"], r.samples["pair"], r.samples["loads"], r.samples["mine"]))
+    assert len(rows) == 16
+    for at, pair, loads, mine in rows:
+        p1, p2 = divmod(int(pair.value), 10)
+        l1, l2 = divmod(int(loads.value), 10)
+        assert p1 != p2 and int(at.value) in (p1, p2)
+        assert mine.value == min(l1, l2)
+    assert len({int(a.value) for a, *_ in rows}) == 3
 
 
 SYSTEM_PROMPT = ROOT / "programs" / "cluster" / "system_prompt.sq"

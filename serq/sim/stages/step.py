@@ -579,14 +579,11 @@ class StepEngine(Stage):
         run = self.run
         if run is not None:
             gauges = self.sim.gauges
-            if gauges is None:
-                run.replay(self, assign)
-            else:  # a gauge read at a growth sees the run's iteration in flight
+            if gauges is not None:  # a gauge read at a growth sees the run's iteration in flight
                 gauges.replaying = self
-                try:
-                    run.replay(self, assign)
-                finally:
-                    gauges.replaying = None
+            run.replay(self, assign)
+            if gauges is not None:
+                gauges.replaying = None
             self.run = None
         self.sim.events += 1
         now = self.env.now
