@@ -18,6 +18,7 @@ makes events ready, timed or failed through the methods below.
 
 from __future__ import annotations
 
+import heapq
 from heapq import heappop, heappush
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -62,6 +63,9 @@ class Kernel(simpy.Environment):
         self.live = 0
         #: the first run-time error a callback recorded (raised by the loop after its event)
         self.error: SerqError | None = None
+        #: the coalesced runs that pass over other events (``serq.sim.lazy.LazyRuns``), told
+        #: of every timer set at one of their iterations' ends before it is pushed; None: none
+        self.lazy: Any = None
 
     # -- time and the guard -----------------------------------------------------------------
 
@@ -117,8 +121,35 @@ class Kernel(simpy.Environment):
         t._value = None
         t._delay = delay
         t._ok = True
-        heappush(self._queue, (self._now + delay, NORMAL, next(self._eid), t))
+        when = self._now + delay
+        lazy = self.lazy
+        if lazy is not None and when in lazy.ends:
+            lazy.tie(when)
+        heappush(self._queue, (when, NORMAL, next(self._eid), t))
         return t
+
+    def timer_entry(self, when: float, callbacks: list[Any]) -> tuple[float, int, int, Timeout]:
+        """:meth:`timer_at`, giving the heap entry (for :meth:`unschedule`), and
+        without telling the passing runs: a run's own end, placed by them."""
+        t = _new(Timeout)
+        t.env = self
+        t.callbacks = callbacks
+        t._value = None
+        t._delay = when - self._now
+        t._ok = True
+        entry = (when, NORMAL, next(self._eid), t)
+        heappush(self._queue, entry)
+        return entry
+
+    def unschedule(self, entry: tuple[float, int, int, Event]) -> None:
+        """Take a timer out of the heap: it never happens (a coalesced run cut short)."""
+        q = self._queue
+        i = q.index(entry)
+        last = q.pop()
+        if i < len(q):  # the last entry takes its place, and moves down or up to where it belongs
+            q[i] = last
+            heapq._siftup(q, i)  # type: ignore[attr-defined]
+            heapq._siftdown(q, 0, i)  # type: ignore[attr-defined]
 
     def timer_at(self, when: float, callbacks: list[Any]) -> Timeout:
         """A timer that fires at the instant ``when`` exactly (not ``now + (when − now)``)."""
@@ -128,6 +159,9 @@ class Kernel(simpy.Environment):
         t._value = None
         t._delay = when - self._now
         t._ok = True
+        lazy = self.lazy
+        if lazy is not None and when in lazy.ends:
+            lazy.tie(when)
         heappush(self._queue, (when, NORMAL, next(self._eid), t))
         return t
 
@@ -204,6 +238,8 @@ class Kernel(simpy.Environment):
         ``sample(t)`` (the gauges) is called at the end of every instant: once
         its events are handled and the next event is later."""
         q = self._queue
+        # passing runs' growths, replayed before every new instant when gauges read them (serq/sim/lazy.py)
+        eager = self.lazy if sample is not None and self.lazy is not None and self.lazy.merged else None
         settle()
         if sample is not None:
             sample(self.now)
@@ -215,6 +251,8 @@ class Kernel(simpy.Environment):
             if t != self.instant:  # self.new_instant(t), inline
                 self.instant = t
                 self.room = self.cap = EVENTS_PER_INSTANT + EVENTS_PER_SESSION * self.live
+                if eager is not None and eager.growths and eager.growths[0][0] < t:
+                    eager.catch_up(t)  # the gauges read the growths at their times, in the state before t
             self.room -= 1
             if self.room < 0:
                 raise self.unsettled(t)

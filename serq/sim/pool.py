@@ -166,6 +166,7 @@ class Pool(BaseResource):
         self.shared: SharedCache | None = None  # the trie, for a pool some hold names with `prefix`
         self.engines: list[Any] = []  # step stages whose `memory` this pool is
         self.gauged = False  # a gauge reads its `used` or `free` (``Gauges``)
+        self.watchers: list[Any] = []  # engines whose passing runs watch it (serq/sim/lazy.py)
         # statistics (§2.8)
         now = sim.env.now
         self.used_avg = TimeAverage(now, 0.0)

@@ -21,7 +21,7 @@ from typing import Any, Mapping
 from .. import ir
 from ..errors import RunInterrupted, SerqError, SerqRuntimeError
 from ..expr import base_namespace
-from . import deployment, rng
+from . import deployment, lazy, rng
 from .arrivals import KINDS, Arrivals
 from .compile import Compiler
 from .holds import Holds
@@ -114,6 +114,11 @@ class Simulator:
                 engine.coalesce = False  # the plain path: the same report (docs/simulator.md)
                 engine.step_log = array("d")
         self.code = Compiler(self).compile(program)
+        self.pool_by_id = {id(p): p for p in self.all_pools}
+        #: coalesced runs that pass over other events (serq/sim/lazy.py), where the program allows
+        self.lazy: Any = None
+        if lazy.wanted(self):
+            self.lazy = self.env.lazy = lazy.LazyRuns(self)
 
     def _trace_session(self, serial: int) -> Any:
         """The trace session a new root replays: in file order (``ordered``), or drawn."""
@@ -141,8 +146,12 @@ class Simulator:
     def waiting_changed(self, s: Any) -> None:
         """Session ``s`` started or stopped waiting in a pool's queue, or ended:
         the caches whose `evict by` keys read ``waiting`` key its entry again."""
-        for cache in self.kept_caches:
-            cache.touch(s.serial)
+        caches = self.kept_caches
+        if caches:
+            if self.lazy is not None:  # the passing runs' evictions before now see the state before
+                self.lazy.catch_up(self.env.now)
+            for cache in caches:
+                cache.touch(s.serial)
 
     def admit(self, req: HoldRequest, amounts: list[tuple[float, float]]) -> None:
         """Grant a waiting hold (:meth:`Holds.admit`); what an ``admit_next`` override calls."""

@@ -115,12 +115,19 @@ class RunPlanner:
         engine = self.engine
         sim = self.sim
         t = now + cost
-        limit = engine.env.peek()
-        if not t < limit or t > sim.horizon or sim.dirty_ps:
-            return None
-        for other in sim.engines:  # another engine that could start at a settle inside the run
-            if other is not engine and not other.iterating and other.has_work():
+        lazy = sim.lazy
+        if lazy is not None and not lazy.off:  # the run passes over other events (serq/sim/lazy.py):
+            # only the warm-up's end stops it
+            limit = lazy.limit()
+            if not t < limit or t > sim.horizon:
                 return None
+        else:
+            limit = engine.env.peek()
+            if not t < limit or t > sim.horizon or sim.dirty_ps:
+                return None
+            for other in sim.engines:  # another engine that could start at a settle inside the run
+                if other is not engine and not other.iterating and other.has_work():
+                    return None
         cap = _whole_tokens(engine.assign)
         if cap < 1:
             return None  # the first iteration finishes a job, or takes a fraction of a token
@@ -132,6 +139,7 @@ class RunPlanner:
                 return None
             more, self.recheck, run.head, run.blocking, self.xheads = terms
             stop = stop | more
+        run.watch = stop | self.recheck
         self.run = run
         self.cap, self.limit, self.horizon = cap, limit, sim.horizon
         self._state(stop)

@@ -52,7 +52,7 @@ class DecodeRun:
     does not fit; ``budget``, the budget of every iteration."""
 
     __slots__ = ("start", "cost", "budget", "length", "end", "first", "segs", "events", "final", "head",
-                 "blocking")
+                 "blocking", "grown", "watch", "grows", "ends", "entry")
 
     def __init__(self, start: float, cost: float, budget: float, head: Any, blocking: int) -> None:
         self.start = start
@@ -66,6 +66,17 @@ class DecodeRun:
         self.segs: list[list] = []
         self.events: list[RunEvent] = []
         self.final: list[float] | None = None
+        #: the growth events already replayed (a run that passes over other events
+        #: replays its growths when something reads its pools, :mod:`serq.sim.lazy`)
+        self.grown = 0
+        #: the ids of the pools whose state the plan read (planned growths, the head's
+        #: header, ``budget``/``chunk``/``cost``), set by the planner
+        self.watch: frozenset[int] = frozenset()
+        self.grows: frozenset[int] = frozenset()  # (the pools its jobs grow, for a passing run)
+        #: for a run that passes over other events: the ends of its iterations, and
+        #: the heap entry of its timer
+        self.ends: list[float] | None = None
+        self.entry: Any = None
 
     # -- the replay -------------------------------------------------------------------------
 
@@ -111,12 +122,20 @@ class DecodeRun:
                 else:  # the last iteration's tokens may be a fraction
                     req.pos[job.k] = plus_ones(req.pos[job.k], k - 1) + final[i]
 
-    def _grow(self, engine: "StepEngine", assign: list[tuple["Job", float]]) -> None:
-        """The growths of iterations 2 … m at their starts, in turn.  Growths
+    def _grow(self, engine: "StepEngine", assign: list[tuple["Job", float]], upto: int | None = None) -> None:
+        """The growths of iterations 2 … m at their starts, in turn (those not
+        replayed yet, up to the event ``upto``).  Growths
         in one pool go to ``Pool.allocate_run`` together, up to an admission
         attempt that reads them or a growth in another pool; an attempt whose
         header reads what a growth changed is evaluated again there."""
         events = self.events
+        lo = self.grown
+        hi = len(events) if upto is None else upto
+        if lo >= hi:
+            return
+        self.grown = hi
+        if lo or hi < len(events):
+            events = events[lo:hi]
         head = self.head
         if len(assign) == 1 and head is None:  # one job: its hold and pool looked up once
             req = assign[0][0].hold
@@ -153,6 +172,51 @@ class DecodeRun:
                     engine.admitting_left = None
         if needs:
             pending.allocate_run(needs, times)
+
+    def grow_until(self, engine: "StepEngine", t: float) -> None:
+        """Replay the growths of the iterations that start before ``t``."""
+        events = self.events
+        hi = self.grown
+        n = len(events)
+        while hi < n and events[hi][3] < t:
+            hi += 1
+        self._grow(engine, engine.assign, hi)
+
+    def end_list(self) -> list[float]:
+        """The end of every iteration, in order (the last is ``end``)."""
+        ends = [self.first]
+        for c, n, t0, _t1 in self.segs:
+            ends.extend(islice(accumulate(repeat(c, n), add, initial=t0), 1, None))
+        return ends
+
+    def cut(self, length: int, ends: list[float]) -> None:
+        """Keep the first ``length`` iterations (``ends``, :meth:`end_list`, is
+        cut too): the later ones will not be run as planned."""
+        if length >= self.length:
+            return
+        keep = length - 1  # iterations 2 … length, in the segments
+        segs = self.segs
+        acc = 0
+        for i, seg in enumerate(segs):
+            if acc + seg[1] >= keep:
+                c = keep - acc
+                if c > 0:
+                    seg[1] = c
+                    seg[3] = ends[length - 1]
+                    del segs[i + 1:]
+                else:
+                    del segs[i:]
+                break
+            acc += seg[1]
+        events = self.events
+        while events and events[-1][0] > length - 2:  # (event j: iteration j + 2)
+            events.pop()
+        if self.grown > len(events):
+            self.grown = len(events)
+        self.final = None
+        self.length = length
+        del ends[length:]
+        self.end = ends[-1]
 
     def _account(self, engine: "StepEngine", jobs: int, k: int) -> None:
         """The statistics of iterations 2 … m, as ``_account`` and ``gap`` of

@@ -38,7 +38,7 @@ from ..order import total_key
 from ..stats import LogHistogram, fold
 from . import candidate, hooks, waiting
 from .coalesce import RunPlanner
-from .decode_run import DecodeRun
+from .decode_run import DecodeRun, minus
 from .base import Job, Stage, check_work
 from .candidate import Candidate
 
@@ -171,6 +171,10 @@ class StepEngine(Stage):
         return float(len(self.assign)) if self.iterating else 0.0
 
     def work(self) -> float:
+        run = self.run
+        if run is not None and run.ends is not None:  # a run passing over other events: its ended iterations'
+            done = self.sim.lazy.committed(self)     # tokens are not committed yet
+            return fold((minus(j.work, 1.0, done) for j in self.residents), 0.0)
         return fold((j.work for j in self.residents), 0.0)
 
     def budget_left(self) -> float:
@@ -179,7 +183,13 @@ class StepEngine(Stage):
             return self.admitting_left
         ctx = _BudgetView(self)
         budget, chunk = self.budget_fn(ctx), self.chunk_fn(ctx)
-        want = fold((self.plan_tokens(j, chunk) for j in self.residents), 0.0)
+        run = self.run
+        if run is not None and run.ends is not None:  # (as `work`: every resident decodes, a token each)
+            done = self.sim.lazy.committed(self)
+            want = fold((self.plan_tokens(_Virtual(j, minus(j.work, 1.0, done)), chunk) for j in self.residents),
+                        0.0)
+        else:
+            want = fold((self.plan_tokens(j, chunk) for j in self.residents), 0.0)
         return max(0.0, budget - want)
 
     # -- jobs -------------------------------------------------------------------------------
@@ -188,6 +198,11 @@ class StepEngine(Stage):
         check_work(label, work)
         if work == 0.0:
             return self.immediate()
+        run = self.run
+        if run is not None and run.ends is not None:  # a new resident: the passing run ends with its iteration
+            lazy = self.sim.lazy
+            lazy.catch_up(self.env.now)
+            lazy.cut(self)
         job = Job(s, work, Event(self.env), self.env.now)
         job.prefill = mode == "prefill"
         if growing is not None:
@@ -212,6 +227,9 @@ class StepEngine(Stage):
         """A resident leaves without finishing (its session was preempted)."""
         if job.done:
             return
+        run = self.run
+        if run is not None and run.ends is not None:  # its tokens so far are committed first
+            self.sim.lazy.materialize(self)
         job.done = True
         i = self.residents.index(job)
         del self.residents[i]
@@ -539,6 +557,16 @@ class StepEngine(Stage):
         planner = self.planner
         if planner is not None and not preempted and not prefilled and decoders == len(self.residents) > 0:
             run = planner.plan(now, cost, budget)
+            lazy = self.sim.lazy
+            if run is not None and lazy is not None and not lazy.off:  # it may pass over other events
+                # (serq/sim/lazy.py)
+                run = lazy.admit(self, run, now)
+                if run is not None:
+                    self.run = run
+                    entry = self.env.timer_entry(run.end, [self._iter_end])
+                    entry[3].epoch = self.epoch  # type: ignore[attr-defined]
+                    lazy.register(self, run, entry)
+                    return True
         self.run = run
         end = now + cost if run is None else run.end
         timer = self.env.timer(end - now, [self._iter_end])
@@ -578,6 +606,8 @@ class StepEngine(Stage):
         assign = self.assign
         run = self.run
         if run is not None:
+            if run.ends is not None:  # a run that passed over other events: every run's growths up to now first
+                self.sim.lazy.finish(self)
             gauges = self.sim.gauges
             if gauges is not None:  # a gauge read at a growth sees the run's iteration in flight
                 gauges.replaying = self
@@ -641,6 +671,16 @@ def _fixed_while_planning(keys: Any) -> bool:
             if isinstance(x, ir.Ctx) and x.name in ("kv_decode", "kv_prefill"):
                 return False
     return True
+
+
+class _Virtual:
+    """A resident as ``plan_tokens`` reads it, with the work it has left now."""
+
+    __slots__ = ("prefill", "work")
+
+    def __init__(self, job: Job, work: float) -> None:
+        self.prefill = job.prefill
+        self.work = work
 
 
 class _BudgetView:

@@ -195,8 +195,9 @@ class HeadAnalysis:
                 for r in self.header(req.spec):
                     if r is None or r:
                         return None
-            elif pool.put_queue and pool not in engine.admit_pools:
+            elif pool.put_queue and pool not in engine.admit_pools and (self.sim.lazy is None or self.sim.lazy.off):
                 return None  # another engine's: it is iterating or has no work (checked before)
+                # (with runs that pass over other events, that engine's admissions are its own events)
         if not (engine.left > 0.0 and any(p.put_queue for p in engine.admit_pools)):
             return stop, frozenset(), None, 0, xheads  # no admission attempt in the run
         pool = next(p for p in engine.admit_pools if p.put_queue)

@@ -1,0 +1,387 @@
+"""Coalesced decode runs that pass over other events (several step engines).
+
+With one engine, a coalesced decode run ends before the next event of the
+queue (docs/simulator.md, "Coalesced decode runs"): that event may wake a
+session that reads or joins the engine.  With many engines nearly every event
+is another engine's, and runs would shrink to a few iterations.  Here a run
+plans past the other events instead, and stays *virtual* — its iterations
+neither committed nor its growths made — until something outside it reads or
+changes what it owns:
+
+* **reads** of a pool it grows (``used``, the cache and ``cachedin``, a gauge)
+  first replay the growths of every passing run that start before now, in the
+  order of their times (:meth:`LazyRuns.catch_up`): a growth evicts cache, and
+  the gauges and time averages see each one at its own time;
+* **changes** to a pool it watches — the pools it grows, the pools its engine
+  admits from, the pools its ``budget``/``chunk``/``cost`` and its waiting head
+  read — and a job submitted to its engine cut it to the iteration in flight
+  (:meth:`LazyRuns.cut`): its timer moves to that iteration's end, and the
+  engine plans again there, as it would have;
+* a resident taken away (a preemption) replays the run up to now first;
+* ``work`` and ``budget_left`` of its engine are worked out from the tokens of
+  the iterations that have ended (``StepEngine.work``).
+
+Pools are watched by switching their class to :class:`WatchedPool` while a
+run watches them, so the unwatched path costs nothing.
+
+**Ties.**  Events at one time are handled in the order they were scheduled.
+A passing run's iterations would have scheduled their ends one by one, so a
+run's ends must never tie with another event, where the order would differ:
+a run is cut before its first end that falls on an event in the queue or on
+another passing run's end (:meth:`LazyRuns.admit`), and a timer set at one of
+a run's ends cuts the run first (:meth:`LazyRuns.tie`) — to the iteration in
+flight when that end is its own (its timer then comes first, as it would
+have), else to the iteration before.  No event ever falls on a run's virtual
+end, so every read happens at a time no run's iteration ends.
+
+**When.**  Only where every engine is the default one (a subclass's hooks may
+read any state in Python), with at least two step stages, and every cache's
+``evict by`` keys read only the entry (``size``, ``age``, ``last``): keys that
+read ``waiting`` or an owner's attributes would change with any session's
+code, and keys that draw share the eviction stream across pools.  The report
+is the same either way (tests/sim/test_lazy_runs.py compares it with every
+iteration run one by one).
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left
+from heapq import heappop, heappush
+from typing import TYPE_CHECKING, Any
+
+from .. import expr, ir
+from .pool import Pool
+
+if TYPE_CHECKING:
+    from .simulator import Simulator
+    from .stages.decode_run import DecodeRun
+    from .stages.step import StepEngine
+
+#: Off switch for comparisons (tests and benchmarks): the runs stop at the next event again.
+ENABLED = True
+
+
+def wanted(sim: "Simulator") -> bool:
+    """Whether runs of this simulation may pass over other events (see the module)."""
+    from .stages import hooks
+
+    if not ENABLED or len(sim.engines) < 2:
+        return False
+    for engine in sim.engines:
+        if not engine.coalesce or engine.step_log is not None or hooks.overridden(type(engine)):
+            return False
+    for pool in sim.all_pools:
+        evict = getattr(pool.decl, "evict", "lru")
+        if isinstance(evict, (list, tuple)):
+            for e in evict:
+                for x in expr.walk(e):
+                    if isinstance(x, (ir.Attr, ir.Draw, ir.Probe)) or (
+                            isinstance(x, ir.Ctx) and x.name not in ("size", "age", "last")):
+                        return False
+    return True
+
+
+class LazyRuns:
+    """The coalesced runs in flight that pass over other events (see the module)."""
+
+    def __init__(self, sim: "Simulator") -> None:
+        self.sim = sim
+        self.env = sim.env
+        #: every iteration end of every passing run (no two runs share one)
+        self.ends: set[float] = set()
+        #: the next growth of each passing run that has one: (its start, order, engine, run)
+        self.growths: list[tuple[float, int, "StepEngine", "DecodeRun"]] = []
+        self.order = 0
+        #: engines whose run passes over other events now
+        self.engines: list["StepEngine"] = []
+        #: replaying: reads and changes of watched pools are the runs' own
+        self.busy = False
+        #: gauges read the pools at every growth: the runs' growths are replayed
+        #: together, in the order of their times; else each run's on its own
+        self.merged = sim.gauges is not None
+        #: runs stop at the next event again from now on: engines that share pools kept cutting
+        #: each other's runs short (each cut wastes a plan); the runs in flight end as planned
+        self.off = False
+        self.admitted = 0
+        self.conflicts = 0
+
+    def limit(self) -> float:
+        """What a run may not pass: the end of the warm-up (the statistics restart there)."""
+        sim = self.sim
+        return sim.warmup if not sim.stats_on else math.inf
+
+    # -- a run starts and ends ---------------------------------------------------------------
+
+    def admit(self, engine: "StepEngine", run: "DecodeRun", now: float) -> "DecodeRun | None":
+        """The planned ``run`` of ``engine``, cut before its first end that ties
+        with an event in the queue or another passing run's end; None when
+        that leaves one iteration.  Passing runs that share a pool with it are
+        cut to their iteration in flight (each plans as if alone)."""
+        ends = run.end_list()
+        taken = self.ends
+        last = ends[-1]
+        times = {e[0] for e in self.env.queue if now < e[0] <= last}
+        if not (times.isdisjoint(ends) and taken.isdisjoint(ends)):
+            i = next(i for i, t in enumerate(ends) if t in times or t in taken)
+            if i < 2:
+                return None
+            run.cut(i, ends)
+        run.ends = ends
+        grows, watch = self._pools(engine, run)
+        self.admitted += 1
+        for other in self.engines[:]:
+            orun = other.run
+            if orun is not None and (grows & orun.watch or orun.grows & watch):
+                self.catch_up(now)
+                self.cut(other)
+                self.conflicts += 1
+        if self.conflicts > 100 and self.conflicts * 5 > self.admitted:
+            # runs keep cutting each other short: from now on they stop at the next event again, and
+            # the passing runs end with their iterations in flight (none has a growth after now)
+            self.off = True
+            self.catch_up(now)
+            for other in self.engines[:]:
+                self.cut(other)
+            return None
+        run.watch = watch
+        run.grows = grows
+        return run
+
+    def _pools(self, engine: "StepEngine", run: "DecodeRun") -> tuple[frozenset[int], frozenset[int]]:
+        """The ids of the pools the run grows, and of those it watches."""
+        grows = _grown(engine)
+        watch = set(run.watch) | grows
+        watch.update(id(p) for p in engine.admit_pools)
+        if engine.memory is not None:
+            watch.add(id(engine.memory))
+        head = run.head
+        if head is not None:
+            for req in getattr(head, "reqs", None) or [head]:
+                watch.update(id(p) for p in req.pools)
+        return grows, frozenset(watch)
+
+    def register(self, engine: "StepEngine", run: "DecodeRun", entry: Any) -> None:
+        """``run`` is in flight, its timer ``entry`` in the queue."""
+        run.entry = entry
+        assert run.ends is not None
+        self.ends.update(run.ends)
+        self.engines.append(engine)
+        if run.events and self.merged:
+            self.order += 1
+            heappush(self.growths, (run.events[0][3], self.order, engine, run))
+        by_id = self.sim.pool_by_id
+        for pid in run.watch:
+            pool = by_id[pid]
+            pool.watchers.append(engine)
+            if type(pool) is Pool:
+                pool.__class__ = WatchedPool
+
+    def release(self, engine: "StepEngine") -> None:
+        """``engine``'s run is over (at its end, or cut to one iteration): its
+        pools are no longer watched for it."""
+        run = engine.run
+        assert run is not None and run.ends is not None
+        self.ends.difference_update(run.ends)
+        run.ends = None
+        self.engines.remove(engine)
+        by_id = self.sim.pool_by_id
+        for pid in run.watch:
+            pool = by_id[pid]
+            pool.watchers.remove(engine)
+            if not pool.watchers:
+                pool.__class__ = Pool
+
+    def finish(self, engine: "StepEngine") -> None:
+        """``engine``'s run ends now (its timer): released, its growths are
+        replayed with it — after every passing run's growths before now when
+        gauges read them (in the order of their times)."""
+        if self.merged:
+            self.catch_up(self.env.now)
+        self.release(engine)
+
+    # -- reading and changing what runs own ----------------------------------------------------
+
+    def catch_up(self, t: float) -> None:
+        """Replay the growths of every passing run that start before ``t``, in
+        the order of their times (no two are at one time: see the module)."""
+        if self.busy:
+            return
+        if not self.merged:
+            self.busy = True
+            try:
+                for engine in self.engines:
+                    engine.run.grow_until(engine, t)  # type: ignore[union-attr]
+            finally:
+                self.busy = False
+            return
+        heap = self.growths
+        if not heap or not heap[0][0] < t:
+            return
+        gauges = self.sim.gauges
+        self.busy = True
+        try:
+            while heap and heap[0][0] < t:
+                start, _o, engine, run = heappop(heap)
+                if engine.run is not run or run.ends is None or run.grown >= len(run.events) or \
+                        run.events[run.grown][3] != start:
+                    continue  # (the run was cut or ended since)
+                bound = heap[0][0] if heap and heap[0][0] < t else t
+                if gauges is not None:
+                    gauges.replaying = engine
+                try:
+                    run.grow_until(engine, bound)
+                finally:
+                    if gauges is not None:
+                        gauges.replaying = None
+                if run.grown < len(run.events):
+                    self.order += 1
+                    heappush(heap, (run.events[run.grown][3], self.order, engine, run))
+        finally:
+            self.busy = False
+
+    def read(self, pool: Pool) -> None:
+        """Something outside the runs reads ``pool`` now: the growths there
+        that start before now are replayed first (every run's when gauges
+        read the pools; else the pool's own: no run reads another's pools)."""
+        if self.busy:
+            return
+        now = self.env.now
+        if self.merged:
+            self.catch_up(now)
+            return
+        pid = id(pool)
+        for engine in pool.watchers:
+            run = engine.run
+            if run.grown < len(run.events) and run.events[run.grown][3] < now and pid in run.grows:
+                self.busy = True
+                try:
+                    run.grow_until(engine, now)
+                finally:
+                    self.busy = False
+
+    def changed(self, pool: Pool) -> None:
+        """Something outside the runs is about to change ``pool``: the runs
+        that watch it end with their iteration in flight."""
+        if self.busy:
+            return
+        self.read(pool)
+        for engine in pool.watchers[:]:
+            self.cut(engine)
+
+    def cut(self, engine: "StepEngine") -> None:
+        """End ``engine``'s passing run with the iteration in flight now (its
+        growths before now replayed: the caller catches up first)."""
+        run = engine.run
+        assert run is not None and run.ends is not None
+        k = bisect_left(run.ends, self.env.now) + 1
+        self._shorten(engine, run, k)
+
+    def materialize(self, engine: "StepEngine") -> None:
+        """Replay ``engine``'s passing run up to now: the iterations that ended
+        are committed, the one in flight becomes an ordinary iteration."""
+        assert not self.busy, "a replay changes no engine's residents"
+        self.catch_up(self.env.now)
+        self.cut(engine)
+        run = engine.run
+        if run is not None:  # (cut to one iteration, it already is one)
+            self.release(engine)
+            run.replay(engine, engine.assign)
+            engine.run = None
+
+    def tie(self, t: float) -> None:
+        """A timer is about to be set at ``t``, one of a passing run's ends:
+        the run is cut so that it ends before ``t``, or at ``t`` when that is
+        the end of its iteration in flight (its timer, set first, comes first,
+        as it would have one iteration at a time)."""
+        for engine in self.engines:
+            run = engine.run
+            assert run is not None and run.ends is not None
+            j = bisect_left(run.ends, t)
+            if j < len(run.ends) and run.ends[j] == t:
+                k = bisect_left(run.ends, self.env.now) + 1
+                self._shorten(engine, run, max(k, j))  # (iteration j + 1 ends at t)
+                return
+
+    def _shorten(self, engine: "StepEngine", run: "DecodeRun", length: int) -> None:
+        """Cut ``run`` to ``length`` iterations and move its timer to the new end."""
+        if length >= run.length:
+            return
+        ends = run.ends
+        assert ends is not None
+        self.ends.difference_update(ends[length:])
+        run.cut(length, ends)
+        env = self.env
+        env.unschedule(run.entry)
+        epoch = run.entry[3].epoch
+        if length == 1:  # an ordinary iteration now
+            self.release(engine)
+            engine.run = None
+            entry = env.timer_entry(ends[0], [engine._iter_end])
+        else:
+            entry = env.timer_entry(ends[-1], [engine._iter_end])
+            run.entry = entry
+        entry[3].epoch = epoch  # type: ignore[attr-defined]
+
+    # -- stage probes of an engine in a passing run --------------------------------------------
+
+    def committed(self, engine: "StepEngine") -> int:
+        """Iterations of ``engine``'s passing run that have ended by now."""
+        run = engine.run
+        assert run is not None and run.ends is not None
+        return bisect_left(run.ends, self.env.now)
+
+
+def _grown(engine: "StepEngine") -> frozenset[int]:
+    """The ids of the pools the jobs of ``engine``'s batch hold and grow."""
+    return frozenset(id(job.hold.pools[job.k]) for job, _t in engine.assign if job.hold is not None)
+
+
+class WatchedPool(Pool):
+    """A pool that a passing run watches (see the module): reading its state
+    replays the runs' growths up to now; changing it cuts the runs that
+    watch it first."""
+
+    @property  # type: ignore[override]
+    def used(self) -> float:
+        lazy = self.sim.lazy
+        if not lazy.busy:
+            lazy.read(self)
+        return self.__dict__["used"]  # type: ignore[no-any-return]
+
+    @used.setter
+    def used(self, value: float) -> None:
+        d = self.__dict__
+        if value != d["used"]:
+            self.sim.lazy.changed(self)
+        d["used"] = value
+
+    @property  # type: ignore[override]
+    def cache(self) -> Any:
+        lazy = self.sim.lazy
+        if not lazy.busy:
+            lazy.read(self)
+        return self.__dict__["cache"]
+
+    @cache.setter
+    def cache(self, value: Any) -> None:
+        self.__dict__["cache"] = value
+
+    @property  # type: ignore[override]
+    def shared(self) -> Any:
+        lazy = self.sim.lazy
+        if not lazy.busy:
+            lazy.read(self)
+        return self.__dict__["shared"]
+
+    @shared.setter
+    def shared(self, value: Any) -> None:
+        self.__dict__["shared"] = value
+
+    def join(self, req: Any) -> None:
+        self.sim.lazy.changed(self)
+        Pool.join(self, req)  # (the cut may have made it a plain pool again)
+
+    def cancel(self, req: Any) -> None:
+        self.sim.lazy.changed(self)
+        Pool.cancel(self, req)
