@@ -85,6 +85,10 @@ def wanted(sim: "Simulator") -> bool:
 class LazyRuns:
     """The coalesced runs in flight that pass over other events (see the module)."""
 
+    #: runs stop passing over events once this many plans cut another engine's run short, and
+    #: they are over a fifth of all plans (engines that share pools)
+    GIVE_UP = 100
+
     def __init__(self, sim: "Simulator") -> None:
         self.sim = sim
         self.env = sim.env
@@ -136,7 +140,7 @@ class LazyRuns:
                 self.catch_up(now)
                 self.cut(other)
                 self.conflicts += 1
-        if self.conflicts > 100 and self.conflicts * 5 > self.admitted:
+        if self.conflicts > self.GIVE_UP and self.conflicts * 5 > self.admitted:
             # runs keep cutting each other short: from now on they stop at the next event again, and
             # the passing runs end with their iterations in flight (none has a growth after now)
             self.off = True
@@ -267,6 +271,17 @@ class LazyRuns:
             return
         self.read(pool)
         for engine in pool.watchers[:]:
+            self.cut(engine)
+
+    def cut_all(self) -> None:
+        """Every passing run ends with its iteration in flight: something that
+        every instant would retry (an idle engine with work, a request waiting
+        in a pool without ``admit via``) must be retried at each iteration's
+        end, as one iteration at a time does."""
+        if self.busy or not self.engines:
+            return
+        self.catch_up(self.env.now)
+        for engine in self.engines[:]:
             self.cut(engine)
 
     def cut(self, engine: "StepEngine") -> None:

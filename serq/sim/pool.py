@@ -361,6 +361,9 @@ class Pool(BaseResource):
     # -- the queue -------------------------------------------------------------
 
     def join(self, req: HoldRequest) -> None:
+        lazy = self.sim.lazy
+        if lazy is not None and self.admit_via is None:  # tried at every settle, so at every passing
+            lazy.cut_all()                               # run's iteration end as well (serq/sim/lazy.py)
         if req.front:
             self.put_queue.insert(0, req)
         else:

@@ -198,9 +198,12 @@ class Simulator:
                     continue
             break
         if self.engines and not (q and q[0][0] <= env.now):
+            idle = False
             for engine in self.engines:
-                if not engine.iterating and engine.has_work():
-                    engine.start_iteration()
+                if not engine.iterating and engine.has_work() and not engine.start_iteration():
+                    idle = True
+            if idle and self.lazy is not None:  # it tries again at every settle: the passing runs' ends too
+                self.lazy.cut_all()
         if self.dirty_ps:  # (emptied in place: the kernel's loop holds this list)
             dirty = self.dirty_ps[:]
             self.dirty_ps.clear()

@@ -214,6 +214,43 @@ MUTATIONS = [
           "abs(j - ((serial + 0) - n * floor((serial + 0) / n)))"),),
         ("tests/sim/test_routing.py::test_round_robin_walks_round_the_replicas",),
     ),
+    # -- runs that pass over other engines' events (serq/sim/lazy.py) ---------------------------
+    Mutation(
+        "lazy-tie-ignored",
+        "a timer set at a passing run's end leaves the run as it is: the tie is ordered by the run's plan",
+        (("serq/sim/lazy.py", "        for engine in self.engines:\n            run = engine.run\n            assert run",
+          "        for engine in ():\n            run = engine.run\n            assert run"),),
+        ("tests/sim/test_lazy_runs.py::test_no_event_ever_falls_on_a_passing_runs_iteration_end",),
+    ),
+    Mutation(
+        "lazy-read-skips-growths",
+        "reading a passing run's pool does not replay its growths before now: a router sees stale KV",
+        (("serq/sim/lazy.py", "        pid = id(pool)\n        for engine in pool.watchers:",
+          "        pid = id(pool)\n        for engine in ():"),),
+        ("tests/sim/test_lazy_runs.py::test_without_gauges_each_run_replays_its_own_growths_when_read",),
+    ),
+    Mutation(
+        "lazy-join-keeps-run",
+        "a request joining a passing run's queue leaves the run as planned: it waits for the run's end",
+        (("serq/sim/lazy.py", "    def join(self, req: Any) -> None:\n        self.sim.lazy.changed(self)",
+          "    def join(self, req: Any) -> None:\n        pass"),),
+        ("tests/sim/test_lazy_runs.py::test_every_router_gives_the_report_of_one_iteration_at_a_time",),
+    ),
+    Mutation(
+        "lazy-growths-unmerged",
+        "with gauges, one run's growths are replayed up to now before the next run's: the gauges read them "
+        "out of time order",
+        (("serq/sim/lazy.py", "                bound = heap[0][0] if heap and heap[0][0] < t else t\n",
+          "                bound = t\n"),),
+        ("tests/sim/test_lazy_runs.py::test_loaded_clusters_give_the_same_report",),
+    ),
+    Mutation(
+        "lazy-plan-ignores-queued-ties",
+        "a run is planned through an end that ties with an event already in the queue",
+        (("serq/sim/lazy.py", "        times = {e[0] for e in self.env.queue if now < e[0] <= last}\n",
+          "        times: set[float] = set()\n"),),
+        ("tests/sim/test_lazy_runs.py::test_no_event_ever_falls_on_a_passing_runs_iteration_end",),
+    ),
 ]
 
 

@@ -1,0 +1,187 @@
+"""Coalesced runs that pass over other engines' events (serq/sim/lazy.py, issue 22):
+the report of a cluster is the one its engines give iteration by iteration, and
+the runs do pass over events (else the cluster is as slow as before)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import serq
+from serq.sim import lazy
+from serq.sim.stages import StepEngine
+from serq.sim.stages.decode_run import DecodeRun
+
+ROOT = Path(__file__).resolve().parents[2]
+AGENTS = ROOT / "programs/cluster/agents.sq"
+SYSTEM = ROOT / "programs/cluster/system_prompt.sq"
+GRID = Path(__file__).parent / "programs/tied_grid.sq"
+SHARED = Path(__file__).parent / "programs/shared_kv.sq"
+
+
+class Plain(StepEngine):
+    coalesce = False
+
+
+@pytest.fixture
+def calls(monkeypatch: pytest.MonkeyPatch) -> Counter:
+    """How often each step of the passing runs happened."""
+    seen: Counter = Counter()
+    for name in ("register", "tie", "cut", "materialize", "catch_up"):
+        def counted(self: Any, *args: Any, _f: Any = getattr(lazy.LazyRuns, name), _n: str = name) -> Any:
+            seen[_n] += 1
+            return _f(self, *args)
+        monkeypatch.setattr(lazy.LazyRuns, name, counted)
+    replay = DecodeRun.replay
+
+    def replayed(self: DecodeRun, engine: Any, assign: Any) -> None:
+        seen["iterations in runs"] += self.length
+        replay(self, engine, assign)
+    monkeypatch.setattr(DecodeRun, "replay", replayed)
+    return seen
+
+
+def same(path: Path, sets: dict[str, Any], horizon: float, seed: int = 1) -> serq.Report:
+    """The cluster run with passing runs, against every iteration one by one:
+    the same report, gauges' change points included."""
+    program = serq.load(path, sets={k: str(v) for k, v in sets.items()})
+    fast = serq.run(program, seed=seed, horizon=horizon, warmup=horizon / 10)
+    slow = serq.run(program, seed=seed, horizon=horizon, warmup=horizon / 10, engines={"engine": Plain})
+    assert fast.to_json() == slow.to_json()
+    for name in fast.gauges:
+        assert fast.gauge(name).points == slow.gauge(name).points
+    return fast
+
+
+@pytest.mark.parametrize("router", range(6))
+def test_every_router_gives_the_report_of_one_iteration_at_a_time(router: int, calls: Counter) -> None:
+    # 3 replicas; least KV (3), affinity (5) read the pools' `used` and `cachedin` at every request
+    report = same(AGENTS, {"N": 3, "router": router, "Lambda": 0.6}, 60.0)
+    assert calls["register"] > 100
+    # (the report counts the iterations after the warm-up, the runs all of them)
+    assert calls["iterations in runs"] > 0.9 * sum(st.iterations for st in report.stages if st.name == "engine")
+
+
+@pytest.mark.parametrize("sets", [
+    {"N": 4, "router": 3, "Lambda": 0.6, "blocks": 1500},   # tight KV: growths evict and preempt
+    {"N": 3, "router": 2, "Lambda": 0.9, "max_seqs": 4},    # long queues: the head re-read after growths
+    {"N": 8, "router": 5, "Lambda": 0.45},
+])
+def test_loaded_clusters_give_the_same_report(sets: dict[str, Any], calls: Counter) -> None:
+    same(AGENTS, sets, 60.0)
+    assert calls["register"] > 100 and calls["cut"] > 0
+
+
+@pytest.mark.parametrize("router", [2, 6])
+def test_shared_prefix_caches_give_the_same_report(router: int) -> None:
+    # route_prefix reads `cachedin` of every replica's trie at every request
+    same(SYSTEM, {"N": 3, "router": router, "Lambda": 6, "blocks": 1200}, 30.0)
+
+
+@pytest.mark.parametrize("sets", [{"router": 3, "Lambda": 4}, {"router": 3, "Lambda": 3, "N": 3},
+                                  {"router": 1, "Lambda": 4}])
+def test_ends_that_tie_are_ordered_as_one_iteration_at_a_time(sets: dict[str, Any], calls: Counter) -> None:
+    # every iteration of every engine ends on one grid of times: a run's ends tie with other
+    # engines' iteration ends and timers all the time, and the least-KV router reads the pools then
+    same(GRID, sets, 60.0)
+    assert calls["tie"] > 100
+
+
+@pytest.mark.parametrize("path, sets", [(GRID, {"router": 3, "Lambda": 4}), (GRID, {"router": 1, "Lambda": 3, "N": 3}),
+                                        (AGENTS, {"N": 4, "router": 2, "Lambda": 0.9})])
+def test_no_event_ever_falls_on_a_passing_runs_iteration_end(path: Path, sets: dict[str, Any],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    # the invariant the order of ties rests on: each event the kernel takes from the queue
+    # lies on no iteration end of a passing run but the end of that run itself
+    from serq.sim import kernel
+
+    managers: list[lazy.LazyRuns] = []
+    init = lazy.LazyRuns.__init__
+
+    def kept(self: lazy.LazyRuns, sim: Any) -> None:
+        init(self, sim)
+        managers.append(self)
+    monkeypatch.setattr(lazy.LazyRuns, "__init__", kept)
+    seen = Counter()
+    pop = kernel.heappop
+
+    def checked(q: list) -> Any:
+        entry = pop(q)
+        for manager in managers:
+            for engine in manager.engines:
+                ends = engine.run.ends
+                if ends[0] <= entry[0] < ends[-1]:
+                    seen["inside a run"] += 1
+                    assert entry[0] not in ends, f"an event at {entry[0]!r} ties with a passing run's iteration end"
+        return entry
+    monkeypatch.setattr(kernel, "heappop", checked)
+    program = serq.load(path, sets={k: str(v) for k, v in sets.items()})
+    serq.run(program, seed=1, horizon=40.0, warmup=4.0)
+    assert seen["inside a run"] > 1000
+
+
+@pytest.mark.parametrize("router", [3, 5])
+def test_without_gauges_each_run_replays_its_own_growths_when_read(router: int, tmp_path: Path,
+                                                                    calls: Counter) -> None:
+    # no gauge: a read of one replica's pool (the router's `used`, `cachedin`) replays that pool's growths alone
+    text = AGENTS.read_text().replace('"../../lib/', f'"{ROOT}/lib/')
+    path = tmp_path / "agents.sq"
+    path.write_text("\n".join(line for line in text.splitlines() if not line.startswith("gauge ")))
+    same(path, {"N": 4, "router": router, "Lambda": 0.6}, 60.0)
+    assert calls["register"] > 100 and calls["catch_up"] == 0
+
+
+def test_engines_sharing_a_pool_cut_each_other(calls: Counter, monkeypatch: pytest.MonkeyPatch) -> None:
+    # one KV pool for two engines: each run watches the other's pool, and a growth of one
+    # preempts the other's residents (the run in flight is replayed up to then first)
+    monkeypatch.setattr(lazy.LazyRuns, "GIVE_UP", 10**9)
+    same(SHARED, {"Lambda": 1.5}, 100.0)
+    assert calls["materialize"] > 0 and calls["cut"] > 1000
+
+
+def test_engines_that_keep_cutting_each_other_fall_back_to_the_next_event() -> None:
+    from serq.sim.simulator import Simulator
+
+    sim = Simulator(serq.load(SHARED), seed=1, horizon=100.0, warmup=10.0)
+    sim.run()
+    assert sim.lazy.off and sim.lazy.conflicts == lazy.LazyRuns.GIVE_UP + 1
+    assert not sim.lazy.engines and not sim.lazy.ends  # every passing run ended
+    same(SHARED, {"Lambda": 1.5}, 100.0)
+
+
+def test_a_second_seed_and_warm_up_inside_busy_runs(calls: Counter) -> None:
+    # a warm-up end falls while every engine is busy: runs stop there (statistics restart)
+    same(AGENTS, {"N": 4, "router": 4, "Lambda": 0.9}, 40.0, seed=7)
+    assert calls["register"] > 100
+
+
+def test_only_programs_whose_state_is_each_engines_own_pass(tmp_path: Path) -> None:
+    def sim_of(text: str) -> Any:
+        from serq.sim.simulator import Simulator
+
+        path = tmp_path / "p.sq"
+        path.write_text(text)
+        return Simulator(serq.load(path), seed=1, horizon=10.0, warmup=0.0)
+
+    base = AGENTS.read_text().replace('"../../lib/', f'"{ROOT}/lib/')
+    assert sim_of(base).lazy is not None
+    # eviction keys that read `waiting` change with any session's code: no passing runs
+    keyed = base.replace("evict lru;", "evict by (waiting, size);")
+    assert sim_of(keyed).lazy is None
+    assert sim_of(base.replace("evict lru;", "evict by (-size, last);")).lazy is not None
+    # one engine: nothing to pass over that is not its own
+    assert sim_of(base.replace("let N = 4;", "let N = 1;")).lazy is None
+
+
+def test_a_users_engine_class_keeps_the_old_rule() -> None:
+    from serq.sim.simulator import Simulator
+
+    class Mine(StepEngine):
+        def order_residents(self) -> list:
+            return list(self.residents)
+
+    sim = Simulator(serq.load(AGENTS), seed=1, horizon=10.0, warmup=0.0, engines={"engine": Mine})
+    assert sim.lazy is None
