@@ -53,6 +53,24 @@ def f_max(a: float, b: float) -> float:
     return b if b > a else a
 
 
+def f_maxn(*xs: float) -> float:
+    """``f_max`` folded left to right over ``xs`` (an aggregate's terms), in one call."""
+    acc = xs[0]
+    for x in xs[1:]:
+        if acc != acc or x > acc:
+            acc = x
+    return acc
+
+
+def f_minn(*xs: float) -> float:
+    """``f_min`` folded left to right over ``xs``, in one call."""
+    acc = xs[0]
+    for x in xs[1:]:
+        if acc != acc or x < acc:
+            acc = x
+    return acc
+
+
 def f_floor(x: float) -> float:
     return x if x != x or x in (INF, -INF) else float(math.floor(x))
 
@@ -283,6 +301,9 @@ class Frame:
         self.stream = stream
         self.resolve_pool = resolve_pool
         self.resolve_stage = resolve_stage
+        #: read a pool's ``used`` from its attributes directly, past a passing run's watch
+        #: (serq/sim/lazy.py): for the gauges, read when every run has caught up
+        self.raw_used = False
 
     def derive(self, **kw: Any) -> "Frame":
         f = Frame(self.ns)
@@ -306,7 +327,7 @@ def base_namespace() -> dict[str, Any]:
     ns: dict[str, Any] = {
         "_inf": INF, "_nan": NAN,
         "_div": f_div, "_pow": f_pow,
-        "_min": f_min, "_max": f_max, "_abs": abs, "_floor": f_floor, "_ceil": f_ceil,
+        "_min": f_min, "_max": f_max, "_minn": f_minn, "_maxn": f_maxn, "_abs": abs, "_floor": f_floor, "_ceil": f_ceil,
         "_sqrt": f_sqrt, "_fexp": f_exp, "_ln": f_ln,
     }
     for name, (_, fn) in DISTRIBUTIONS.items():
@@ -363,6 +384,13 @@ def source(e: ir.Expr, f: Frame) -> str:
     if isinstance(e, ir.Cond):
         return f"({source(e.a, f)} if {source(e.c, f)} != 0.0 else {source(e.b, f)})"
     if isinstance(e, ir.Call):
+        if e.fn in ("min", "max") and isinstance(e.args[0], ir.Call) and e.args[0].fn == e.fn:
+            terms = [e.args[1]]  # a chain min(min(min(a, b), c), d) (an aggregate): one call
+            while isinstance(e.args[0], ir.Call) and e.args[0].fn == e.fn:
+                e = e.args[0]
+                terms.append(e.args[1])
+            terms.append(e.args[0])
+            return f"_{e.fn}n({', '.join(source(x, f) for x in reversed(terms))})"
         args = ", ".join(source(x, f) for x in e.args)
         return f"{_CALL_NAMES[e.fn]}({args})"
     if isinstance(e, ir.Draw):
@@ -377,10 +405,13 @@ def probe_source(e: ir.Probe, f: Frame) -> str:
     if isinstance(e.target, ir.PoolRef):
         assert f.resolve_pool is not None, "no pools in this frame"
         p = f.resolve_pool(e.target, f)
+        used = f"{p}.used"
+        if f.raw_used and p in f.ns:  # (a member named by a number: its attributes bound once)
+            used = f"{f.bind(f.ns[p].__dict__, 'U')}['used']"
         if e.fn == "used":
-            return f"{p}.used"
+            return used
         if e.fn == "free":
-            return f"({p}.cap - {p}.used)"
+            return f"({p}.cap - {used})"
         if e.fn == "cachedin" and e.args:
             chain = ", ".join(source(a, f) for a in e.args)
             return f"{p}.cached_along({f.session}, ({chain},))" if f.session else "0.0"

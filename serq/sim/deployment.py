@@ -83,16 +83,38 @@ def _gauges(sim: "Simulator", frame: Frame) -> None:
     from .gauges import Gauges
 
     p = sim.program
-    text = f"lambda c: ({', '.join(source(g.expr, frame) for g in p.gauges)},)"
-    read = eval(compile(text, "<serq gauges>", "eval"), frame.ns)  # noqa: S307 - our own generated code
-    sim.gauges = Gauges(sim, [g.name for g in p.gauges], read)
-    for g in p.gauges:
+
+    # gauges are read once every passing run has replayed its growths up to then (serq/sim/lazy.py)
+    raw = frame.derive()
+    raw.raw_used = True
+
+    def compiled(gauges: list[ir.Gauge]) -> Any:
+        text = f"lambda c: ({', '.join(source(g.expr, raw) for g in gauges)},)"
+        return eval(compile(text, "<serq gauges>", "eval"), frame.ns)  # noqa: S307 - our own generated code
+
+    sim.gauges = Gauges(sim, [g.name for g in p.gauges], compiled(list(p.gauges)))
+    readers: dict[int, list[int]] = {}  # pool (id) → the gauges that read it, in order
+    for i, g in enumerate(p.gauges):
         for x in walk(g.expr):
             if isinstance(x, ir.Probe) and isinstance(x.target, ir.PoolRef):
                 index = x.target.index
                 assert index is None or isinstance(index, ir.Num)  # a gauge's index is a number (checked)
                 member = 0 if index is None else int(index.value)
-                sim.pools[x.target.pool][member].gauged = True
+                pool = sim.pools[x.target.pool][member]
+                pool.gauge_read = True
+                if x.fn in ("holders", "queued"):
+                    continue  # (a growth changes neither)
+                pool.gauged = True
+                got = readers.setdefault(id(pool), [])
+                if i not in got:
+                    got.append(i)
+    # a gauge that reads only pools is read again only once one of them changed (``Pool.record``)
+    sim.gauges.always = any(isinstance(x, ir.Probe) and isinstance(x.target, ir.StageRef)
+                            for g in p.gauges for x in walk(g.expr))
+    for pool in sim.all_pools:  # a growth there changes only the gauges that read the pool: read those alone
+        if pool.gauged:
+            idx = readers[id(pool)]
+            pool.gauge_part = (compiled([p.gauges[i] for i in idx]), tuple(idx))
 
 
 def _step(sim: "Simulator", decl: ir.StageDecl, name: str, index: int | None, frame: Frame,

@@ -44,10 +44,20 @@ class Gauges:
         self.points: list[list[tuple[float, float]]] = [[] for _ in names]
         #: the engine replaying a coalesced run: read as iterating while its growths are sampled
         self.replaying: Any = None
+        #: a pool a gauge reads changed since the latest reading (``Pool.record`` says so); with
+        #: ``always`` (a gauge reads a stage) every instant is read
+        self.dirty = True
+        self.always = True
+        #: while passing runs' growths are replayed run by run (serq/sim/lazy.py): the gauged
+        #: pools' states after each growth, and before the first, kept to be read in time order
+        self.capture: Any = None
 
     def sample(self, now: float) -> None:
         """Read every gauge on the state as it is, as the value from ``now`` on
         (nothing to do when no value moved since the latest reading)."""
+        if not self.dirty and not self.always:
+            return  # nothing a gauge reads has changed: the values are the latest
+        self.dirty = False
         engine = self.replaying
         if engine is not None:  # inside a run, the engine's iteration is in flight
             was = engine.iterating
@@ -58,24 +68,63 @@ class Gauges:
                 return
             self.last = values
             for x, pts in zip(values, self.points):
-                v = float(x)
-                if pts:
-                    t, last = pts[-1]
-                    if t == now:  # a later reading at the same instant replaces it
-                        pts.pop()
-                        if pts and pts[-1][1] == v:
-                            continue
-                        pts.append((now, v))
-                        continue
-                    if last == v or (v != v and last != last):
-                        continue
-                pts.append((now, v))
+                _record(pts, float(x), now)
         finally:
             if engine is not None:
                 engine.iterating = was
 
+    def sample_part(self, part: tuple[Callable[[Any], tuple], tuple[int, ...]], now: float) -> None:
+        """:meth:`sample` after a growth in one pool: only the gauges that read
+        it can have moved (``part``: those gauges compiled, and their indices)."""
+        read, idx = part
+        engine = self.replaying
+        if engine is not None:
+            was = engine.iterating
+            engine.iterating = True
+        try:
+            values = read(None)
+        finally:
+            if engine is not None:
+                engine.iterating = was
+        last = self.last
+        if last is None:
+            self.sample(now)
+            return
+        if len(idx) == 1:  # (the usual part: one gauge reads the pool)
+            i = idx[0]
+            x = values[0]
+            if last[i] == x:
+                return
+            self.last = last[:i] + (x,) + last[i + 1:]
+            _record(self.points[i], float(x), now)
+            return
+        if all(last[i] == x for i, x in zip(idx, values)):
+            return
+        merged = list(last)
+        points = self.points
+        for i, x in zip(idx, values):
+            merged[i] = x
+            _record(points[i], float(x), now)
+        self.last = tuple(merged)
+
     def summaries(self, start: float, end: float) -> list[GaugeSummary]:
         return [summarize(name, pts, start, end) for name, pts in zip(self.names, self.points)]
+
+
+def _record(pts: list[tuple[float, float]], v: float, now: float) -> None:
+    """A gauge's reading ``v`` at ``now``: a change point unless it holds the
+    value already; a later reading at the same instant replaces an earlier one."""
+    if pts:
+        t, last = pts[-1]
+        if t == now:
+            pts.pop()
+            if pts and pts[-1][1] == v:
+                return
+            pts.append((now, v))
+            return
+        if last == v or (v != v and last != last):
+            return
+    pts.append((now, v))
 
 
 def _fsum(terms: list[float]) -> float:

@@ -239,7 +239,7 @@ class Kernel(simpy.Environment):
         its events are handled and the next event is later."""
         q = self._queue
         # passing runs' growths, replayed before every new instant when gauges read them (serq/sim/lazy.py)
-        eager = self.lazy if sample is not None and self.lazy is not None and self.lazy.merged else None
+        eager = self.lazy if self.lazy is not None and self.lazy.merged else None
         settle()
         if sample is not None:
             sample(self.now)
@@ -251,7 +251,7 @@ class Kernel(simpy.Environment):
             if t != self.instant:  # self.new_instant(t), inline
                 self.instant = t
                 self.room = self.cap = EVENTS_PER_INSTANT + EVENTS_PER_SESSION * self.live
-                if eager is not None and eager.growths and eager.growths[0][0] < t:
+                if eager is not None and eager.soonest < t:
                     eager.catch_up(t)  # the gauges read the growths at their times, in the state before t
             self.room -= 1
             if self.room < 0:

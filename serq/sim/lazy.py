@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
-from heapq import heappop, heappush
 from typing import TYPE_CHECKING, Any
 
 from .. import expr, ir
@@ -94,16 +93,15 @@ class LazyRuns:
         self.env = sim.env
         #: every iteration end of every passing run (no two runs share one)
         self.ends: set[float] = set()
-        #: the next growth of each passing run that has one: (its start, order, engine, run)
-        self.growths: list[tuple[float, int, "StepEngine", "DecodeRun"]] = []
-        self.order = 0
+        #: no passing run has a growth to replay before this time
+        self.soonest = math.inf
         #: engines whose run passes over other events now
         self.engines: list["StepEngine"] = []
         #: replaying: reads and changes of watched pools are the runs' own
         self.busy = False
-        #: gauges read the pools at every growth: the runs' growths are replayed
+        #: gauges read what growths change: the runs' growths are replayed
         #: together, in the order of their times; else each run's on its own
-        self.merged = sim.gauges is not None
+        self.merged = any(p.gauged for p in sim.all_pools)
         #: runs stop at the next event again from now on: engines that share pools kept cutting
         #: each other's runs short (each cut wastes a plan); the runs in flight end as planned
         self.off = False
@@ -171,9 +169,8 @@ class LazyRuns:
         assert run.ends is not None
         self.ends.update(run.ends)
         self.engines.append(engine)
-        if run.events and self.merged:
-            self.order += 1
-            heappush(self.growths, (run.events[0][3], self.order, engine, run))
+        if run.events and run.events[0][3] < self.soonest:
+            self.soonest = run.events[0][3]
         by_id = self.sim.pool_by_id
         for pid in run.watch:
             pool = by_id[pid]
@@ -207,42 +204,54 @@ class LazyRuns:
     # -- reading and changing what runs own ----------------------------------------------------
 
     def catch_up(self, t: float) -> None:
-        """Replay the growths of every passing run that start before ``t``, in
-        the order of their times (no two are at one time: see the module)."""
-        if self.busy:
+        """Replay the growths of every passing run that start before ``t``.
+        When gauges read what growths change, they are read at each growth's
+        time on the state of that moment: each run's growths are replayed on
+        their own (a run reads only its own pools), with the gauged pools'
+        states after each growth kept; then the pools go back to their states
+        before, and move forward growth by growth in the order of their times
+        (no two runs' growths are at one time: see the module), the gauges
+        read after each."""
+        if self.busy or not self.soonest < t:
             return
-        if not self.merged:
-            self.busy = True
-            try:
-                for engine in self.engines:
-                    engine.run.grow_until(engine, t)  # type: ignore[union-attr]
-            finally:
-                self.busy = False
-            return
-        heap = self.growths
-        if not heap or not heap[0][0] < t:
-            return
-        gauges = self.sim.gauges
         self.busy = True
         try:
-            while heap and heap[0][0] < t:
-                start, _o, engine, run = heappop(heap)
-                if engine.run is not run or run.ends is None or run.grown >= len(run.events) or \
-                        run.events[run.grown][3] != start:
-                    continue  # (the run was cut or ended since)
-                bound = heap[0][0] if heap and heap[0][0] < t else t
-                if gauges is not None:
-                    gauges.replaying = engine
-                try:
-                    run.grow_until(engine, bound)
-                finally:
+            gauges = self.sim.gauges
+            due = [e for e in self.engines if e.run.grown < len(e.run.events)  # type: ignore[union-attr]
+                   and e.run.events[e.run.grown][3] < t]  # type: ignore[union-attr]
+            if not self.merged or len(due) < 2:
+                for engine in due:
                     if gauges is not None:
-                        gauges.replaying = None
-                if run.grown < len(run.events):
-                    self.order += 1
-                    heappush(heap, (run.events[run.grown][3], self.order, engine, run))
+                        gauges.replaying = engine
+                    engine.run.grow_until(engine, t)  # type: ignore[union-attr]
+            else:
+                states: list[tuple[float, int, Any, Any, float, float]] = []
+                before: dict[int, tuple[Any, float, float]] = {}
+                gauges.capture = (states, before)
+                for engine in due:
+                    gauges.replaying = engine
+                    engine.run.grow_until(engine, t)  # type: ignore[union-attr]
+                gauges.capture = None
+                for pool, used, total in before.values():  # the states before the first growth …
+                    pool.__dict__["used"] = used
+                    pool.__dict__["cache"].total = total
+                states.sort(key=_first_two)  # (each run's are in order: a merge)
+                sample = gauges.sample_part
+                for when, _n, pool, engine, used, total in states:  # … and after each, in time order
+                    pool.__dict__["used"] = used
+                    pool.__dict__["cache"].total = total
+                    gauges.replaying = engine
+                    sample(pool.gauge_part, when)
         finally:
+            if self.sim.gauges is not None:
+                self.sim.gauges.replaying = None
             self.busy = False
+            soonest = math.inf
+            for engine in self.engines:
+                run = engine.run
+                if run.grown < len(run.events) and run.events[run.grown][3] < soonest:  # type: ignore[union-attr]
+                    soonest = run.events[run.grown][3]  # type: ignore[union-attr]
+            self.soonest = soonest
 
     def read(self, pool: Pool) -> None:
         """Something outside the runs reads ``pool`` now: the growths there
@@ -345,6 +354,10 @@ class LazyRuns:
         run = engine.run
         assert run is not None and run.ends is not None
         return bisect_left(run.ends, self.env.now)
+
+
+def _first_two(state: tuple) -> tuple[float, int]:
+    return state[0], state[1]
 
 
 def _grown(engine: "StepEngine") -> frozenset[int]:

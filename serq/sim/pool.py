@@ -165,7 +165,9 @@ class Pool(BaseResource):
         self.cache = PrefixCache(self.block, None, None)
         self.shared: SharedCache | None = None  # the trie, for a pool some hold names with `prefix`
         self.engines: list[Any] = []  # step stages whose `memory` this pool is
-        self.gauged = False  # a gauge reads its `used` or `free` (``Gauges``)
+        self.gauged = False  # a gauge reads its `used`, `free` or `cached`: what a growth changes (``Gauges``)
+        self.gauge_read = False  # a gauge reads it at all
+        self.gauge_part: Any = None  # (the gauges that read it, compiled; their indices), when gauged
         self.watchers: list[Any] = []  # engines whose passing runs watch it (serq/sim/lazy.py)
         # statistics (§2.8)
         now = sim.env.now
@@ -273,6 +275,8 @@ class Pool(BaseResource):
         """Sample the time-averaged signals (after any change)."""
         if now is None:
             now = self.sim.env.now
+        if self.gauge_read:
+            self.sim.gauges.dirty = True
         TimeAverage.set_all(now, self._averages, (self.used, self.cache.total, len(self.put_queue),
                                                   len(self.holders)))
 
@@ -302,11 +306,24 @@ class Pool(BaseResource):
         victims serves every growth (:meth:`PrefixCache.victims`)."""
         if not needs:
             return
-        if self.gauged:  # the gauges read the pool after each growth, at its time
+        if self.gauged:  # the gauges that read the pool are read after each growth, at its time
             gauges = self.sim.gauges
+            capture = gauges.capture
+            if capture is not None:  # (read later, in time order with other runs' growths: serq/sim/lazy.py)
+                states, before = capture
+                d = self.__dict__
+                if id(self) not in before:
+                    before[id(self)] = (self, d["used"], d["cache"].total)
+                engine = gauges.replaying
+                for need, now in zip(needs, times):
+                    self.allocate(need, now)
+                    states.append((now, len(states), self, engine, d["used"], d["cache"].total))
+                return
+            sample = gauges.sample_part
+            part = self.gauge_part
             for need, now in zip(needs, times):
                 self.allocate(need, now)
-                gauges.sample(now)
+                sample(part, now)
             return
         ua, ca, qa, ha = self.used_avg, self.cached_avg, self.queue_avg, self.holders_avg
         last = ua.last
