@@ -54,8 +54,13 @@ def f_max(a: float, b: float) -> float:
 
 
 def f_maxn(*xs: float) -> float:
-    """``f_max`` folded left to right over ``xs`` (an aggregate's terms), in one call."""
+    """``f_max`` folded left to right over ``xs`` (an aggregate's terms), in one
+    call.  The built-in ``max`` is that fold (it keeps the first of equals and
+    takes a later one only if greater, so a NaN later on is passed over) unless
+    the first is a NaN, which ``f_max`` passes over and ``max`` keeps."""
     acc = xs[0]
+    if acc == acc:
+        return max(xs)
     for x in xs[1:]:
         if acc != acc or x > acc:
             acc = x
@@ -63,8 +68,10 @@ def f_maxn(*xs: float) -> float:
 
 
 def f_minn(*xs: float) -> float:
-    """``f_min`` folded left to right over ``xs``, in one call."""
+    """``f_min`` folded left to right over ``xs``, in one call (as ``f_maxn``)."""
     acc = xs[0]
+    if acc == acc:
+        return min(xs)
     for x in xs[1:]:
         if acc != acc or x < acc:
             acc = x

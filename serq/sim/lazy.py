@@ -1,46 +1,18 @@
-"""Coalesced decode runs that pass over other events (several step engines).
+"""Coalesced decode runs that pass over other engines' events.
 
-With one engine, a coalesced decode run ends before the next event of the
-queue (docs/simulator.md, "Coalesced decode runs"): that event may wake a
-session that reads or joins the engine.  With many engines nearly every event
-is another engine's, and runs would shrink to a few iterations.  Here a run
-plans past the other events instead, and stays *virtual* — its iterations
-neither committed nor its growths made — until something outside it reads or
-changes what it owns:
-
-* **reads** of a pool it grows (``used``, the cache and ``cachedin``, a gauge)
-  first replay the growths of every passing run that start before now, in the
-  order of their times (:meth:`LazyRuns.catch_up`): a growth evicts cache, and
-  the gauges and time averages see each one at its own time;
-* **changes** to a pool it watches — the pools it grows, the pools its engine
-  admits from, the pools its ``budget``/``chunk``/``cost`` and its waiting head
-  read — and a job submitted to its engine cut it to the iteration in flight
-  (:meth:`LazyRuns.cut`): its timer moves to that iteration's end, and the
-  engine plans again there, as it would have;
-* a resident taken away (a preemption) replays the run up to now first;
-* ``work`` and ``budget_left`` of its engine are worked out from the tokens of
-  the iterations that have ended (``StepEngine.work``).
-
-Pools are watched by switching their class to :class:`WatchedPool` while a
-run watches them, so the unwatched path costs nothing.
-
-**Ties.**  Events at one time are handled in the order they were scheduled.
-A passing run's iterations would have scheduled their ends one by one, so a
-run's ends must never tie with another event, where the order would differ:
-a run is cut before its first end that falls on an event in the queue or on
-another passing run's end (:meth:`LazyRuns.admit`), and a timer set at one of
-a run's ends cuts the run first (:meth:`LazyRuns.tie`) — to the iteration in
-flight when that end is its own (its timer then comes first, as it would
-have), else to the iteration before.  No event ever falls on a run's virtual
-end, so every read happens at a time no run's iteration ends.
-
-**When.**  Only where every engine is the default one (a subclass's hooks may
-read any state in Python), with at least two step stages, and every cache's
-``evict by`` keys read only the entry (``size``, ``age``, ``last``): keys that
-read ``waiting`` or an owner's attributes would change with any session's
-code, and keys that draw share the eviction stream across pools.  The report
-is the same either way (tests/sim/test_lazy_runs.py compares it with every
-iteration run one by one).
+With several step engines almost every event is another engine's, so a run
+that had to end before the next event would be a few iterations long.  A
+:class:`LazyRuns` lets a run be planned past those events and stay virtual —
+iterations uncommitted, growths not made — until something outside reads a
+pool it grows (its growths before now are replayed: :meth:`LazyRuns.read`,
+:meth:`LazyRuns.catch_up`) or changes what it watches (it is cut to the
+iteration in flight: :meth:`LazyRuns.changed`, :meth:`LazyRuns.cut`).  No
+event may fall on a run's iteration end (:meth:`LazyRuns.admit`,
+:meth:`LazyRuns.tie`), so ties keep the order one iteration at a time gives.
+Watched pools are switched to :class:`WatchedPool` while watched, so the
+unwatched path costs nothing.  The rules, why each keeps the report the same,
+and which programs qualify (:func:`wanted`): docs/simulator.md, "Runs that
+pass over other engines' events".
 """
 
 from __future__ import annotations
@@ -124,11 +96,17 @@ class LazyRuns:
         taken = self.ends
         last = ends[-1]
         times = {e[0] for e in self.env.queue if now < e[0] <= last}
-        if not (times.isdisjoint(ends) and taken.isdisjoint(ends)):
+        size = len(taken)
+        taken.update(ends)  # (taken as it will be, in one pass: a tie is a size short, or a queued time)
+        if len(taken) != size + len(ends) or not times.isdisjoint(ends):
+            taken = self.ends = set()  # the others' ends alone again
+            for other in self.engines:
+                taken.update(other.run.ends)  # type: ignore[union-attr, arg-type]
             i = next(i for i, t in enumerate(ends) if t in times or t in taken)
             if i < 2:
                 return None
             run.cut(i, ends)
+            taken.update(ends)
         run.ends = ends
         grows, watch = self._pools(engine, run)
         self.admitted += 1
@@ -142,6 +120,7 @@ class LazyRuns:
             # runs keep cutting each other short: from now on they stop at the next event again, and
             # the passing runs end with their iterations in flight (none has a growth after now)
             self.off = True
+            self.ends.difference_update(ends)
             self.catch_up(now)
             for other in self.engines[:]:
                 self.cut(other)
@@ -166,8 +145,7 @@ class LazyRuns:
     def register(self, engine: "StepEngine", run: "DecodeRun", entry: Any) -> None:
         """``run`` is in flight, its timer ``entry`` in the queue."""
         run.entry = entry
-        assert run.ends is not None
-        self.ends.update(run.ends)
+        assert run.ends is not None  # (already among `ends`: admit put them there)
         self.engines.append(engine)
         if run.events and run.events[0][3] < self.soonest:
             self.soonest = run.events[0][3]
@@ -223,14 +201,14 @@ class LazyRuns:
                 for engine in due:
                     if gauges is not None:
                         gauges.replaying = engine
-                    engine.run.grow_until(engine, t)  # type: ignore[union-attr]
+                    self._grow(engine, t)
             else:
                 states: list[tuple[float, int, Any, Any, float, float]] = []
                 before: dict[int, tuple[Any, float, float]] = {}
                 gauges.capture = (states, before)
                 for engine in due:
                     gauges.replaying = engine
-                    engine.run.grow_until(engine, t)  # type: ignore[union-attr]
+                    self._grow(engine, t)
                 gauges.capture = None
                 for pool, used, total in before.values():  # the states before the first growth …
                     pool.__dict__["used"] = used
@@ -253,6 +231,22 @@ class LazyRuns:
                     soonest = run.events[run.grown][3]  # type: ignore[union-attr]
             self.soonest = soonest
 
+    def _grow(self, engine: "StepEngine", t: float) -> None:
+        """Replay the growths of ``engine``'s run that start before ``t``, its
+        pools plain meanwhile (the replay's own reads and changes)."""
+        run = engine.run
+        assert run is not None
+        by_id = self.sim.pool_by_id
+        pools = [by_id[pid] for pid in run.grows]
+        for pool in pools:
+            pool.__class__ = Pool
+        try:
+            run.grow_until(engine, t)
+        finally:
+            for pool in pools:
+                if pool.watchers:
+                    pool.__class__ = WatchedPool
+
     def read(self, pool: Pool) -> None:
         """Something outside the runs reads ``pool`` now: the growths there
         that start before now are replayed first (every run's when gauges
@@ -269,7 +263,7 @@ class LazyRuns:
             if run.grown < len(run.events) and run.events[run.grown][3] < now and pid in run.grows:
                 self.busy = True
                 try:
-                    run.grow_until(engine, now)
+                    self._grow(engine, now)
                 finally:
                     self.busy = False
 

@@ -142,3 +142,20 @@ def test_a_test_on_constants_keeps_the_side_taken() -> None:
     # a test on a session's state stays a test
     kept = serq.load(BRANCHED.replace("router == 1", "serial == 1")).session
     assert any(isinstance(s, ir.Branch) for s in kept)
+
+
+def test_a_min_or_max_aggregate_is_one_call_with_the_left_folds_value() -> None:
+    # `max r in 4 (…)` compiles to one `_maxn(…)` call: the same value as f_max folded left to
+    # right, NaNs (passed over) and signed zeros (the first of equals kept) included
+    import itertools
+    import math
+    from functools import reduce
+
+    from serq.expr import f_max, f_maxn, f_min, f_minn
+
+    values = [math.nan, 0.0, -0.0, 1.0, -1.0, math.inf, -math.inf]
+    for n in (1, 2, 3, 4):
+        for xs in itertools.product(values, repeat=n):
+            for pair, each in ((f_max, f_maxn), (f_min, f_minn)):
+                want, got = reduce(pair, xs), each(*xs)
+                assert (want != want and got != got) or (want == got and math.copysign(1.0, want) == math.copysign(1.0, got))

@@ -237,12 +237,19 @@ MUTATIONS = [
         ("tests/sim/test_lazy_runs.py::test_every_router_gives_the_report_of_one_iteration_at_a_time",),
     ),
     Mutation(
-        "lazy-growths-unmerged",
-        "with gauges, one run's growths are replayed up to now before the next run's: the gauges read them "
-        "out of time order",
-        (("serq/sim/lazy.py", "                bound = heap[0][0] if heap and heap[0][0] < t else t\n",
-          "                bound = t\n"),),
+        "lazy-gauges-read-final-states",
+        "with gauges, the pools are not put back to their states before the runs' growths: each growth's "
+        "reading sees other pools as they end up",
+        (("serq/sim/lazy.py", "                for pool, used, total in before.values():",
+          "                for pool, used, total in ():"),),
         ("tests/sim/test_lazy_runs.py::test_loaded_clusters_give_the_same_report",),
+    ),
+    Mutation(
+        "lazy-runs-share-ends",
+        "a run is planned through an end that ties with another passing run's end",
+        (("serq/sim/lazy.py", "        if len(taken) != size + len(ends) or not times.isdisjoint(ends):\n",
+          "        if not times.isdisjoint(ends):\n"),),
+        ("tests/sim/test_lazy_runs.py::test_no_event_ever_falls_on_a_passing_runs_iteration_end",),
     ),
     Mutation(
         "lazy-plan-ignores-queued-ties",
