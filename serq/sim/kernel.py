@@ -143,7 +143,7 @@ class Kernel(simpy.Environment):
 
     def unschedule(self, entry: tuple[float, int, int, Event]) -> None:
         """Take a timer out of the heap: it never happens (a coalesced run cut short)."""
-        q = self._queue
+        q: list[Any] = self._queue
         i = q.index(entry)
         last = q.pop()
         if i < len(q):  # the last entry takes its place, and moves down or up to where it belongs
@@ -153,17 +153,10 @@ class Kernel(simpy.Environment):
 
     def timer_at(self, when: float, callbacks: list[Any]) -> Timeout:
         """A timer that fires at the instant ``when`` exactly (not ``now + (when − now)``)."""
-        t = _new(Timeout)
-        t.env = self
-        t.callbacks = callbacks
-        t._value = None
-        t._delay = when - self._now
-        t._ok = True
         lazy = self.lazy
         if lazy is not None and when in lazy.ends:
             lazy.tie(when)
-        heappush(self._queue, (when, NORMAL, next(self._eid), t))
-        return t
+        return self.timer_entry(when, callbacks)[3]  # type: ignore[return-value]
 
     def fire(self, ev: Event) -> None:
         """Succeed ``ev`` and run its callbacks now, without an event: the

@@ -359,6 +359,20 @@ def _grown(engine: "StepEngine") -> frozenset[int]:
     return frozenset(id(job.hold.pools[job.k]) for job, _t in engine.assign if job.hold is not None)
 
 
+def _read_through(name: str) -> property:
+    """A watched pool's attribute ``name`` (its cache, its trie): reading it
+    replays the runs' growths there up to now first."""
+    def get(self: Pool) -> Any:
+        lazy = self.sim.lazy
+        if not lazy.busy:
+            lazy.read(self)
+        return self.__dict__[name]
+
+    def put(self: Pool, value: Any) -> None:
+        self.__dict__[name] = value
+    return property(get, put)
+
+
 class WatchedPool(Pool):
     """A pool that a passing run watches (see the module): reading its state
     replays the runs' growths up to now; changing it cuts the runs that
@@ -378,27 +392,8 @@ class WatchedPool(Pool):
             self.sim.lazy.changed(self)
         d["used"] = value
 
-    @property  # type: ignore[override]
-    def cache(self) -> Any:
-        lazy = self.sim.lazy
-        if not lazy.busy:
-            lazy.read(self)
-        return self.__dict__["cache"]
-
-    @cache.setter
-    def cache(self, value: Any) -> None:
-        self.__dict__["cache"] = value
-
-    @property  # type: ignore[override]
-    def shared(self) -> Any:
-        lazy = self.sim.lazy
-        if not lazy.busy:
-            lazy.read(self)
-        return self.__dict__["shared"]
-
-    @shared.setter
-    def shared(self, value: Any) -> None:
-        self.__dict__["shared"] = value
+    cache = _read_through("cache")  # type: ignore[assignment]
+    shared = _read_through("shared")  # type: ignore[assignment]
 
     def join(self, req: Any) -> None:
         self.sim.lazy.changed(self)

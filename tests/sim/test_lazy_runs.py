@@ -123,6 +123,18 @@ def test_no_event_ever_falls_on_a_passing_runs_iteration_end(path: Path, sets: d
     assert seen["inside a run"] > 1000
 
 
+def test_a_router_reading_the_engines_work_sees_the_tokens_of_ended_iterations(tmp_path: Path,
+                                                                               calls: Counter) -> None:
+    # `work(engine[j])` of an engine in a passing run: its residents' work less a token for
+    # every iteration that has ended by now (none of them committed yet)
+    text = AGENTS.read_text().replace('"../../lib/', f'"{ROOT}/lib/')
+    text = text.replace("  route(router, N, kv, reqs);", "  choose j in N by (work(engine[j]), ~uniform(0, 1));")
+    path = tmp_path / "by_work.sq"
+    path.write_text(text)
+    same(path, {"N": 3, "Lambda": 0.6}, 60.0)
+    assert calls["register"] > 100
+
+
 @pytest.mark.parametrize("router", [3, 5])
 def test_without_gauges_each_run_replays_its_own_growths_when_read(router: int, tmp_path: Path,
                                                                     calls: Counter) -> None:

@@ -252,6 +252,13 @@ MUTATIONS = [
         ("tests/sim/test_lazy_runs.py::test_no_event_ever_falls_on_a_passing_runs_iteration_end",),
     ),
     Mutation(
+        "lazy-work-ignores-ended-iterations",
+        "`work` of an engine in a passing run is its residents' work at the run's start",
+        (("serq/sim/stages/step.py", "            return fold((minus(j.work, 1.0, done) for j in self.residents), 0.0)",
+          "            return fold((minus(j.work, 1.0, 0) for j in self.residents), 0.0)"),),
+        ("tests/sim/test_lazy_runs.py::test_a_router_reading_the_engines_work_sees_the_tokens_of_ended_iterations",),
+    ),
+    Mutation(
         "lazy-plan-ignores-queued-ties",
         "a run is planned through an end that ties with an event already in the queue",
         (("serq/sim/lazy.py", "        times = {e[0] for e in self.env.queue if now < e[0] <= last}\n",

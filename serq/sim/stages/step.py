@@ -184,10 +184,10 @@ class StepEngine(Stage):
         ctx = _BudgetView(self)
         budget, chunk = self.budget_fn(ctx), self.chunk_fn(ctx)
         run = self.run
-        if run is not None and run.ends is not None:  # (as `work`: every resident decodes, a token each)
-            done = self.sim.lazy.committed(self)
-            want = fold((self.plan_tokens(_Virtual(j, minus(j.work, 1.0, done)), chunk) for j in self.residents),
-                        0.0)
+        if run is not None and run.ends is not None:  # (as `work`; every resident decodes, and the engine's
+            done = self.sim.lazy.committed(self)    # own plan_tokens asks min(1, what is left))
+            left = [minus(j.work, 1.0, done) for j in self.residents]
+            want = fold((1.0 if w > 1.0 else w for w in left), 0.0)
         else:
             want = fold((self.plan_tokens(j, chunk) for j in self.residents), 0.0)
         return max(0.0, budget - want)
@@ -671,16 +671,6 @@ def _fixed_while_planning(keys: Any) -> bool:
             if isinstance(x, ir.Ctx) and x.name in ("kv_decode", "kv_prefill"):
                 return False
     return True
-
-
-class _Virtual:
-    """A resident as ``plan_tokens`` reads it, with the work it has left now."""
-
-    __slots__ = ("prefill", "work")
-
-    def __init__(self, job: Job, work: float) -> None:
-        self.prefill = job.prefill
-        self.work = work
 
 
 class _BudgetView:
