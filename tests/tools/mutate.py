@@ -173,16 +173,15 @@ MUTATIONS = [
     Mutation(
         "gauge-keeps-the-first-reading-of-an-instant",
         "a gauge read again at the same instant keeps its first value, not the one the instant ends with",
-        (("serq/sim/gauges.py", "                    if t == now:  # a later reading at the same instant replaces it\n",
-          "                    if t == now:  # a later reading at the same instant replaces it\n"
-          "                        continue\n"),),
+        (("serq/sim/gauges.py", "        if t == now:\n            pts.pop()\n",
+          "        if t == now:\n            return\n"),),
         ("tests/sim/test_gauges.py::test_the_last_reading_of_an_instant_stands",),
     ),
     Mutation(
         "gauge-skips-run-growths",
         "a coalesced run's growths are not read by the gauges (the run replays in one step)",
-        (("serq/sim/pool.py", "        if self.gauged:  # the gauges read the pool after each growth, at its time\n",
-          "        if False:  # the gauges read the pool after each growth, at its time\n"),),
+        (("serq/sim/pool.py", "        if self.gauged:  # the gauges that read the pool are read after each growth, at its time\n",
+          "        if False:  # the gauges that read the pool are read after each growth, at its time\n"),),
         ("tests/sim/test_gauges.py::test_coalesced_runs_give_the_gauges_of_iteration_by_iteration",),
     ),
     Mutation(
