@@ -135,6 +135,23 @@ def test_a_router_reading_the_engines_work_sees_the_tokens_of_ended_iterations(t
     assert calls["register"] > 100
 
 
+@pytest.mark.parametrize("old, new, sets", [
+    ("preempt lifo;", "preempt none;", {"N": 5, "router": 1, "Lambda": 0.6, "blocks": 800}),  # growths stall
+    ("let chunk_cap = 0;", "let chunk_cap = 256;", {"N": 3, "router": 4, "Lambda": 1.2, "blocks": 1500}),
+    ("evict lru;", "evict by (-size, last);", {"N": 5, "router": 5, "Lambda": 1.2, "blocks": 1500}),
+    ("  memory kv;\n}", "  serve by (remaining);\n  memory kv;\n}", {"N": 5, "router": 4, "Lambda": 0.9}),
+    ("let B = 8192;", "let B = 64;", {"N": 5, "router": 2, "Lambda": 0.9, "blocks": 800}),
+])
+def test_engine_settings_that_shape_runs_give_the_same_report(old: str, new: str, sets: dict[str, Any],
+                                                              tmp_path: Path, calls: Counter) -> None:
+    text = AGENTS.read_text().replace('"../../lib/', f'"{ROOT}/lib/')
+    assert old in text
+    path = tmp_path / "variant.sq"
+    path.write_text(text.replace(old, new, 1))
+    same(path, sets, 40.0)
+    assert calls["register"] > 50
+
+
 @pytest.mark.parametrize("router", [3, 5])
 def test_without_gauges_each_run_replays_its_own_growths_when_read(router: int, tmp_path: Path,
                                                                     calls: Counter) -> None:
