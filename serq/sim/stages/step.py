@@ -181,9 +181,11 @@ class StepEngine(Stage):
         """Tokens the next iteration leaves for admissions (§4.4)."""
         if self.admitting_left is not None:
             return self.admitting_left
+        run = self.run
+        if run is not None and run.ends is not None and self.memory is not None:  # `budget` and `chunk`
+            self.sim.lazy.read(self.memory)  # may read the memory the residents hold: its growths first
         ctx = _BudgetView(self)
         budget, chunk = self.budget_fn(ctx), self.chunk_fn(ctx)
-        run = self.run
         if run is not None and run.ends is not None:  # (as `work`; every resident decodes, and the engine's
             done = self.sim.lazy.committed(self)    # own plan_tokens asks min(1, what is left))
             left = [minus(j.work, 1.0, done) for j in self.residents]
@@ -606,8 +608,8 @@ class StepEngine(Stage):
         assign = self.assign
         run = self.run
         if run is not None:
-            if run.ends is not None:  # a run that passed over other events: every run's growths up to now first
-                self.sim.lazy.finish(self)
+            if run.ends is not None:  # a run that passed over other events: no longer watched (with gauges,
+                self.sim.lazy.finish(self)  # every run's growths before now are replayed first)
             gauges = self.sim.gauges
             if gauges is not None:  # a gauge read at a growth sees the run's iteration in flight
                 gauges.replaying = self
