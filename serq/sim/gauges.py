@@ -58,34 +58,31 @@ class Gauges:
         if not self.dirty and not self.always:
             return  # nothing a gauge reads has changed: the values are the latest
         self.dirty = False
+        values = self._read(self.read)
+        if values == self.last:  # (a NaN is never equal: it goes the long way)
+            return
+        self.last = values
+        for x, pts in zip(values, self.points):
+            _record(pts, float(x), now)
+
+    def _read(self, read: Callable[[Any], tuple]) -> tuple:
+        """``read``'s values; inside a run's replay the replaying engine reads
+        as iterating (its iteration is in flight)."""
         engine = self.replaying
-        if engine is not None:  # inside a run, the engine's iteration is in flight
-            was = engine.iterating
-            engine.iterating = True
+        if engine is None:
+            return read(None)
+        was = engine.iterating
+        engine.iterating = True
         try:
-            values = self.read(None)
-            if values == self.last:  # (a NaN is never equal: it goes the long way)
-                return
-            self.last = values
-            for x, pts in zip(values, self.points):
-                _record(pts, float(x), now)
+            return read(None)
         finally:
-            if engine is not None:
-                engine.iterating = was
+            engine.iterating = was
 
     def sample_part(self, part: tuple[Callable[[Any], tuple], tuple[int, ...]], now: float) -> None:
         """:meth:`sample` after a growth in one pool: only the gauges that read
         it can have moved (``part``: those gauges compiled, and their indices)."""
         read, idx = part
-        engine = self.replaying
-        if engine is not None:
-            was = engine.iterating
-            engine.iterating = True
-        try:
-            values = read(None)
-        finally:
-            if engine is not None:
-                engine.iterating = was
+        values = self._read(read)
         last = self.last
         if last is None:
             self.sample(now)

@@ -292,8 +292,7 @@ class LazyRuns:
         growths before now replayed: the caller catches up first)."""
         run = engine.run
         assert run is not None and run.ends is not None
-        k = bisect_left(run.ends, self.env.now) + 1
-        self._shorten(engine, run, k)
+        self._shorten(engine, run, self.committed(engine) + 1)
 
     def materialize(self, engine: "StepEngine") -> None:
         """Replay ``engine``'s passing run up to now: the iterations that ended
@@ -316,9 +315,8 @@ class LazyRuns:
             run = engine.run
             assert run is not None and run.ends is not None
             j = bisect_left(run.ends, t)
-            if j < len(run.ends) and run.ends[j] == t:
-                k = bisect_left(run.ends, self.env.now) + 1
-                self._shorten(engine, run, max(k, j))  # (iteration j + 1 ends at t)
+            if j < len(run.ends) and run.ends[j] == t:  # (iteration j + 1 ends at t)
+                self._shorten(engine, run, max(self.committed(engine) + 1, j))
                 return
 
     def _shorten(self, engine: "StepEngine", run: "DecodeRun", length: int) -> None:
@@ -344,7 +342,8 @@ class LazyRuns:
     # -- stage probes of an engine in a passing run --------------------------------------------
 
     def committed(self, engine: "StepEngine") -> int:
-        """Iterations of ``engine``'s passing run that have ended by now."""
+        """Iterations of ``engine``'s passing run that have ended by now (the
+        next is in flight: no event falls on an iteration's end)."""
         run = engine.run
         assert run is not None and run.ends is not None
         return bisect_left(run.ends, self.env.now)

@@ -266,9 +266,7 @@ class DecodeRun:
         elif segs[-1][3] <= sim.warmup:  # every span ≤ end − warm-up ≤ 0: none is added
             return []
         else:
-            ends = [first]  # ends[j]: the end of iteration j + 1
-            for c, n, t0, _t1 in segs:
-                ends.extend(islice(accumulate(repeat(c, n), add, initial=t0), 1, None))
+            ends = self.end_list()  # ends[j]: the end of iteration j + 1
             spans = [[x, 1] for x in map(sub, map(min, ends[1:], repeat(sim.horizon)),
                                          map(max, ends[:k], repeat(sim.warmup)))]
             smin = min([x for x, _c in spans]) if spans else 0.0

@@ -171,11 +171,17 @@ class StepEngine(Stage):
         return float(len(self.assign)) if self.iterating else 0.0
 
     def work(self) -> float:
+        return fold(self._work_now(), 0.0)
+
+    def _work_now(self) -> list[float]:
+        """Each resident's work left now: in a run passing over other events
+        (serq/sim/lazy.py), less a token for each iteration ended by now, whose
+        tokens are not committed yet."""
         run = self.run
-        if run is not None and run.ends is not None:  # a run passing over other events: its ended iterations'
-            done = self.sim.lazy.committed(self)     # tokens are not committed yet
-            return fold((minus(j.work, 1.0, done) for j in self.residents), 0.0)
-        return fold((j.work for j in self.residents), 0.0)
+        if run is not None and run.ends is not None:
+            done = self.sim.lazy.committed(self)
+            return [minus(j.work, 1.0, done) for j in self.residents]
+        return [j.work for j in self.residents]
 
     def budget_left(self) -> float:
         """Tokens the next iteration leaves for admissions (§4.4)."""
@@ -186,10 +192,8 @@ class StepEngine(Stage):
             self.sim.lazy.read(self.memory)  # may read the memory the residents hold: its growths first
         ctx = _BudgetView(self)
         budget, chunk = self.budget_fn(ctx), self.chunk_fn(ctx)
-        if run is not None and run.ends is not None:  # (as `work`; every resident decodes, and the engine's
-            done = self.sim.lazy.committed(self)    # own plan_tokens asks min(1, what is left))
-            left = [minus(j.work, 1.0, done) for j in self.residents]
-            want = fold((1.0 if w > 1.0 else w for w in left), 0.0)
+        if run is not None and run.ends is not None:  # every resident decodes; the engine's own
+            want = fold((1.0 if w > 1.0 else w for w in self._work_now()), 0.0)  # plan_tokens: min(1, left)
         else:
             want = fold((self.plan_tokens(j, chunk) for j in self.residents), 0.0)
         return max(0.0, budget - want)
