@@ -151,7 +151,11 @@ class HoldPool(Node):
 
 
 @node
-class Lease(Node):  # [A] parsed, refused by the checker in this version
+class Lease(Node):
+    """``lease P (T)`` on a hold: its allocation on ``ref`` outlives the scope until
+    ``release P``, ``time`` clock units (moment Session, read at the scope's end) or
+    the session's end, and the hold's ``cache`` applies then (docs/pd.md)."""
+
     ref: PoolRef
     time: Expr
 
@@ -202,7 +206,10 @@ class Release(Node):
 
 
 @node
-class Load(Node):  # [A]
+class Load(Node):
+    """``load Q (n)``: the innermost enclosing hold's computed position on Q advances
+    by ``amount`` (within its allocation): the KV of a transfer arrived."""
+
     ref: PoolRef
     amount: Expr
     label: str = ""
@@ -212,13 +219,15 @@ class Load(Node):  # [A]
 class Run(Node):
     """A job of ``work`` on a stage.  ``mode`` is ``"prefill"`` or ``"decode"``
     exactly when the stage is a step stage.  ``growing`` names the pool whose
-    innermost enclosing hold grows as the job advances."""
+    innermost enclosing hold grows as the job advances.  ``also``: the further
+    stages of ``run A, B (w)``, one flow that holds them all (``Program.share``)."""
 
     stage: StageRef
     work: Expr
     mode: Literal["prefill", "decode"] | None = None
     growing: PoolRef | None = None
     label: str = ""
+    also: tuple[StageRef, ...] = ()
 
 
 @node
@@ -449,6 +458,10 @@ class Program(Node):
     block_count: int = 0  # statement blocks, for `serq check`'s summary
     handles: tuple[str, ...] = ()  # spawn handles, their own namespace; empty: the program never spawns
     gauges: tuple[Gauge, ...] = ()
+    #: ``share maxmin|bottleneck``: how flows divide the shared stages; None without multi-stage runs
+    share: str | None = None
+    #: the shared stages (declaration indices): every ``ps`` stage some multi-stage run holds
+    shared: tuple[int, ...] = ()
 
     def pool_index(self, name: str) -> int:
         return next(i for i, p in enumerate(self.pools) if p.name == name)

@@ -174,6 +174,15 @@ class Segment(Node):
 
 
 @node
+class Lease(Node):
+    """``lease P (T)`` after a hold's block: P's allocation outlives the scope."""
+
+    ref: Ref
+    time: Expr
+    span: Span  # the `lease` keyword
+
+
+@node
 class HoldStmt(Node):
     pools: tuple[HoldPool, ...]
     reuse: Expr | None
@@ -183,6 +192,7 @@ class HoldStmt(Node):
     span: Span
     head: Span  # the `hold` keyword
     prefix: tuple[Segment, ...] = ()  # `prefix (KEY: LENGTH, …)`, in order
+    lease: Lease | None = None
 
 
 @node
@@ -207,6 +217,16 @@ class ReleaseStmt(Node):
 
 
 @node
+class LoadStmt(Node):
+    """``load Q (n)``: the KV of ``n`` tokens arrived; the enclosing hold's position on Q advances."""
+
+    ref: Ref
+    amount: Expr
+    span: Span
+    head: Span
+
+
+@node
 class RunStmt(Node):
     """``run S [mode] (work) [growing P]``; serving forms become this too."""
 
@@ -216,12 +236,14 @@ class RunStmt(Node):
     growing: Ref | None
     span: Span
     head: Span
-    form: str = "run"  # or the serving form it came from: prefill, decode, tool
+    form: str = "run"  # or the serving form it came from: prefill, decode, tool, transfer
+    also: tuple[Ref, ...] = ()  # `run A, B (w)`: the stages after the first (one flow on all)
 
 
 @node
 class ServingStmt(Node):
-    """``prefill|decode|tool [[i] | on S] work [growing P]`` before stage resolution."""
+    """``prefill|decode|tool [[i] | on S] work [growing P]`` before stage resolution;
+    ``transfer [[i] | on S, …] work from P to Q (n)`` with ``also``, ``src``, ``dst``, ``n``."""
 
     role: str
     index: Expr | None
@@ -230,6 +252,10 @@ class ServingStmt(Node):
     growing: Ref | None
     span: Span
     head: Span
+    also: tuple[Ref, ...] = ()  # `transfer on S1, S2, …`: the stages after the first
+    src: Ref | None = None
+    dst: Ref | None = None
+    n: Expr | None = None
 
 
 @node
@@ -311,7 +337,7 @@ class ServerMark(Node):
 
 Stmt = Union[
     SetStmt, ObserveStmt, TurnStmt, RequestStmt, EndStmt, HoldStmt, GrowStmt, DropStmt,
-    ReleaseStmt, RunStmt, ServingStmt, BranchStmt, LoopStmt, ChooseStmt, UseStmt, UnknownStmt,
+    ReleaseStmt, LoadStmt, RunStmt, ServingStmt, BranchStmt, LoopStmt, ChooseStmt, UseStmt, UnknownStmt,
     ServerMark, SpawnStmt, JoinStmt,
 ]
 Block = tuple[Stmt, ...]
@@ -407,8 +433,16 @@ class RunItem(Node):
     span: Span
 
 
+@node
+class ShareItem(Node):
+    """``share maxmin;`` or ``share bottleneck;``: how one run over several stages divides them."""
+
+    policy: str
+    span: Span
+
+
 Item = Union[LetItem, UseItem, DefItem, PoolItem, StageItem, WorkloadItem, ServerItem, SessionItem, RunItem,
-             GaugeItem]
+             GaugeItem, ShareItem]
 
 
 @node
@@ -464,13 +498,14 @@ def names_read(e: Expr) -> set[str]:
 
 def stmt_refs(s: Stmt) -> tuple[Ref, ...]:
     if isinstance(s, HoldStmt):
-        return tuple(p.ref for p in s.pools)
-    if isinstance(s, (GrowStmt, DropStmt, ReleaseStmt)):
+        return tuple(p.ref for p in s.pools) + ((s.lease.ref,) if s.lease else ())
+    if isinstance(s, (GrowStmt, DropStmt, ReleaseStmt, LoadStmt)):
         return (s.ref,)
     if isinstance(s, RunStmt):
-        return (s.ref,) + ((s.growing,) if s.growing else ())
+        return (s.ref,) + s.also + ((s.growing,) if s.growing else ())
     if isinstance(s, ServingStmt):
-        return ((s.on,) if s.on else ()) + ((s.growing,) if s.growing else ())
+        return (((s.on,) if s.on else ()) + s.also + ((s.growing,) if s.growing else ())
+                + tuple(r for r in (s.src, s.dst) if r is not None))
     return ()
 
 
@@ -485,12 +520,14 @@ def stmt_exprs(s: Stmt) -> tuple[Expr, ...]:
         out += [s.reuse, s.cache] + [b.expr for b in s.bindings]
         for g in s.prefix:
             out += [g.key, g.length]
-    elif isinstance(s, GrowStmt):
+        if s.lease is not None:
+            out.append(s.lease.time)
+    elif isinstance(s, (GrowStmt, LoadStmt)):
         out.append(s.amount)
     elif isinstance(s, RunStmt):
         out.append(s.work)
     elif isinstance(s, ServingStmt):
-        out += [s.index, s.work]
+        out += [s.index, s.work, s.n]
     elif isinstance(s, BranchStmt):
         out.append(s.guard)
     elif isinstance(s, ChooseStmt):

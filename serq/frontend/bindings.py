@@ -108,8 +108,9 @@ class Bindings:
                       for p in h.pools)
         prefix = tuple(replace(g, key=replace_names(g.key, resolved), length=replace_names(g.length, resolved))
                        for g in h.prefix)
+        lease = replace(h.lease, time=replace_names(h.lease.time, resolved)) if h.lease is not None else None
         out = replace(h, pools=pools, reuse=_opt(h.reuse, resolved), cache=_opt(h.cache, resolved),
-                      bindings=(), body=tuple(prelude) + body, prefix=prefix)
+                      bindings=(), body=tuple(prelude) + body, prefix=prefix, lease=lease)
         self.bound[id(out)] = frozenset(s.name for s in prelude)  # type: ignore[union-attr]
         return out
 

@@ -82,6 +82,14 @@ class Builder(ExprVisits, NodeVisitor):
                     helps=["a program holds `let`, `use`, `def`, `pool`, `stage`, `workload`, "
                            "`server`, `session` and `run` items"])
 
+    def visit_share_item(self, node, ch):
+        policy: Tok = ch[1]
+        if policy.text not in ("maxmin", "bottleneck"):
+            helps, _ = did_you_mean(policy.text, "", ["maxmin", "bottleneck"])
+            raise error(f"unknown sharing policy `{policy.text}`", policy.span,
+                        helps=helps or ["write `share maxmin;` or `share bottleneck;`"])
+        return A.ShareItem(policy.text, self.span(node))
+
     def visit_let_item(self, node, ch):
         name: Tok = ch[1]
         return A.LetItem(name.text, ch[3], self.span(node), name.span)
@@ -341,12 +349,10 @@ class Builder(ExprVisits, NodeVisitor):
     def visit_hold_stmt(self, node, ch):
         pools = [ch[1]] + [pair[1] for pair in ch[2]] if isinstance(ch[2], list) else [ch[1]]
         lease = self.opt(ch[8])
-        if lease is not None:
-            raise not_supported("`lease`", lease)
         bindings = self.opt(ch[5]) or ()
         prefix = self.opt(ch[3]) or ()
         return A.HoldStmt(tuple(pools), self.opt(ch[4]), tuple(bindings), ch[6], self.opt(ch[7]),
-                          self.span(node), ch[0].span, tuple(prefix))
+                          self.span(node), ch[0].span, tuple(prefix), lease)
 
     def visit_hold_pool(self, node, ch):
         return A.HoldPool(ch[0], ch[2], self.opt(ch[4]), self.span(node))
@@ -379,7 +385,7 @@ class Builder(ExprVisits, NodeVisitor):
         return ch[1]
 
     def visit_lease_clause(self, node, ch):
-        return ch[0].span
+        return A.Lease(ch[1], ch[3], ch[0].span)
 
     def visit_grow_stmt(self, node, ch):
         return A.GrowStmt(ch[1], ch[3], self.span(node), ch[0].span)
@@ -390,12 +396,36 @@ class Builder(ExprVisits, NodeVisitor):
     def visit_release_stmt(self, node, ch):
         return A.ReleaseStmt(ch[1], self.span(node), ch[0].span)
 
+    def visit_load_stmt(self, node, ch):
+        return A.LoadStmt(ch[1], ch[3], self.span(node), ch[0].span)
+
     def visit_run_stmt(self, node, ch):
-        if isinstance(ch[2], list) and ch[2]:
-            raise not_supported("a run on several stages (`run A, B (w)`)", ch[2][0][1].span)
+        also = tuple(pair[1] for pair in ch[2]) if isinstance(ch[2], list) else ()
         mode = self.opt(ch[3])
         growing = self.opt(ch[7])
-        return A.RunStmt(ch[1], mode.text if mode else None, ch[5], growing, self.span(node), ch[0].span)
+        return A.RunStmt(ch[1], mode.text if mode else None, ch[5], growing, self.span(node), ch[0].span,
+                         also=also)
+
+    def visit_transfer_stmt(self, node, ch):
+        role: Tok = ch[0]
+        target = self.opt(ch[1])
+        ends = self.opt(ch[3])
+        if ends is None:
+            raise error("a `transfer` names where the KV goes: `transfer (WORK) from P to Q (N);`", role.span,
+                        helps=["it is `run LINK (WORK); load Q (N); release P;`; a link that only takes time "
+                               "is a plain `run LINK (WORK);`"])
+        index = on = None
+        also: tuple[A.Ref, ...] = ()
+        if isinstance(target, list):  # `on S, …`
+            on, also = target[0], tuple(target[1:])
+        elif target is not None:
+            index = target
+        src, dst, n = ends
+        return A.ServingStmt("transfer", index, on, ch[2], None, self.span(node), role.span,
+                             also=also, src=src, dst=dst, n=n)
+
+    def visit_transfer_ends(self, node, ch):
+        return ch[1], ch[3], ch[5]
 
     def visit_growing(self, node, ch):
         return ch[1]
@@ -431,7 +461,9 @@ class Builder(ExprVisits, NodeVisitor):
         index = on = None
         if isinstance(target, list):  # `on S, …`
             if len(target) > 1:
-                raise not_supported(f"`{role.text} on` several stages", target[1].span)
+                raise error(f"`{role.text} on` names one stage", target[1].span,
+                            helps=["one job on several stages at once is `run A, B (w);` or "
+                                   "`transfer on A, B (w) from P to Q (n);`"])
             on = target[0]
         elif target is not None:
             index = target

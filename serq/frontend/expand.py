@@ -28,7 +28,7 @@ from .words import CONTEXT, OBSERVABLE
 MAX_NODES = 200_000
 
 _STMT_WORDS = ["turn", "request", "end", "set", "observe", "hold", "grow", "drop", "release", "run",
-               "branch", "loop", "choose", "prefill", "decode", "tool"]
+               "branch", "loop", "choose", "prefill", "decode", "tool", "load", "transfer"]
 _TRACE_ATTRIBUTES = frozenset(("new", "out", "think", "forced", "more"))
 _HEAD = {A.SetStmt: "set", A.ObserveStmt: "observe", A.TurnStmt: "turn", A.RequestStmt: "request",
          A.EndStmt: "end", A.DropStmt: "drop", A.LoopStmt: "loop", A.ChooseStmt: "choose"}
@@ -61,6 +61,7 @@ class Expanded:
     session: A.Block | None
     two_sided: bool
     gauges: list[A.GaugeItem] = field(default_factory=list)
+    share: A.ShareItem | None = None  # `share maxmin|bottleneck;`
 
 
 def head(s: A.Stmt) -> Span:
@@ -243,20 +244,32 @@ class Expander:
             bindings = tuple(A.Binding(b.name, self.xe(b.expr, env), rs(b.span, env), rs(b.name_span, env))
                              for b in s.bindings)
             prefix = tuple(A.Segment(self.xe(g.key, env), self.xe(g.length, env), rs(g.span, env)) for g in s.prefix)
+            lease = None
+            if s.lease is not None:
+                lease = A.Lease(self.xref(s.lease.ref, env), self.xe(s.lease.time, env), rs(s.lease.span, env))
             return [A.HoldStmt(pools, self.xopt(s.reuse, env), bindings, self.xs(s.body, env),
-                               self.xopt(s.cache, env), rs(s.span, env), rs(s.head, env), prefix)]
+                               self.xopt(s.cache, env), rs(s.span, env), rs(s.head, env), prefix, lease)]
         if isinstance(s, A.GrowStmt):
             return [A.GrowStmt(self.xref(s.ref, env), self.xe(s.amount, env), rs(s.span, env), rs(s.head, env))]
         if isinstance(s, A.DropStmt):
             return [A.DropStmt(self.xref(s.ref, env), rs(s.span, env))]
         if isinstance(s, A.ReleaseStmt):
             return [A.ReleaseStmt(self.xref(s.ref, env), rs(s.span, env), rs(s.head, env))]
+        if isinstance(s, A.LoadStmt):
+            return [A.LoadStmt(self.xref(s.ref, env), self.xe(s.amount, env), rs(s.span, env), rs(s.head, env))]
         if isinstance(s, A.RunStmt):
             growing = self.xref(s.growing, env) if s.growing else None
             return [A.RunStmt(self.xref(s.ref, env), s.mode, self.xe(s.work, env), growing,
-                              rs(s.span, env), rs(s.head, env), s.form)]
+                              rs(s.span, env), rs(s.head, env), s.form, tuple(self.xref(r, env) for r in s.also))]
         if isinstance(s, A.ServingStmt):
-            return [self.serving(s, env)]
+            run = self.serving(s, env)
+            if s.role != "transfer":
+                return [run]
+            # `transfer (X) from P to Q (n)` is `run LINK (X); load Q (n); release P;` (docs/pd.md)
+            assert s.src is not None and s.dst is not None and s.n is not None
+            span, head_span = rs(s.span, env), rs(s.head, env)
+            return [run, A.LoadStmt(self.xref(s.dst, env), self.xe(s.n, env), span, head_span),
+                    A.ReleaseStmt(self.xref(s.src, env), span, head_span)]
         if isinstance(s, A.BranchStmt):
             orelse = self.xs(s.orelse, env) if s.orelse is not None else None
             return [A.BranchStmt(self.xe(s.guard, env), self.xs(s.then, env), orelse, s.draw,
@@ -331,8 +344,10 @@ class Expander:
 
     # ------------------------------------------------------------ serving forms (§5.6)
     def serving(self, s: A.ServingStmt, env: Env) -> A.RunStmt:
+        """A serving form's run: its stage found by role (or named by `on`)."""
         role = s.role
         above = [st for i, st in self.stages if i < env.site]
+        also = tuple(self.xref(r, env) for r in s.also)
         if s.on is not None:
             ref = self.xref(s.on, env)
             matches = [st for st in above if st.name == ref.name]
@@ -342,12 +357,15 @@ class Expander:
                             helps=helps or [f"declare `stage {ref.name} : …;` above this statement"], notes=notes)
             stage = matches[0]
         else:
-            cands = [st for st in above if st.name == role]
+            names = ("link", "transfer") if role == "transfer" else (role,)
+            cands = [st for st in above if st.name in names]
             if not cands and role in ("prefill", "decode"):
                 cands = [st for st in above if st.kind == "step"]
             span = self.rs(s.head, env)
             if not cands:
                 helps = [f"declare a stage named `{role}` above this statement"]
+                if role == "transfer":
+                    helps = ["declare a stage named `link` (or `transfer`) above this statement"]
                 if role in ("prefill", "decode"):
                     helps.append("or declare a `step` engine above it")
                 helps.append(f"or name one: `{role} on STAGE (...)`")
@@ -359,7 +377,8 @@ class Expander:
             ref = A.Ref(stage.name, self.xopt(s.index, env), span, span)
         mode = role if role in ("prefill", "decode") and stage.kind == "step" else None
         growing = self.xref(s.growing, env) if s.growing else None
-        return A.RunStmt(ref, mode, self.xe(s.work, env), growing, self.rs(s.span, env), self.rs(s.head, env), role)
+        return A.RunStmt(ref, mode, self.xe(s.work, env), growing, self.rs(s.span, env), self.rs(s.head, env), role,
+                         also)
 
     # ------------------------------------------------------------ declarations and the two sides
     def xsize(self, size: "int | A.Expr | None", env: Env) -> "int | A.Expr | None":
@@ -378,7 +397,7 @@ class Expander:
 
     def program(self) -> Expanded:
         lets, pools, stages, gauges = [], [], [], []
-        workload = server = session = run = None
+        workload = server = session = run = share = None
         for ordinal, item in enumerate(self.items):
             env = Env(site=ordinal)
             if isinstance(item, A.LetItem):
@@ -407,8 +426,13 @@ class Expander:
                 if run is not None:
                     raise _duplicate("run", item, run)
                 run = replace(item, clauses=tuple(self.xclause(c, env) for c in item.clauses))
+            elif isinstance(item, A.ShareItem):
+                if share is not None:
+                    raise error("`share` is given twice", item_head(item, "share"),
+                                notes=[f"the first is at {at(share.span)}"], helps=["keep one of them"])
+                share = item
         self.check_def_names(lets, pools, stages)
-        return replace(self.sides(lets, pools, stages, workload, server, session, run), gauges=gauges)
+        return replace(self.sides(lets, pools, stages, workload, server, session, run), gauges=gauges, share=share)
 
     def check_def_names(self, lets, pools, stages) -> None:
         for kind, decls in (("a pool", pools), ("a stage", stages), ("a `let` constant", lets)):

@@ -43,7 +43,7 @@ KEYWORDS = (
     "horizon warmup seed arrivals "
     "request end set observe hold reserve reuse at cache lease grow drop release prefix "
     "branch with else loop choose in tool on growing spawn into join "
-    "max min sum args number gauge"
+    "max min sum args number gauge share maxmin bottleneck load transfer from to"
 ).split()
 
 GRAMMAR_TEXT = r'''
@@ -53,12 +53,15 @@ eoi            = ~r"\Z"
 # the value of `--set NAME=EXPR` (language §8)
 set_expr       = _ expr eoi
 item           = let_item / use_item / def_item / pool_item / stage_item / workload_item
-               / server_item / session_item / run_item / gauge_item / other_item
-# an unknown word at top level; also `share`, `queue`, pull relations
+               / server_item / session_item / run_item / gauge_item / share_item / other_item
+# an unknown word at top level; also `queue`, pull relations
 # and the later era's `fn`, `claim`, `device`, `engine`, refused by the builder
 other_item     = !item_kw name soup (semi / braces)?
 item_kw        = kw_let / kw_use / kw_def / kw_pool / kw_stage / kw_workload / kw_server
-               / kw_session / kw_run / kw_gauge
+               / kw_session / kw_run / kw_gauge / kw_share
+
+# how a run over several stages divides them (docs/pd.md, "Flows")
+share_item     = kw_share name semi
 
 let_item       = kw_let name eq let_value semi
 let_value      = args_number / expr
@@ -146,7 +149,8 @@ block          = lbrace stmt* block_end
 block_end      = "}" _
 stmt           = turn_stmt / request_stmt / end_stmt / set_stmt / observe_stmt / hold_stmt
                / grow_stmt / drop_stmt / release_stmt / run_stmt / branch_stmt / loop_stmt
-               / choose_stmt / spawn_stmt / join_stmt / serving_stmt / use_stmt / other_stmt
+               / choose_stmt / spawn_stmt / join_stmt / load_stmt / transfer_stmt / serving_stmt
+               / use_stmt / other_stmt
 turn_stmt      = kw_turn semi
 request_stmt   = kw_request name? semi
 end_stmt       = kw_end semi
@@ -167,6 +171,10 @@ lease_clause   = kw_lease ref lparen expr rparen
 grow_stmt      = kw_grow ref lparen expr rparen semi
 drop_stmt      = kw_drop ref semi
 release_stmt   = kw_release ref semi
+load_stmt      = kw_load ref lparen expr rparen semi
+# `transfer [[i] | on S, …] WORK from P to Q (N);` (docs/pd.md); without `from`, the builder refuses it
+transfer_stmt  = kw_transfer serve_target? expr transfer_ends? semi
+transfer_ends  = kw_from ref kw_to ref lparen expr rparen
 run_stmt       = kw_run ref (comma ref)* run_mode? lparen expr rparen growing? semi
 run_mode       = kw_prefill / kw_decode
 growing        = kw_growing ref
@@ -186,11 +194,11 @@ serve_on       = kw_on ref (comma ref)*
 # a definition use; whether NAME is a statement definition is decided later
 use_stmt       = name lparen args rparen use_end
 use_end        = ";" _
-# an unknown word; also `load`, `transfer`, `mark`, `while`, queue calls, retired words
+# an unknown word; also `mark`, `while`, queue calls, retired words
 other_stmt     = !stmt_kw name soup (semi / braces)?
 stmt_kw        = kw_turn / kw_request / kw_end / kw_set / kw_observe / kw_hold / kw_grow
                / kw_drop / kw_release / kw_run / kw_branch / kw_loop / kw_choose / kw_spawn / kw_join
-               / kw_prefill / kw_decode / kw_tool
+               / kw_prefill / kw_decode / kw_tool / kw_load / kw_transfer
 ref            = name index?
 index          = lbrack expr rbrack
 

@@ -9,7 +9,7 @@ at once; validation errors found on the way are raised at the end (§7).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 from .. import ir
@@ -50,6 +50,9 @@ class Linker(Declarations):
         self.observes: dict[str, ir.ObserveDecl] = {}
         self.next_hold = 0
         self.blocks = 0
+        self.leased: set[int] = set()  # pools some hold leases: `release` may end a lease outside a hold
+        self.flows: list[tuple[ir.Run, A.RunStmt]] = []  # the multi-stage runs, for the `share` rules
+        self.stage_runs: list[tuple[ir.Run, A.RunStmt]] = []  # every plain run (the shared stages' rule)
 
     # ------------------------------------------------------------ attributes and constants
     def attributes(self) -> None:
@@ -168,7 +171,14 @@ class Linker(Declarations):
         if isinstance(s, A.DropStmt):
             return ir.Drop(self.pool_ref(s.ref.name, s.ref.index, s.ref.name_span, w))
         if isinstance(s, A.ReleaseStmt):
+            ref = self.pool_ref(s.ref.name, s.ref.index, s.ref.name_span, w)
+            if ref.pool in self.leased:  # outside a hold of it, it ends a lease
+                return ir.Release(ref)
             return ir.Release(self.held(s.ref, ctx, "release", w, exact=True))
+        if isinstance(s, A.LoadStmt):
+            ref = self.held(s.ref, ctx, "load", w, exact=True)
+            label = f"`load {pretty.ref(s.ref)} ({pretty.show(s.amount)})`"
+            return ir.Load(ref, self.amount(s.amount, w, label), label)
         if isinstance(s, A.RunStmt):
             return self.run(s, ctx, w)
         if isinstance(s, A.BranchStmt):
@@ -222,8 +232,13 @@ class Linker(Declarations):
         ref = self.pool_ref(r.name, r.index, r.name_span, w)
         written = pretty.ref(r)
         if not any(p == ref.pool and (not exact or text == written) for p, text in ctx.holds):
+            same = [text for p, text in ctx.holds if p == ref.pool]
+            if same:
+                helps = [f"name the pool as the enclosing hold does, index included: `{verb} {same[-1]}`"]
+            else:
+                helps = [f"it acts on an enclosing hold's allocation: write it inside `hold {written} (…) {{ … }}`"]
             raise error(f"`{verb} {written}` outside a hold of `{written}`", r.name_span, prefix=ctx.prefix,
-                        helps=[f"`{verb}` acts on the allocation of an enclosing `hold {written} (…)`"])
+                        helps=helps)
         return ref
 
     def hold(self, s: A.HoldStmt, ctx: Ctx) -> ir.Hold:
@@ -253,7 +268,18 @@ class Linker(Declarations):
         self.next_hold += 1
         inner = Ctx(ctx.prefix, ctx.holds + tuple((hp.ref.pool, pretty.ref(p.ref)) for hp, p in zip(pools, s.pools)))
         body = self.block(s.body, inner)
-        return ir.Hold(hold_id, tuple(pools), body, reuse, cache, None, pretty.hold_label(s), prefix)
+        lease = None
+        if s.lease is not None:
+            written = pretty.ref(s.lease.ref)
+            match = [hp.ref for hp, p in zip(pools, s.pools) if pretty.ref(p.ref) == written]
+            if not match:
+                taken = ", ".join(f"`{pretty.ref(p.ref)}`" for p in s.pools)
+                raise error(f"`lease {written}`: the hold does not take that pool", s.lease.ref.name_span,
+                            prefix=ctx.prefix,
+                            helps=[f"a lease names one of the hold's pools as the hold writes it: {taken}"])
+            lease = ir.Lease(match[0], self.amount(s.lease.time, Where(SESSION, ctx.prefix),
+                                                   f"`lease {written} ({pretty.show(s.lease.time)})`"))
+        return ir.Hold(hold_id, tuple(pools), body, reuse, cache, lease, pretty.hold_label(s), prefix)
 
     def prefix(self, s: A.HoldStmt, pools: list[ir.HoldPool], ctx: Ctx) -> tuple[ir.Segment, ...]:
         """A hold's ``prefix`` segments (docs/simulator.md, "Shared prefix cache"): keys and
@@ -303,6 +329,8 @@ class Linker(Declarations):
 
     def run(self, s: A.RunStmt, ctx: Ctx, w: Where) -> ir.Run:
         ref = self.stage_ref(s.ref.name, s.ref.index, s.ref.name_span, w)
+        if s.also:
+            return self.flow(s, ref, ctx, w)
         kind = self.stages[s.ref.name].kind
         if (kind == "step") != (s.mode is not None):
             if s.form == "tool":
@@ -321,7 +349,59 @@ class Linker(Declarations):
             growing = self.held(s.growing, ctx, "growing", w)
         label = pretty.run_label(s)
         work = self.amount(s.work, w, label)
-        return ir.Run(ref, work, s.mode, growing, label)  # type: ignore[arg-type]
+        x = ir.Run(ref, work, s.mode, growing, label)  # type: ignore[arg-type]
+        self.stage_runs.append((x, s))
+        return x
+
+    def flow(self, s: A.RunStmt, ref: ir.StageRef, ctx: Ctx, w: Where) -> ir.Run:
+        """``run A, B (w)``: one flow holding every stage (docs/pd.md, "Flows"); each a
+        ``ps`` stage of constant capacity, each stage array named once, no mode."""
+        refs = [ref]
+        seen = {s.ref.name: s.ref}
+        for r in s.also:
+            if r.name in seen:
+                raise error(f"this run names stage `{r.name}` twice", r.name_span, prefix=ctx.prefix,
+                            notes=[f"the first is at {at(seen[r.name].name_span)}"],
+                            helps=["a flow holds each stage array once: which member it takes is known only "
+                                   "when the run starts"])
+            seen[r.name] = r
+            refs.append(self.stage_ref(r.name, r.index, r.name_span, w))
+        if s.mode is not None or s.growing is not None:
+            word = s.mode if s.mode is not None else "growing"
+            raise error(f"a run on several stages takes no `{word}`", s.head, prefix=ctx.prefix,
+                        helps=["a flow is plain work on `ps` stages; a step engine's prefill or decode runs alone"])
+        for r, x in zip([s.ref, *s.also], refs):
+            decl = self.stage_decls[x.stage]
+            if decl.kind != "ps" or not isinstance(decl.phi, ir.Num) or not (0.0 < decl.phi.value < math.inf):
+                what = (f"a {decl.kind} stage" if decl.kind != "ps" else
+                        "a ps stage whose capacity is not a constant above 0")
+                raise error(f"a run on several stages holds only `ps` stages of constant capacity, and `{r.name}` "
+                            f"is {what}", r.name_span, prefix=ctx.prefix,
+                            helps=["a flow's rate is set from its stages' capacities; declare it "
+                                   "`stage NAME : ps(C);` with C a number above 0 (it may not read `present`)"])
+        label = f"`run {', '.join(pretty.ref(r) for r in (s.ref, *s.also))} ({pretty.show(s.work)})`"
+        work = self.amount(s.work, w, label)
+        x = ir.Run(ref, work, None, None, label, tuple(refs[1:]))
+        self.flows.append((x, s))
+        return x
+
+    def shared_stages(self, share: "A.ShareItem | None") -> tuple[str | None, tuple[int, ...]]:
+        """The ``share`` rules: a program with a multi-stage run declares its policy and
+        one without declares none; every stage array a flow holds is shared, and a plain
+        run there is a flow of one stage."""
+        if not self.flows:
+            if share is not None:
+                raise error(f"`share {share.policy}`: no run in this program holds several stages",
+                            replace(share.span, end=share.span.start + 5),
+                            helps=["`share` says how a `run A, B (w)` divides its stages; remove it, or write "
+                                   "such a run"])
+            return None, ()
+        if share is None:
+            _run, s = self.flows[0]
+            raise error("a run on several stages needs the program's `share maxmin;` or `share bottleneck;`",
+                        s.head, helps=["`share` has no default: say how flows divide the stages they hold"])
+        shared = sorted({r.stage for x, _s in self.flows for r in (x.stage, *x.also)})
+        return share.policy, tuple(shared)
 
     # ------------------------------------------------------------ the program
     def program(self, trace: str | None) -> ir.Program:
@@ -333,12 +413,17 @@ class Linker(Declarations):
         self.constants()
         self.hide_all(ex.workload)
         self.declare_pools_and_stages(ex.pools, ex.stages)
+        for block in (ex.init, ex.turn, ex.session):
+            for s in A.walk_stmts(block or ()):
+                if isinstance(s, A.HoldStmt) and s.lease is not None and s.lease.ref.name in self.pools:
+                    self.leased.add(self.pools[s.lease.ref.name].index)
         arrival, trace_decl = self.workload(ex.workload, self.path, trace)
         init = self.block(ex.init, Ctx("init")) if ex.init is not None else ()
         turn = self.block(ex.turn, Ctx("turn")) if ex.turn is not None else None
         session = self.block(ex.session or (), Ctx("session"))
         run = self.run_settings(ex.run, arrival)
         gauges = self.gauges(ex.gauges)
+        share, shared = self.shared_stages(ex.share)
         if self.deferred is not None:
             raise self.deferred
         return ir.Program(
@@ -347,7 +432,7 @@ class Linker(Declarations):
             session=session, init=init, turn=turn, arrival=arrival, trace=trace_decl,
             hidden=frozenset(self.hidden), run=run, constants=dict(self.lets),
             two_sided=ex.two_sided, path=self.path, block_count=self.blocks,
-            handles=tuple(self.handles), gauges=gauges,
+            handles=tuple(self.handles), gauges=gauges, share=share, shared=shared,
         )
 
     def gauges(self, items: list[A.GaugeItem]) -> tuple[ir.Gauge, ...]:

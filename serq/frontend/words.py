@@ -30,12 +30,9 @@ MAX_MEMBERS = 1_000_000
 
 #: Items and statements of the era that this version refuses (§2.9, §5.2).
 ADVANCED_ITEMS = {
-    "share": "`share` (flow sharing between `ps` stages)",
     "queue": "`queue` stations",
 }
 ADVANCED_STMTS = {
-    "load": "`load`",
-    "transfer": "`transfer`",
     "mark": "`mark`",
 }
 #: Later-era words (decision 6).

@@ -236,6 +236,8 @@ class Compiler:
             emit(d, f"s.drop({self._poolx(st.ref)})")
         elif isinstance(st, ir.Release):
             emit(d, f"s.release({self._poolx(st.ref)})")
+        elif isinstance(st, ir.Load):
+            emit(d, f"s.load({self._poolx(st.ref)}, {self._x(st.amount)}, {st.label!r})")
         else:
             raise SerqError(f"`{type(st).__name__.lower()}` is not supported by the simulator yet")
 
@@ -284,6 +286,7 @@ class Compiler:
             self.fn(st.reuse) if st.reuse is not None else None,
             self.fn(st.cache) if st.cache is not None else None,
             [(self.fn(g.key), self.fn(g.length), g.label) for g in st.prefix],
+            self._lease(st),
         )
         self.holds[st.id] = spec
         if st.prefix:  # the pools it names with a `block` share a trie (docs/simulator.md, "Shared prefix cache")
@@ -293,6 +296,12 @@ class Compiler:
                         if pool.shared is None:
                             pool.make_shared(pool.cache.keys, self.sim.eviction_stream)
         return spec
+
+    def _lease(self, st: ir.Hold) -> tuple[int, Callable[[Any], float], str] | None:
+        if st.lease is None:
+            return None
+        k = next(i for i, hp in enumerate(st.pools) if hp.ref == st.lease.ref)
+        return k, self.fn(st.lease.time), f"`lease {self.sim.program.pools[st.lease.ref.pool].name} (…)`"
 
     def _resolver(self, ref: ir.PoolRef) -> Callable[[Any], Any]:
         members = self.sim.pools[ref.pool]

@@ -3,13 +3,15 @@
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 from simpy.events import Event
 
 from .. import ir
 from .cache import EPS
-from .pool import GRANTED, REJECTED, RELEASED, WAITING, HoldRequest, Pool
+from ..errors import SerqRuntimeError
+from .pool import GRANTED, LEASED, REJECTED, RELEASED, WAITING, HoldRequest, Pool
 from .session import Preemption, Session
 
 if TYPE_CHECKING:
@@ -111,6 +113,58 @@ class Holds:
                     s.preempt_pos.pop(pool, None)
             s.a[ir.COMPUTED] = 0.0
             self.try_admit_all()
+
+    # -- leases (docs/pd.md, "Leases") -------------------------------------------------------
+
+    def lease(self, req: HoldRequest) -> None:
+        """A hold with ``lease P (T)`` ends its scope normally: every other pool is
+        given back (cached per the clause), P's allocation stays the session's —
+        counted in ``used`` and ``holders``, neither evictable nor a preemption
+        victim — until ``release P``, T clock units (read now) or the session's end."""
+        s = req.session
+        k, time_fn, label = req.spec.lease  # type: ignore[misc]
+        if not req.held[k]:  # a `release P` in the body gave it back already: nothing is leased
+            self.release_hold(req, completed=True)
+            return
+        t = time_fn(s)
+        if not t >= 0.0:
+            shown = f"{t:g}" if t == t else "NaN"
+            raise SerqRuntimeError(f"{label}: the time is {shown}, not a number of clock units ≥ 0")
+        for j in range(len(req.pools)):
+            if j != k and req.held[j]:
+                self.release_part(req, j)
+        req.state = LEASED
+        if s.leases is None:
+            s.leases = []
+        s.leases.append(req)
+        if t < math.inf:
+            timer = self.env.timer(t, [self._lease_due])
+            timer.req = req  # type: ignore[attr-defined]
+        if s.preempt_pos:
+            for pool in req.pools:
+                s.preempt_pos.pop(pool, None)
+        s.a[ir.COMPUTED] = 0.0
+        self.try_admit_all()
+
+    def _lease_due(self, timer: Any) -> None:
+        self.sim.events += 1
+        req = timer.req
+        if req.state == LEASED:
+            self.end_lease(req)
+            self.try_admit_all()
+
+    def end_lease(self, req: HoldRequest) -> None:
+        """A lease ends (its time, a ``release`` or its session's end): the hold's
+        ``cache`` applies now, read with the session's attributes as they are."""
+        k = req.spec.lease[0]  # type: ignore[index]
+        self.release_part(req, k)
+        req.state = RELEASED
+        req.session.leases.remove(req)  # type: ignore[union-attr]
+
+    def end_leases(self, s: Session) -> None:
+        """The session ends: its leases end too, oldest first (after its holds)."""
+        while s.leases:
+            self.end_lease(s.leases[0])
 
     def admit_shared(self, req: HoldRequest, k: int, need: float, reuse: float | None) -> float:
         """One pool of an admission on a shared prefix cache (docs/simulator.md,
@@ -227,10 +281,14 @@ class Holds:
             best = None
             for req in pool.holders:
                 s = req.session
-                if s.job is not None and s.job[0] in pool.engines and (best is None or s.adm_seq > best.adm_seq):
+                if (req.state == GRANTED and s.job is not None and s.job[0] in pool.engines
+                        and (best is None or s.adm_seq > best.adm_seq)):
                     best = s
             return best
-        return pool.holders[-1].session if pool.holders else None
+        for req in reversed(pool.holders):  # a lease is no victim
+            if req.state == GRANTED:
+                return req.session
+        return None
 
     def preempt(self, victim: Session, pool: Pool) -> Preemption:
         """Preempt ``victim``'s innermost hold on ``pool``: its job leaves its

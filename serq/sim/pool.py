@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from .session import Session
     from .simulator import Simulator
 
-WAITING, GRANTED, RELEASED, REJECTED, CANCELLED = range(5)
+WAITING, GRANTED, RELEASED, REJECTED, CANCELLED, LEASED = range(6)
 
 
 def bad_amount(label: str, value: float) -> SerqRuntimeError:
@@ -60,6 +60,7 @@ class HoldSpec:
         reuse: Callable[[Any], float] | None,
         cache: Callable[[Any], float] | None,
         prefix: list[tuple[Callable[[Any], float], Callable[[Any], float], str]] | None = None,
+        lease: tuple[int, Callable[[Any], float], str] | None = None,
     ) -> None:
         self.id = id
         self.label = label
@@ -69,6 +70,7 @@ class HoldSpec:
         self.reuse = reuse
         self.cache = cache
         self.prefix = prefix or []  # (key, length, label) per listed segment
+        self.lease = lease  # `lease P (T)`: (P's position among the pools, T, its label)
 
     def chain(self, s: "Session") -> list[tuple[float, float]]:
         """The listed segments of the chain, (key, length) each, evaluated now (moment Admit)."""
@@ -132,7 +134,11 @@ class HoldRequest(Event):
         if exc_type is not None and not isinstance(exc, Interrupt):  # only a preemption unwinds a hold
             return  # the run is failing; leave the state as it is
         if self.state == GRANTED:
-            s.sim.holds.release_hold(self, completed=exc_type is None and not s.ending)
+            completed = exc_type is None and not s.ending
+            if completed and self.spec.lease is not None:
+                s.sim.holds.lease(self)  # the leased pool stays allocated past the scope
+            else:
+                s.sim.holds.release_hold(self, completed=completed)
         elif self.state == WAITING:
             self.pools[0].cancel(self)
         s.forget_hold(self)

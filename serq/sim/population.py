@@ -152,6 +152,8 @@ class Population:
     def end_session(self, s: Session) -> None:
         """The session's body returned (its process calls this)."""
         sim = self.sim
+        if s.leases:
+            sim.holds.end_leases(s)
         s.ended = True
         sim.waiting_changed(s)
         self.live_by(-1)

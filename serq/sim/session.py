@@ -64,7 +64,7 @@ class Session:
         "sim", "serial", "a", "_srng", "_wrng", "proc", "holds", "job", "queued_at", "ending", "ended",
         "adm_seq", "preempt_pos", "stuck", "requeued", "turns", "trace", "trace_pos",
         "sent", "first_tok", "last_tok", "n_after", "stall", "resumed", "woke_at", "woke_n", "rkey",
-        "up", "handle", "n_kids", "waits", "task",
+        "up", "handle", "n_kids", "waits", "task", "leases",
     )
 
     def __init__(self, sim: "Simulator", serial: int, keys: tuple[int, int, int] | None = None) -> None:
@@ -106,6 +106,7 @@ class Session:
         self.stall: Any = None  # a stalled growth: (pool, request, k, units, event or None)
         self.woke_at = -1.0  # the instant of its latest wake-ups, and how many there were
         self.woke_n = 0
+        self.leases: list[HoldRequest] | None = None  # its leased allocations, oldest first
 
     @property
     def wrng(self) -> rng.Stream:
@@ -320,13 +321,40 @@ class Session:
         return outcome  # the event a retried growth triggers
 
     def release(self, pool: "Pool") -> None:
+        """``release P``: the innermost hold on P gives its allocation back now;
+        with none, the oldest lease on P ends; with neither, nothing (a hold
+        re-executed after a preemption reaches the statement again)."""
+        holds = self.sim.holds
         found = self.innermost(pool)
         if found is not None:
             req, k = found
-            self.sim.holds.release_part(req, k)
+            holds.release_part(req, k)
             if self.preempt_pos:
                 self.preempt_pos.pop(pool, None)
-            self.sim.holds.try_admit_all()
+        elif self.leases:
+            for req in self.leases:
+                if req.pools[req.spec.lease[0]] is pool:  # type: ignore[index]
+                    holds.end_lease(req)
+                    break
+        holds.try_admit_all()
+
+    def load(self, pool: "Pool", amount: float, label: str) -> None:
+        """``load Q (n)``: the innermost hold's position on Q advances by n tokens,
+        which its allocation must cover; they count as computed from now on."""
+        if not 0.0 <= amount < _INF:
+            shown = f"{amount:g}" if amount == amount else "NaN"
+            raise SerqRuntimeError(f"{label}: the amount is {shown}, not a number of units, tokens or seconds")
+        found = self.innermost(pool)
+        if found is None:
+            raise SerqRuntimeError(f"{label}: the session holds nothing of `{pool.label}` here (it was released)")
+        req, k = found
+        pos = req.pos[k]
+        if pos + amount > req.alloc[k] + 1e-9:
+            raise SerqRuntimeError(
+                f"{label}: the hold has {req.alloc[k]:g} allocated and {pos:g} computed; a load must fit the "
+                "allocation (grow first)")
+        req.pos[k] = pos + amount
+        req.grown = True
 
     def drop(self, pool: "Pool") -> None:
         pool.cache.take(self.serial)
