@@ -357,15 +357,14 @@ class Expander:
                             helps=helps or [f"declare `stage {ref.name} : …;` above this statement"], notes=notes)
             stage = matches[0]
         else:
-            names = ("link", "transfer") if role == "transfer" else (role,)
-            cands = [st for st in above if st.name in names]
+            plays = ("link", "transfer") if role == "transfer" else (role,)
+            cands = [st for st in above if st.name in plays]
             if not cands and role in ("prefill", "decode"):
                 cands = [st for st in above if st.kind == "step"]
             span = self.rs(s.head, env)
             if not cands:
-                helps = [f"declare a stage named `{role}` above this statement"]
-                if role == "transfer":
-                    helps = ["declare a stage named `link` (or `transfer`) above this statement"]
+                helps = [f"declare a stage named `{role}` above this statement" if role != "transfer" else
+                         "declare a stage named `link` (or `transfer`) above this statement"]
                 if role in ("prefill", "decode"):
                     helps.append("or declare a `step` engine above it")
                 helps.append(f"or name one: `{role} on STAGE (...)`")

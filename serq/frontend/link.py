@@ -370,8 +370,8 @@ class Linker(Declarations):
             word = s.mode if s.mode is not None else "growing"
             raise error(f"a run on several stages takes no `{word}`", s.head, prefix=ctx.prefix,
                         helps=["a flow is plain work on `ps` stages; a step engine's prefill or decode runs alone"])
-        for r, x in zip([s.ref, *s.also], refs):
-            decl = self.stage_decls[x.stage]
+        for r, sref in zip([s.ref, *s.also], refs):
+            decl = self.stage_decls[sref.stage]
             if decl.kind != "ps" or not isinstance(decl.phi, ir.Num) or not (0.0 < decl.phi.value < math.inf):
                 what = (f"a {decl.kind} stage" if decl.kind != "ps" else
                         "a ps stage whose capacity is not a constant above 0")
@@ -381,9 +381,9 @@ class Linker(Declarations):
                                    "`stage NAME : ps(C);` with C a number above 0 (it may not read `present`)"])
         label = f"`run {', '.join(pretty.ref(r) for r in (s.ref, *s.also))} ({pretty.show(s.work)})`"
         work = self.amount(s.work, w, label)
-        x = ir.Run(ref, work, None, None, label, tuple(refs[1:]))
-        self.flows.append((x, s))
-        return x
+        flow = ir.Run(ref, work, None, None, label, tuple(refs[1:]))
+        self.flows.append((flow, s))
+        return flow
 
     def shared_stages(self, share: "A.ShareItem | None") -> tuple[str | None, tuple[int, ...]]:
         """The ``share`` rules: a program with a multi-stage run declares its policy and

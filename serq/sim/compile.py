@@ -212,6 +212,10 @@ class Compiler:
         elif isinstance(st, ir.Choose):
             keys = ", ".join(self._bind(self.fn(k), "K") for k in st.keys)
             emit(d, f"a[{st.slot}] = s.choose({self._x(st.count)}, ({keys},), {st.slot}, {st.label!r})")
+        elif isinstance(st, ir.Run) and st.also:  # one flow on several shared stages (docs/pd.md, "Flows")
+            stages = "".join(f"{self._stagex(r)}, " for r in (st.stage, *st.also))
+            emit(d, f"yield {self._bind(self.sim.flows, 'G')}.flow(({stages}), s, {self._x(st.work)}, {st.label!r})")
+            self._woke(d)
         elif isinstance(st, ir.Run):
             growing = self._poolx(st.growing) if st.growing is not None else "None"
             emit(d, f"yield {self._stagex(st.stage)}.submit(s, {self._x(st.work)}, {st.mode!r}, {growing}, {st.label!r})")

@@ -16,6 +16,7 @@ from .compile import pool_source, stage_source
 from .pool import Pool
 from .stages.base import Stage
 from .stages.queueing import DelayStage, FifoStage, PsStage
+from .stages.shared import FlowGroup, SharedStage
 from .stages.step import StepEngine
 
 if TYPE_CHECKING:
@@ -47,6 +48,9 @@ def build(sim: "Simulator", engines: Mapping[str, type]) -> None:
                 stage: Stage = DelayStage(sim, sdecl, name, index)
             elif sdecl.kind == "fifo":
                 stage = FifoStage(sim, sdecl, name, index)
+            elif sdecl.kind == "ps" and si in p.shared:
+                assert isinstance(sdecl.phi, ir.Num)
+                stage = SharedStage(sim, sdecl, name, index, cap=sdecl.phi.value)
             elif sdecl.kind == "ps":
                 assert sdecl.phi is not None
                 stage = PsStage(sim, sdecl, name, index, phi=compile_expr(sdecl.phi, frame))
@@ -54,6 +58,9 @@ def build(sim: "Simulator", engines: Mapping[str, type]) -> None:
                 stage = _step(sim, sdecl, name, index, frame, engines.get(sdecl.name, StepEngine))
             sim.stages[si].append(stage)
     sim.engines = [s for ms in sim.stages for s in ms if isinstance(s, StepEngine)]
+    if p.shared:  # the flows of `run A, B (w)` (docs/pd.md, "Flows")
+        assert p.share is not None
+        sim.flows = FlowGroup(sim, [st for si in p.shared for st in sim.stages[si]], p.share)  # type: ignore[misc]
     # pools' keys and the pairing of `admit via` / `memory` families (language §3 "Arrays")
     for decl, members in zip(p.pools, sim.pools):
         for i, pool in enumerate(members):

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..report import PoolSummary, Report, Sample, StageSummary, StepLog, TaskRecord, TaskSummary
 from .session import Task
+from .stages.shared import SharedStage
 from .stages.step import StepEngine
 from .stats import summarize
 
@@ -64,6 +65,8 @@ def build_report(sim: "Simulator") -> Report:
         for st in members:
             done = st.completed
             number, util = st.presence.means(end, start)
+            if isinstance(st, SharedStage):  # the capacity its flows carried (docs/pd.md, "Flows")
+                util = st.utilization(end, start)
             row = StageSummary(
                 name=sdecl.name, index=st.index,
                 mean_number=number, utilization=util,

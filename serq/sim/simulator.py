@@ -106,6 +106,7 @@ class Simulator:
         self.stages: list[list[Stage]] = []
         self.engines: list[StepEngine] = []
         self.gauges: Any = None  # the program's gauges (``serq.sim.gauges.Gauges``), if it has any
+        self.flows: Any = None  # the flows on shared stages (``serq.sim.stages.shared.FlowGroup``), if any
         deployment.build(self, engines or {})
         if steps:  # the step log (docs/calibration.md): every iteration as its own event, recorded
             from array import array

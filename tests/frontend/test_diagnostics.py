@@ -404,18 +404,12 @@ def test_a_constant_guard_other_than_0_or_1_is_not_a_guard():
 
 # ---------------------------------------------------------------- refused features
 REFUSED = [
-    case("share", "share maxmin;", "`share` (flow sharing between `ps` stages) is not supported yet", 1, 1),
     case("queue stations", "queue q[2] : gateway { serve fifo; }", "`queue` stations is not supported yet", 1, 1),
     case("pull relations", "d pull p share maxmin;", "a pull relation (`D pull P …`) is not supported yet", 1, 1),
     case("spill", "pool kv { spill t via l (size) when (1); }", "`spill` is not supported yet", 1, 11),
-    case("lease", "pool kv { }\nsession { hold kv (1) { } lease kv (3); }", "`lease` is not supported yet", 2, 27),
-    case("load", "session { load kv (3); }", "`load` is not supported yet", 1, 11),
-    case("transfer", "session { transfer 3 from a to b (1); }", "`transfer` is not supported yet", 1, 11),
     case("mark", "session { mark first; }", "`mark` is not supported yet", 1, 11),
     case("queue calls", "session { q[0].route(1); }", "a queue call (`Q.verb(…)`) is not supported yet", 1, 11),
     case("online estimates", "stage s : delay;\nsession { set x = est_rho(s); }", "session: `est_rho` (an online estimate) is not supported yet", 2, 19),
-    case("multi-stage runs", "session { run a, b (1); }", "a run on several stages (`run A, B (w)`) is not supported yet", 1, 18),
-    case("serving forms on several stages", "session { prefill on a, b 1; }", "`prefill on` several stages is not supported yet", 1, 25),
     case("request to a gateway", "session { request gw; }", "`request Q` (a gateway queue) is not supported yet", 1, 19),
     case("fn main", "fn main() { }", "`fn` (an explicit entry point) is not supported in this version", 1, 1),
     case("claims", "claim c : response < 1;", "`claim` is not supported in this version", 1, 1),
@@ -423,6 +417,21 @@ REFUSED = [
     case("engines on devices", "engine vllm on gpu { }", "`engine … on` declarations is not supported in this version", 1, 1),
     case("while", "session { while (1) { } }", "`while` is not supported in this version", 1, 11),
 ]
+
+
+# the P/D kernel (docs/pd.md): once refused, now checked like any statement
+PD_KERNEL = [
+    case("share alone", "share maxmin;", "`share maxmin`: no run in this program holds several stages", 1, 1),
+    case("load", "session { load kv (3); }", "session: unknown pool `kv`", 1, 16),
+    case("transfer", "session { transfer 3 from a to b (1); }", "no stage declared above plays `transfer`", 1, 11),
+    case("multi-stage runs", "session { run a, b (1); }", "session: unknown stage `a`", 1, 15),
+    case("serving forms on several stages", "session { prefill on a, b 1; }", "`prefill on` names one stage", 1, 25),
+]
+
+
+@pytest.mark.parametrize("text, message, line, col", PD_KERNEL)
+def test_the_pd_kernel_is_checked_at_its_location(text, message, line, col):
+    check(text, message, line, col)
 
 
 @pytest.mark.parametrize("text, message, line, col", REFUSED)
