@@ -135,6 +135,8 @@ def stage_cards(program: ir.Program) -> list[Card]:
             lines.append("infinite servers, no queue")
         elif stage.kind == "fifo":
             lines.append("first come, first served")
+        elif i in program.shared:
+            lines.append(f"shared by flows · {program.share}")
         else:
             lines.append("processor sharing")
         stroke, fill = sc.stage_colour(i)

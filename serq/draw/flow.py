@@ -367,7 +367,7 @@ class _Builder:
         p = self.program
         if isinstance(stmt, ir.Run):
             work = clip(self.work_text(stmt.work), 30)
-            lines = [ref_text(p, stmt.stage)]
+            lines = [", ".join(ref_text(p, r) for r in (stmt.stage, *stmt.also))]  # a flow: every stage it holds
             if stmt.mode or stmt.growing is not None:
                 grow = f"growing {ref_text(p, stmt.growing)}" if stmt.growing is not None else ""
                 lines.append(" · ".join(x for x in (stmt.mode or "", grow) if x))

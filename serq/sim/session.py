@@ -64,7 +64,7 @@ class Session:
         "sim", "serial", "a", "_srng", "_wrng", "proc", "holds", "job", "queued_at", "ending", "ended",
         "adm_seq", "preempt_pos", "stuck", "requeued", "turns", "trace", "trace_pos",
         "sent", "first_tok", "last_tok", "n_after", "stall", "resumed", "woke_at", "woke_n", "rkey",
-        "up", "handle", "n_kids", "waits", "task", "leases",
+        "up", "handle", "n_kids", "waits", "task", "leases", "tok_stage",
     )
 
     def __init__(self, sim: "Simulator", serial: int, keys: tuple[int, int, int] | None = None) -> None:
@@ -107,6 +107,7 @@ class Session:
         self.woke_at = -1.0  # the instant of its latest wake-ups, and how many there were
         self.woke_n = 0
         self.leases: list[HoldRequest] | None = None  # its leased allocations, oldest first
+        self.tok_stage: Any = None  # the engine whose prefill gave the turn's first token
 
     @property
     def wrng(self) -> rng.Stream:
@@ -224,6 +225,7 @@ class Session:
     def server_begin(self) -> None:
         self.sent = self.sim.env.now
         self.first_tok = None
+        self.tok_stage = None
         self.n_after = 0
         self.resumed = False
 
@@ -235,12 +237,16 @@ class Session:
 
     def prefill_done(self, now: float, stage: Any) -> None:
         """A prefill ended: the turn's first token, or after a preemption the
-        next token of a turn that already had its first (§4.8)."""
+        next token of a turn that already had its first (§4.8).  A prefill on
+        another engine before any later token replaces the first: the earlier
+        was a remote prefill, whose token the client never sees (docs/pd.md)."""
         if self.resumed and self.first_tok is not None:
             stage.gap(now - self.last_tok)
             self.n_after += 1
-        elif self.first_tok is None:
+        elif self.first_tok is None or (self.n_after == 0 and self.tok_stage is not None
+                                         and stage is not self.tok_stage):
             self.first_tok = now
+            self.tok_stage = stage
         self.last_tok = now
         self.resumed = False
 
