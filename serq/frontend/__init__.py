@@ -27,6 +27,7 @@ from .defs import Defs
 from .expand import Expander
 from .library import check_text_size, load_items, read_text
 from .link import link
+from .queues import declare
 
 __all__ = ["load_program"]
 
@@ -63,9 +64,9 @@ def _load(path: str | None, text: str | None, sets: Sequence[tuple[str, str]], t
     if text is not None:
         check_text_size(text)
     source = Source(read_text(path) if path is not None else text or "", path)  # type: ignore[arg-type]
-    items = load_items(source)
+    items, stations = declare(load_items(source))
     defs = Defs(items)
-    expanded = Expander(items, defs).program()
+    expanded = Expander(items, defs, stations).program()
     expanded = Bindings(expanded).run()
     program, spans = link(expanded, sets=sets, path=path, trace=trace)
     lint(program, spans)

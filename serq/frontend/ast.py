@@ -141,6 +141,8 @@ class TurnStmt(Node):
 @node
 class RequestStmt(Node):
     span: Span
+    queue: str | None = None  # `request gw;`: the gateway queue whose `route` runs here
+    queue_span: Span | None = None
 
 
 @node
@@ -328,6 +330,33 @@ class UnknownStmt(Node):
 
 
 @node
+class MarkStmt(Node):
+    """``mark x;`` in a queue entry: ``set Q.x = now;`` (docs/pd.md, "Queue stations")."""
+
+    name: str
+    span: Span
+    head: Span
+
+
+@node
+class CallStmt(Node):
+    """``Q[i].verb (args) [from S[k]] [to P (m)];``: a queue entry, expanded in place.
+    ``source`` is the queue (or pool) a ``from`` names, with its index; ``field`` a
+    ``from S.p`` spelling, refused."""
+
+    queue: str
+    index: Expr | None
+    verb: str
+    args: tuple[Expr | None, ...]
+    source: Ref | None
+    to: Ref | None
+    to_n: Expr | None
+    span: Span
+    head: Span  # the queue's name
+    source_field: str | None = None
+
+
+@node
 class ServerMark(Node):
     """Where a spliced server block begins or ends (``ir.ServerBegin``/``ServerEnd``)."""
 
@@ -338,7 +367,7 @@ class ServerMark(Node):
 Stmt = Union[
     SetStmt, ObserveStmt, TurnStmt, RequestStmt, EndStmt, HoldStmt, GrowStmt, DropStmt,
     ReleaseStmt, LoadStmt, RunStmt, ServingStmt, BranchStmt, LoopStmt, ChooseStmt, UseStmt, UnknownStmt,
-    ServerMark, SpawnStmt, JoinStmt,
+    ServerMark, SpawnStmt, JoinStmt, MarkStmt, CallStmt,
 ]
 Block = tuple[Stmt, ...]
 
@@ -441,8 +470,52 @@ class ShareItem(Node):
     span: Span
 
 
+@node
+class QueueEntry(Node):
+    """An entry of a queue station: ``VERB [(params)] [from NAME] { body }``."""
+
+    verb: str
+    params: tuple[str, ...]
+    source: str | None
+    body: "Block"
+    span: Span
+    name_span: Span
+
+
+@node
+class QueueItem(Node):
+    """``queue NAME[size] : role, … { pool …; serve KIND [latency e]; nic KIND; entries }``:
+    parse-time sugar the expander turns into pools ``NAME.p``, the stage ``NAME``, the
+    stage ``NAME.nic`` and entries called in place (docs/pd.md, "Queue stations")."""
+
+    name: str
+    size: "int | Expr | None"
+    family: bool
+    roles: tuple[tuple[str, Span], ...]
+    pools: tuple[PoolItem, ...]
+    serve: StageItem | None
+    latency: Expr | None
+    nic: StageItem | None
+    entries: tuple[QueueEntry, ...]
+    span: Span
+    name_span: Span
+
+
+@node
+class PullItem(Node):
+    """``D pull P [latency x] share maxmin|bottleneck;``: D reads KV from P over their NICs."""
+
+    reader: str
+    source: str
+    latency: Expr | None
+    share: str | None
+    span: Span
+    reader_span: Span
+    source_span: Span
+
+
 Item = Union[LetItem, UseItem, DefItem, PoolItem, StageItem, WorkloadItem, ServerItem, SessionItem, RunItem,
-             GaugeItem, ShareItem]
+             GaugeItem, ShareItem, QueueItem, PullItem]
 
 
 @node
@@ -506,6 +579,8 @@ def stmt_refs(s: Stmt) -> tuple[Ref, ...]:
     if isinstance(s, ServingStmt):
         return (((s.on,) if s.on else ()) + s.also + ((s.growing,) if s.growing else ())
                 + tuple(r for r in (s.src, s.dst) if r is not None))
+    if isinstance(s, CallStmt):
+        return tuple(r for r in (s.source, s.to) if r is not None)
     return ()
 
 
@@ -536,6 +611,8 @@ def stmt_exprs(s: Stmt) -> tuple[Expr, ...]:
         out += list(s.args)
     elif isinstance(s, SpawnStmt):
         out += [s.count, *(x.expr for x in s.sets)]
+    elif isinstance(s, CallStmt):
+        out += [s.index, *s.args, s.to_n]
     return tuple(x for x in out if x is not None)
 
 

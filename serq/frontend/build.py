@@ -76,11 +76,117 @@ class Builder(ExprVisits, NodeVisitor):
             raise not_supported(ADVANCED_ITEMS[word.text], word.span)
         if word.text in LATER:
             raise not_supported(LATER[word.text], word.span, later=True)
-        if rest and rest[0] == "pull":
-            raise not_supported("a pull relation (`D pull P …`)", word.span)
         raise error(f"unexpected `{word.text}` at top level", word.span,
                     helps=["a program holds `let`, `use`, `def`, `pool`, `stage`, `workload`, "
                            "`server`, `session` and `run` items"])
+
+    # ------------------------------------------------------------ queue stations (docs/pd.md)
+    def visit_queue_item(self, node, ch):
+        name: Tok = ch[1]
+        roles = [] if self.opt(ch[3]) is None else self.opt(ch[3])
+        parts = list(ch[5]) if isinstance(ch[5], list) else []
+        pools: list[A.PoolItem] = []
+        serve = nic = None
+        latency = None
+        entries: list[A.QueueEntry] = []
+        q = name.text
+        for kind, part, span in parts:
+            if kind == "pool":
+                if serve is not None or nic is not None or entries:
+                    raise error(f"queue `{q}` declares its pools first, above its `serve` and entries", span)
+                if any(p.name == part.name for p in pools):
+                    raise error(f"duplicate pool `{part.name}` in queue `{q}`", part.name_span)
+                pools.append(part)
+            elif kind == "serve":
+                if serve is not None:
+                    raise error(f"`serve` twice: queue `{q}` is one stage", span)
+                if entries:
+                    raise error(f"queue `{q}` declares its `serve` above its entries", span)
+                serve, latency = part
+            elif kind == "nic":
+                if nic is not None:
+                    raise error(f"`nic` twice: queue `{q}` has one NIC", span)
+                if entries:
+                    raise error(f"queue `{q}` declares its `nic` above its entries", span)
+                nic = part
+            else:
+                entries.append(part)
+        size = self.array_size(node, ch[2])
+        return A.QueueItem(q, size, self.opt(ch[2]) is not None, tuple(roles), tuple(pools), serve, latency,
+                           nic, tuple(entries), self.span(node), name.span)
+
+    def visit_roles(self, node, ch):
+        toks = [ch[1]] + ([pair[1] for pair in ch[2]] if isinstance(ch[2], list) else [])
+        return [(t.text, t.span) for t in toks]
+
+    def visit_queue_part(self, node, ch):
+        return ch[0]
+
+    def visit_q_pool(self, node, ch):
+        name: Tok = ch[1]
+        if self.opt(ch[2]) is not None:
+            raise error(f"`pool {name.text}[…]` in a queue: a queue's pool is the member's, one per member; "
+                        f"write `pool {name.text}`", name.span)
+        clauses = list(ch[4]) if isinstance(ch[4], list) else []
+        self.check_repeats(clauses, f"pool `{name.text}`", {"cap", "block", "evict", "preempt", "queue", "admit"})
+        return "pool", A.PoolItem(name.text, None, tuple(clauses), self.span(node), name.span), self.span(node)
+
+    def _q_stage(self, word: Tok, kind: tuple, node) -> A.StageItem:
+        k, arg, clauses = kind
+        if k == "step":
+            self.check_repeats(clauses, "the queue's `serve step`", {"budget", "cost", "chunk", "memory"})
+            if not any(c.word == "cost" for c in clauses):
+                raise error("a step stage needs `cost`", word.span)
+        return A.StageItem("", None, k, arg, tuple(clauses), self.span(node), word.span)
+
+    def visit_q_serve(self, node, ch):
+        latency = self.opt(ch[2])
+        return "serve", (self._q_stage(ch[0], ch[1], node), latency[1] if latency else None), self.span(node)
+
+    def visit_q_nic(self, node, ch):
+        return "nic", self._q_stage(ch[0], ch[1], node), self.span(node)
+
+    def visit_q_kind(self, node, ch):
+        return ch[0]
+
+    def visit_q_step(self, node, ch):
+        return ("step", None, list(ch[2]) if isinstance(ch[2], list) else [])
+
+    def visit_q_fifo(self, node, ch):
+        return ("fifo", self.opt(ch[1]), [])
+
+    def visit_q_ps(self, node, ch):
+        return ("ps", ch[2], [])
+
+    def visit_q_delay(self, node, ch):
+        return ("delay", None, [])
+
+    def visit_q_entry(self, node, ch):
+        verb: Tok = ch[0]
+        params = self.opt(ch[1])
+        names = [] if params is None else (self.opt(params[1]) or [])
+        source = self.opt(ch[2])
+        seen: set[str] = set()
+        for p in names:
+            if p.text in seen:
+                raise error(f"parameter `{p.text}` twice", p.span)
+            seen.add(p.text)
+        return "entry", A.QueueEntry(verb.text, tuple(p.text for p in names),
+                                     source[1].text if source is not None else None, ch[3], self.span(node),
+                                     verb.span), self.span(node)
+
+    def visit_pull_item(self, node, ch):
+        reader: Tok = ch[1]  # (ch[0] is the lookahead that keeps item keywords out)
+        source: Tok = ch[3]
+        latency = self.opt(ch[4])
+        share = self.opt(ch[5])
+        policy = None
+        if share is not None:
+            policy = share[1].text
+            if policy not in ("maxmin", "bottleneck"):
+                raise error(f"`share` takes `maxmin` or `bottleneck`, found `{policy}`", share[1].span)
+        return A.PullItem(reader.text, source.text, latency[1] if latency else None, policy, self.span(node),
+                          reader.span, source.span)
 
     def visit_share_item(self, node, ch):
         policy: Tok = ch[1]
@@ -334,8 +440,32 @@ class Builder(ExprVisits, NodeVisitor):
     def visit_request_stmt(self, node, ch):
         queue = self.opt(ch[1])
         if queue is not None:
-            raise not_supported("`request Q` (a gateway queue)", queue.span)
+            return A.RequestStmt(self.span(node), queue.text, queue.span)
         return A.RequestStmt(self.span(node))
+
+    def visit_mark_stmt(self, node, ch):
+        return A.MarkStmt(ch[1].text, self.span(node), ch[0].span)
+
+    def visit_call_stmt(self, node, ch):
+        queue: Tok = ch[0]
+        verb: Tok = ch[3]
+        source = field = None
+        got = self.opt(ch[7])
+        if got is not None:
+            source, field = got
+        to = self.opt(ch[8])
+        return A.CallStmt(queue.text, self.opt(ch[1]), verb.text, self.call_args(ch[5]), source,
+                          to[0] if to else None, to[1] if to else None, self.span(node), queue.span, field)
+
+    def visit_call_from(self, node, ch):
+        name: Tok = ch[1]
+        index = self.opt(ch[2])
+        field = self.opt(ch[3])
+        ref = A.Ref(name.text, index, self.span(node), name.span)
+        return ref, (field[1].text if field is not None else None)
+
+    def visit_call_to(self, node, ch):
+        return ch[1], ch[3]
 
     def visit_end_stmt(self, node, ch):
         return A.EndStmt(self.span(node))
@@ -489,8 +619,6 @@ class Builder(ExprVisits, NodeVisitor):
             raise not_supported(ADVANCED_STMTS[word.text], word.span)
         if word.text in LATER:
             raise not_supported(LATER[word.text], word.span, later=True)
-        if rest.startswith(".") or rest.startswith("["):
-            raise not_supported("a queue call (`Q.verb(…)`)", word.span)
         return A.UnknownStmt(word.text, self.span(node), word.span, rest.startswith("("))
 
     def visit_ref(self, node, ch):

@@ -141,9 +141,19 @@ class ExprVisits:
     def visit_ref_arg(self, node, ch):
         name: Tok = ch[0]
         index = self.opt(ch[1])
+        field = self.opt(ch[2])
+        text = name.text if field is None else f"{name.text}.{field[1].text}"  # `D[j].kv` is `D.kv[j]`
         if index is None:
-            return A.Name(name.text, name.span)
-        return A.Index(name.text, index, self.span(node), name.span)
+            return A.Name(text, self.span(node))
+        return A.Index(text, index, self.span(node), name.span)
+
+    def visit_dotted(self, node, ch):
+        name: Tok = ch[0]
+        field: Tok = ch[3]
+        if self.opt(ch[1]) is not None:
+            raise error(f"`{name.text}[…].{field.text}` reads the request's attribute, which is no member's: "
+                        f"write `{name.text}.{field.text}`", self.span(node))
+        return A.Name(f"{name.text}.{field.text}", self.span(node))
 
     def visit_expr_list(self, node, ch):
         return [ch[0]] + ([pair[1] for pair in ch[1]] if isinstance(ch[1], list) else [])

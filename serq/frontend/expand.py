@@ -22,6 +22,7 @@ from . import ast as A
 from .defs import DefInfo, Defs
 from .diag import ViaSpan, at, did_you_mean, error
 from .pretty import show
+from .queues import Station, Stations, check_entry
 from .words import CONTEXT, OBSERVABLE
 
 #: The expanded program may hold at most this many syntax nodes (§2.3's token limit).
@@ -45,6 +46,25 @@ class Env:
     via: tuple[tuple[str, Span], ...] = ()
     site: int = 0
     side: str = "decl"
+    queue: "Entry | None" = None  # inside a queue entry's body: which call of which entry
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A call of a queue entry being expanded (docs/pd.md, "Queue stations"): the
+    station, the entry, the member's index (None: one queue), and for a ``from``
+    call the source pool and the source member's index."""
+
+    station: Station
+    entry: A.QueueEntry
+    index: A.Expr | None
+    source_pool: A.Expr | None = None
+    source_station: Station | None = None
+    source_index: A.Expr | None = None
+
+    def local(self, name: str) -> str:
+        locals_ = self.station.locals[(self.entry.verb, self.entry.source is not None)]
+        return f"{self.station.name}.{name}" if name in locals_ else name
 
 
 @dataclass
@@ -78,9 +98,23 @@ def item_head(item: A.Item, word: str) -> Span:
 
 
 class Expander:
-    def __init__(self, items: list[A.Item], defs: Defs) -> None:
+    def __init__(self, items: list[A.Item], defs: Defs, stations: Stations | None = None) -> None:
         self.items = items
         self.defs = defs
+        self.stations = stations or Stations()
+        self.calling: list[tuple[str, str, bool]] = []  # the entries being expanded (a cycle is an error)
+        if self.stations.queues:
+            lets = {it.name for it in items if isinstance(it, A.LetItem)}
+            hidden: set[str] = set()
+            for it in items:
+                if isinstance(it, A.WorkloadItem):
+                    for c in it.clauses:
+                        if c.word == "hidden":
+                            hidden |= {n.id for n in c.value}  # type: ignore[attr-defined]
+            kinds = {it.name: it.kind for it in items if isinstance(it, A.StageItem)}
+            for st in self.stations.queues.values():
+                for e in st.entries.values():
+                    check_entry(st, e, lets, hidden, kinds, self.stations.queues)
         self.stages = [(i, it) for i, it in enumerate(items) if isinstance(it, A.StageItem)]
         self.budget = MAX_NODES
         self.server: tuple[A.ServerItem, int] | None = None
@@ -105,7 +139,17 @@ class Expander:
         self.tick(e.span)
         rs = self.rs
         if isinstance(e, A.Name):
-            return env.subst[e.id] if e.id in env.subst else A.Name(e.id, rs(e.span, env))
+            if e.id in env.subst:
+                return env.subst[e.id]
+            if "." in e.id:
+                self.dotted(e.id, rs(e.span, env))
+            if env.queue is not None:
+                if e.id == "self":
+                    return self.self_index(env, e.span)
+                return A.Name(env.queue.local(e.id), rs(e.span, env))
+            if e.id == "self":
+                raise error("`self` is a queue entry's word: the member's own index", rs(e.span, env))
+            return A.Name(e.id, rs(e.span, env))
         if isinstance(e, A.Num):
             return A.Num(e.value, rs(e.span, env))
         if isinstance(e, A.Index):
@@ -221,7 +265,16 @@ class Expander:
         if side in ("init", "turn") and not isinstance(s, (A.SetStmt, A.ObserveStmt, A.UseStmt, A.UnknownStmt)):
             raise error("workload blocks may only `set` and `observe`", rs(head(s), env), prefix=side)
         if isinstance(s, A.SetStmt):
-            return [A.SetStmt(s.name, self.xe(s.expr, env), rs(s.span, env), rs(s.name_span, env))]
+            name = env.queue.local(s.name) if env.queue is not None else s.name
+            return [A.SetStmt(name, self.xe(s.expr, env), rs(s.span, env), rs(s.name_span, env))]
+        if isinstance(s, A.MarkStmt):
+            if env.queue is None:
+                raise error("`mark` is a queue entry's statement: it names a moment the caller reads as "
+                            "`Q.x`", rs(s.head, env))
+            return [A.SetStmt(env.queue.local(s.name), A.Name("now", rs(s.head, env)), rs(s.span, env),
+                              rs(s.head, env))]
+        if isinstance(s, A.CallStmt):
+            return self.call(s, env)
         if isinstance(s, A.ObserveStmt):
             name = s.name
             if name in env.subst and isinstance(env.subst[name], A.Name):
@@ -262,13 +315,16 @@ class Expander:
             return [A.RunStmt(self.xref(s.ref, env), s.mode, self.xe(s.work, env), growing,
                               rs(s.span, env), rs(s.head, env), s.form, tuple(self.xref(r, env) for r in s.also))]
         if isinstance(s, A.ServingStmt):
+            if s.role == "transfer" and env.queue is not None and s.on is None and s.index is None:
+                return self.pull_read(s, env)
             run = self.serving(s, env)
             if s.role != "transfer":
                 return [run]
+            waits = self.link_waits(run, env)
             # `transfer (X) from P to Q (n)` is `run LINK (X); load Q (n); release P;` (docs/pd.md)
             assert s.src is not None and s.dst is not None and s.n is not None
             span, head_span = rs(s.span, env), rs(s.head, env)
-            return [run, A.LoadStmt(self.xref(s.dst, env), self.xe(s.n, env), span, head_span),
+            return [*waits, run, A.LoadStmt(self.xref(s.dst, env), self.xe(s.n, env), span, head_span),
                     A.ReleaseStmt(self.xref(s.src, env), span, head_span)]
         if isinstance(s, A.BranchStmt):
             orelse = self.xs(s.orelse, env) if s.orelse is not None else None
@@ -277,7 +333,8 @@ class Expander:
         if isinstance(s, A.LoopStmt):
             return [A.LoopStmt(self.xs(s.body, env), rs(s.span, env))]
         if isinstance(s, A.ChooseStmt):
-            return [A.ChooseStmt(s.name, self.xe(s.count, env), tuple(self.xe(k, env) for k in s.keys),
+            name = env.queue.local(s.name) if env.queue is not None else s.name
+            return [A.ChooseStmt(name, self.xe(s.count, env), tuple(self.xe(k, env) for k in s.keys),
                                  rs(s.span, env), rs(s.name_span, env))]
         if isinstance(s, A.UseStmt):
             return self.use(s, env)
@@ -306,6 +363,11 @@ class Expander:
         span = self.rs(s.span, env)
         if env.side == "server":
             raise error("a server does not request itself", self.rs(head(s), env))
+        if s.queue is not None:
+            return self.request_gateway(s, env)
+        if self.stations.queues and self.server is None and env.side == "workload":
+            raise error("`request;` needs a `server` block; name a gateway with `request NAME;`",
+                        self.rs(head(s), env))
         if env.side != "workload" or self.server is None:
             raise error("`request` is a statement of the `session` inside `workload`", self.rs(head(s), env),
                         helps=["a top-level `session` runs its statements itself"])
@@ -313,6 +375,180 @@ class Expander:
         server, ordinal = self.server
         body = self.xs(server.body, Env({}, (), ordinal, "server"))
         return [A.ServerMark(True, span), *body, A.ServerMark(False, span)]
+
+    # ------------------------------------------------------------ queue stations (docs/pd.md)
+    def request_gateway(self, s: A.RequestStmt, env: Env) -> list[A.Stmt]:
+        """``request gw;``: the gateway's ``route`` in place, as ``request;`` splices the server."""
+        qspan = self.rs(s.queue_span or s.span, env)
+        if env.side != "workload":
+            raise error("`request` is a statement of the `session` inside `workload`", qspan)
+        st = self.stations.queues.get(s.queue or "")
+        if st is None:
+            raise error(f"`request {s.queue}`: no queue `{s.queue}` is declared", qspan)
+        if "gateway" not in st.roles:
+            raise error(f"`request {s.queue}`: queue `{s.queue}` does not play `gateway`", qspan)
+        route = st.entries[("route", False)]
+        body = self.xs(route.body, Env({}, env.via, env.site, "server", Entry(st, route, None)))
+        span = self.rs(s.span, env)
+        return [A.ServerMark(True, span), *body, A.ServerMark(False, span)]
+
+    def self_index(self, env: Env, span: Span) -> A.Expr:
+        q = env.queue
+        assert q is not None
+        if not q.station.family or q.index is None:
+            raise error(f"`self` inside queue `{q.station.name}`, which is not a family", span)
+        return q.index
+
+    def dotted(self, name: str, span: Span) -> None:
+        """``Q.x`` read outside an entry: a mark, an attribute an entry sets, or a pool of ``Q``."""
+        owner, x = name.split(".", 1)
+        st = self.stations.queues.get(owner)
+        if st is None or "." in x:
+            return  # a kernel name (the linker checks it)
+        if x not in st.attributes and x not in st.pools and x != "nic":
+            raise error(f"`{name}`: no entry of `{owner}` marks or sets `{x}`, and `{owner}` has no pool `{x}`", span)
+
+    def call(self, s: A.CallStmt, env: Env) -> list[A.Stmt]:
+        """``Q[i].verb (args) [from S[k]] [to P (m)];``: the entry's body in place."""
+        rs = self.rs
+        qspan = rs(s.head, env)
+        text = f"`{s.queue}.{s.verb}`"
+        st = self.stations.queues.get(s.queue)
+        if st is None:
+            raise error(f"{text}: no queue `{s.queue}` is declared", qspan)
+        if st.family and s.index is None:
+            raise error(f"{text}: `{s.queue}` is a family of {show(st.size) if not isinstance(st.size, int) else st.size}; "
+                        "index it", qspan)
+        if not st.family and s.index is not None:
+            raise error(f"`{s.queue}[…].{s.verb}`: `{s.queue}` is one queue, not a family", qspan)
+        link_call = s.verb == "transfer" and "link" in st.roles
+        key = (s.verb, s.source is not None and not link_call)
+        entry = st.entries.get(key)
+        if entry is None:
+            more = ""
+            if (s.verb, not key[1]) in st.entries:
+                more = f": its `{s.verb}` {'takes no' if key[1] else 'needs'} `from`"
+            elif link_call:
+                more = f"; its `serve` is its cost: `transfer on {s.queue}[…] (n) from S to P (m);`"
+            raise error(f"{text}: queue `{s.queue}` has no such entry{more}", qspan)
+        if len(s.args) != len(entry.params):
+            raise error(f"{text} takes {len(entry.params)} argument(s), got {len(s.args)}", qspan)
+        args = []
+        for p, a in zip(entry.params, s.args):
+            if a is None:
+                raise error(f"{text}: the argument for `{p}` is empty", qspan)
+            if any(isinstance(x, A.Draw) for x in A.walk_expr(a)):
+                raise error(f"{text}: the argument for `{p}` draws a sample; a parameter is substituted, so a name "
+                            "used twice would draw twice", a.span)
+            args.append(self.xe(a, env))
+        index = self.xe(s.index, env) if s.index is not None else None
+        if s.to is not None and not link_call:
+            raise error(f"`to` belongs to a link's `transfer`, not to `{s.verb}`", rs(s.to.name_span, env))
+        if link_call and (s.source is None or s.to is None):
+            raise error(f"`{s.queue}.transfer (n) from S to P (m)`: a transfer names the pool it takes from and "
+                        "the pool it fills", qspan)
+        source_pool = source_index = None
+        source_station = None
+        if s.source is not None:
+            if s.source_field is not None:
+                raise error(f"`from {s.source.name}.{s.source_field}`: a call takes from a queue, "
+                            f"`from {s.source.name}[…]`", rs(s.source.name_span, env))
+            source_pool, source_station, source_index = self.source(s, env, text)
+        subst: dict[str, A.Expr] = dict(zip(entry.params, args))
+        for pool in st.pools:
+            subst[pool] = st.member(f"{st.name}.{pool}", index, qspan)
+        if st.item.serve is not None:
+            subst[st.name] = st.member(st.name, index, qspan)
+        if entry.source is not None and source_pool is not None:
+            subst[entry.source] = source_pool
+        frame = (st.name, s.verb, key[1])
+        if frame in self.calling:
+            raise error(f"{text}: the entries call each other in a cycle", qspan)
+        self.calling.append(frame)
+        inner = Env(subst, ((f"{st.name}.{s.verb}", qspan),) + env.via, env.site, "server",
+                    Entry(st, entry, index, source_pool, source_station, source_index))
+        try:
+            body = list(self.xs(entry.body, inner))
+        finally:
+            self.calling.pop()
+        if link_call:
+            assert s.to is not None and s.to_n is not None and source_pool is not None
+            body += [A.LoadStmt(self.xref(s.to, env), self.xe(s.to_n, env), rs(s.span, env), qspan),
+                     A.ReleaseStmt(self.ref_of(source_pool, qspan), rs(s.span, env), qspan)]
+        return body
+
+    def source(self, s: A.CallStmt, env: Env, text: str) -> tuple[A.Expr, Station | None, A.Expr | None]:
+        """A call's ``from S[k]``: the pool S's entries lease, for member k."""
+        assert s.source is not None
+        span = self.rs(s.source.name_span, env)
+        src = self.stations.queues.get(s.source.name)
+        k = self.xe(s.source.index, env) if s.source.index is not None else None
+        if src is None:  # a pool already bound (a nested call passes its own `from`)
+            return self.xe(A.Index(s.source.name, s.source.index, s.source.span, s.source.name_span)
+                           if s.source.index is not None else A.Name(s.source.name, s.source.span), env), None, None
+        leased = list(src.leases.values())
+        if all(lp is None for lp in leased):
+            raise error(f"`from {src.name}`: no entry of `{src.name}` leases a pool, so it has nothing to take", span)
+        pool = next(lp for lp in leased if lp is not None)
+        for (verb, _f), lp in src.leases.items():
+            if lp is None and verb != "route":
+                raise error(f"`from {src.name}`: `{src.name}.{verb}` leases nothing, so a request that went "
+                            f"through it would have no KV to take; a `from` needs every entry of `{src.name}` "
+                            f"to lease `{pool}`", span)
+        if src.family and k is None:
+            raise error(f"`from {src.name}`: `{src.name}` is a family of {src.size}; index it", span)
+        if not src.family and k is not None:
+            raise error(f"`from {src.name}[…]`: `{src.name}` is one queue, not a family", span)
+        return src.member(f"{src.name}.{pool}", k, span), src, k
+
+    def link_waits(self, run: A.RunStmt, env: Env) -> list[A.Stmt]:
+        """``transfer on L[a], M[b] …``: a link queue's ``latency`` is a wait before the read,
+        one per link named that has one, in the order named."""
+        out: list[A.Stmt] = []
+        for r in (run.ref, *run.also):
+            st = self.stations.queues.get(r.name)
+            if st is not None and st.latency is not None:
+                span = r.name_span
+                out.append(A.RunStmt(A.Ref(f"{st.name}.latency", r.index, span, span), None,
+                                     self.xe(st.latency, Env(site=env.site)), None, span, span))
+        return out
+
+    def pull_read(self, s: A.ServingStmt, env: Env) -> list[A.Stmt]:
+        """``transfer (n) from src to kv (m)`` in an entry of a queue that pulls: the read over
+        the source's NIC and this member's, after the relation's wait (docs/pd.md)."""
+        q = env.queue
+        assert q is not None and s.src is not None and s.dst is not None and s.n is not None
+        span = self.rs(s.head, env)
+        st = q.station
+        if st.pulls is None or q.entry.source is None:
+            raise error(f"`{st.name}`'s `transfer` names no NIC and `{st.name}` pulls from no queue: declare "
+                        f"`{st.name} pull SOURCE share …;`, or write `transfer on …`", span)
+        if s.src.name != q.entry.source or s.src.index is not None:
+            raise error(f"`transfer … from {s.src.name}`: a read takes from the entry's source, "
+                        f"`from {q.entry.source}`", self.rs(s.src.name_span, env))
+        source, latency = st.pulls
+        if q.source_station is None or q.source_station.name != source:
+            got = show(q.source_pool) if q.source_pool is not None else "nothing"
+            raise error(f"`{st.name}` pulls from `{source}`, and this entry was called `from {got}`", span)
+        out: list[A.Stmt] = []
+        if latency is not None:
+            wait = st.member(f"{st.name}.nic.latency", q.index, span)
+            out.append(A.RunStmt(self.ref_of(wait, span), None, self.xe(latency, Env(site=env.site)), None,
+                                 self.rs(s.span, env), span))
+        src_nic = self.ref_of(q.source_station.member(f"{source}.nic", q.source_index, span), span)
+        own_nic = self.ref_of(st.member(f"{st.name}.nic", q.index, span), span)
+        out.append(A.RunStmt(src_nic, None, self.xe(s.work, env), None, self.rs(s.span, env), span, "transfer",
+                             (own_nic,)))
+        out.append(A.LoadStmt(self.xref(s.dst, env), self.xe(s.n, env), self.rs(s.span, env), span))
+        out.append(A.ReleaseStmt(self.xref(s.src, env), self.rs(s.span, env), span))
+        return out
+
+    @staticmethod
+    def ref_of(e: A.Expr, span: Span) -> A.Ref:
+        if isinstance(e, A.Index):
+            return A.Ref(e.id, e.index, span, span)
+        assert isinstance(e, A.Name)
+        return A.Ref(e.id, None, span, span)
 
     def use(self, s: A.UseStmt, env: Env) -> list[A.Stmt]:
         span = self.rs(s.name_span, env)
@@ -348,6 +584,15 @@ class Expander:
         role = s.role
         above = [st for i, st in self.stages if i < env.site]
         also = tuple(self.xref(r, env) for r in s.also)
+        q = env.queue
+        if q is not None and s.on is None and s.index is None and role in ("prefill", "decode") \
+                and q.station.item.serve is not None:  # a serving form in an entry finds its queue's stage
+            span = self.rs(s.head, env)
+            own = q.station.member(q.station.name, q.index, span)
+            ref = self.ref_of(own, span)
+            mode = role if q.station.item.serve.kind == "step" else None
+            growing = self.xref(s.growing, env) if s.growing else None
+            return A.RunStmt(ref, mode, self.xe(s.work, env), growing, self.rs(s.span, env), span, role)
         if s.on is not None:
             ref = self.xref(s.on, env)
             matches = [st for st in above if st.name == ref.name]
@@ -448,7 +693,7 @@ class Expander:
         if session is not None and (server is not None or wl_session is not None):
             raise error("a program has one session, inside `workload` with a `server` or at top level, not both",
                         item_head(session[0], "session"))
-        if wl_session is not None and server is None:
+        if wl_session is not None and server is None and not self.stations.queues:
             raise error("a `session` inside `workload` is written against a `server` block; "
                         "without one, write `session` at top level", replace(wl_session.span, end=wl_session.span.start + 7))
         if server is not None and wl_session is None:
@@ -464,7 +709,7 @@ class Expander:
         body: A.Block | None = None
         if wl_session is not None:
             body = self.xs(wl_session.value, Env(site=workload[1], side="workload"))  # type: ignore[arg-type]
-            if self.requests == 0:
+            if self.requests == 0 and server is not None:
                 raise error("`server` is never requested", item_head(server[0], "server"),
                             helps=["say `request;` in the workload's `session` where a turn is sent"])
         elif session is not None:

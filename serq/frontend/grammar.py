@@ -43,7 +43,7 @@ KEYWORDS = (
     "horizon warmup seed arrivals "
     "request end set observe hold reserve reuse at cache lease grow drop release prefix "
     "branch with else loop choose in tool on growing spawn into join "
-    "max min sum args number gauge share maxmin bottleneck load transfer from to"
+    "max min sum args number gauge share maxmin bottleneck load transfer from to nic latency pull mark"
 ).split()
 
 GRAMMAR_TEXT = r'''
@@ -53,15 +53,36 @@ eoi            = ~r"\Z"
 # the value of `--set NAME=EXPR` (language §8)
 set_expr       = _ expr eoi
 item           = let_item / use_item / def_item / pool_item / stage_item / workload_item
-               / server_item / session_item / run_item / gauge_item / share_item / other_item
-# an unknown word at top level; also `queue`, pull relations
+               / server_item / session_item / run_item / gauge_item / share_item / queue_item
+               / pull_item / other_item
+# an unknown word at top level
 # and the later era's `fn`, `claim`, `device`, `engine`, refused by the builder
 other_item     = !item_kw name soup (semi / braces)?
 item_kw        = kw_let / kw_use / kw_def / kw_pool / kw_stage / kw_workload / kw_server
-               / kw_session / kw_run / kw_gauge / kw_share
+               / kw_session / kw_run / kw_gauge / kw_share / kw_queue
 
 # how a run over several stages divides them (docs/pd.md, "Flows")
 share_item     = kw_share name semi
+
+# queue stations and pull relations (docs/pd.md, "Queue stations"): parse-time forms
+queue_item     = kw_queue name array? roles? lbrace queue_part* queue_end
+roles          = colon name (comma name)*
+queue_end      = "}" _
+queue_part     = q_pool / q_serve / q_nic / q_entry
+q_pool         = kw_pool name array? lbrace pool_clause* pool_end
+q_serve        = kw_serve q_kind q_latency? semi?
+q_latency      = kw_latency expr
+q_nic          = kw_nic q_kind semi?
+q_kind         = q_step / q_fifo / q_ps / q_delay
+q_step         = kw_step lbrace step_clause* step_end
+q_fifo         = kw_fifo fifo_count?
+q_ps           = kw_ps lparen expr rparen
+q_delay        = kw_delay
+q_entry        = name entry_params? entry_from? block
+entry_params   = lparen params? rparen
+entry_from     = kw_from name
+pull_item      = !item_kw name kw_pull name q_latency? pull_share? semi
+pull_share     = kw_share name
 
 let_item       = kw_let name eq let_value semi
 let_value      = args_number / expr
@@ -150,7 +171,7 @@ block_end      = "}" _
 stmt           = turn_stmt / request_stmt / end_stmt / set_stmt / observe_stmt / hold_stmt
                / grow_stmt / drop_stmt / release_stmt / run_stmt / branch_stmt / loop_stmt
                / choose_stmt / spawn_stmt / join_stmt / load_stmt / transfer_stmt / serving_stmt
-               / use_stmt / other_stmt
+               / mark_stmt / call_stmt / use_stmt / other_stmt
 turn_stmt      = kw_turn semi
 request_stmt   = kw_request name? semi
 end_stmt       = kw_end semi
@@ -172,6 +193,11 @@ grow_stmt      = kw_grow ref lparen expr rparen semi
 drop_stmt      = kw_drop ref semi
 release_stmt   = kw_release ref semi
 load_stmt      = kw_load ref lparen expr rparen semi
+mark_stmt      = kw_mark name semi
+# a queue entry's call: `Q[i].verb (args) [from S[k]] [to POOL (m)];`
+call_stmt      = name index? dot name lparen args rparen call_from? call_to? semi
+call_from      = kw_from name index? (dot name)?
+call_to        = kw_to ref lparen expr rparen
 # `transfer [[i] | on S, …] WORK from P to Q (N);` (docs/pd.md); without `from`, the builder refuses it
 transfer_stmt  = kw_transfer serve_target? expr transfer_ends? semi
 transfer_ends  = kw_from ref kw_to ref lparen expr rparen
@@ -194,11 +220,11 @@ serve_on       = kw_on ref (comma ref)*
 # a definition use; whether NAME is a statement definition is decided later
 use_stmt       = name lparen args rparen use_end
 use_end        = ";" _
-# an unknown word; also `mark`, `while`, queue calls, retired words
+# an unknown word; also `while`, retired words
 other_stmt     = !stmt_kw name soup (semi / braces)?
 stmt_kw        = kw_turn / kw_request / kw_end / kw_set / kw_observe / kw_hold / kw_grow
                / kw_drop / kw_release / kw_run / kw_branch / kw_loop / kw_choose / kw_spawn / kw_join
-               / kw_prefill / kw_decode / kw_tool / kw_load / kw_transfer
+               / kw_prefill / kw_decode / kw_tool / kw_load / kw_transfer / kw_mark
 ref            = name index?
 index          = lbrack expr rbrack
 
@@ -215,7 +241,9 @@ unary          = prefixed / draw / power
 prefixed       = prefix_op unary
 draw           = tilde name lparen expr_list? rparen
 power          = atom (caret unary)?
-atom           = number / paren_expr / aggregate / call / name
+atom           = number / paren_expr / aggregate / call / dotted / name
+# `Q.x` (a queue's attribute or pool), `Q[i].x` (a member's pool)
+dotted         = name index? dot name
 paren_expr     = lparen expr rparen
 aggregate      = agg_kw name kw_in agg_count lparen expr rparen
 agg_kw         = kw_max / kw_min / kw_sum
@@ -223,7 +251,7 @@ agg_count      = number / name / paren_expr
 call           = name lparen args rparen
 args           = arg (comma arg)*
 arg            = ref_arg / expr / empty_arg
-ref_arg        = name index? &(comma / rparen)
+ref_arg        = name index? (dot name)? &(comma / rparen)
 empty_arg      = ""
 expr_list      = expr (comma expr)*
 

@@ -404,13 +404,8 @@ def test_a_constant_guard_other_than_0_or_1_is_not_a_guard():
 
 # ---------------------------------------------------------------- refused features
 REFUSED = [
-    case("queue stations", "queue q[2] : gateway { serve fifo; }", "`queue` stations is not supported yet", 1, 1),
-    case("pull relations", "d pull p share maxmin;", "a pull relation (`D pull P …`) is not supported yet", 1, 1),
     case("spill", "pool kv { spill t via l (size) when (1); }", "`spill` is not supported yet", 1, 11),
-    case("mark", "session { mark first; }", "`mark` is not supported yet", 1, 11),
-    case("queue calls", "session { q[0].route(1); }", "a queue call (`Q.verb(…)`) is not supported yet", 1, 11),
     case("online estimates", "stage s : delay;\nsession { set x = est_rho(s); }", "session: `est_rho` (an online estimate) is not supported yet", 2, 19),
-    case("request to a gateway", "session { request gw; }", "`request Q` (a gateway queue) is not supported yet", 1, 19),
     case("fn main", "fn main() { }", "`fn` (an explicit entry point) is not supported in this version", 1, 1),
     case("claims", "claim c : response < 1;", "`claim` is not supported in this version", 1, 1),
     case("devices", "device gpu { }", "`device` is not supported in this version", 1, 1),
@@ -426,6 +421,11 @@ PD_KERNEL = [
     case("transfer", "session { transfer 3 from a to b (1); }", "no stage declared above plays `transfer`", 1, 11),
     case("multi-stage runs", "session { run a, b (1); }", "session: unknown stage `a`", 1, 15),
     case("serving forms on several stages", "session { prefill on a, b 1; }", "`prefill on` names one stage", 1, 25),
+    case("queue stations", "queue q[2] : gateway { serve fifo; }", "a gateway is one queue, not a family: the requests enter it", 1, 7),
+    case("pull relations", "d pull p share maxmin;", "`d pull p`: no queue `d` is declared above", 1, 1),
+    case("mark", "session { mark first; }", "`mark` is a queue entry's statement: it names a moment the caller reads as `Q.x`", 1, 11),
+    case("queue calls", "session { q[0].route(1); }", "`q.route`: no queue `q` is declared", 1, 11),
+    case("request to a gateway", "session { request gw; }", "`request` is a statement of the `session` inside `workload`", 1, 19),
 ]
 
 
