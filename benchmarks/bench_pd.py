@@ -21,7 +21,7 @@ from pathlib import Path
 import serq
 
 ROOT = Path(__file__).resolve().parents[1]
-PROGRAMS = ["programs/pd/llmd_flat.sq", "programs/pd/colocated.sq"]
+PROGRAMS = ["programs/pd/llmd.sq", "programs/pd/llmd_flat.sq", "programs/pd/colocated.sq"]
 
 
 def main() -> None:

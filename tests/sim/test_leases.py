@@ -388,3 +388,26 @@ def test_a_re_executed_hold_releases_nothing_twice() -> None:
     free = samples(report, "p_free")
     assert len(free) > 1 and all(f == 100.0 for f in free)
     assert report.pool("memD").preemptions > 0
+
+
+def test_release_ends_the_oldest_lease() -> None:
+    # two leases on one pool (10 and 20 units); a `release` outside any hold ends the
+    # older: 20 units stay used, and the second `release` frees the rest
+    report = run("""
+        pool kv { cap 100; }
+        stage svc : delay;
+        workload { arrive batch(1); }
+        session {
+          hold kv (10) { run svc (1); } lease kv (inf);
+          hold kv (20) { run svc (1); } lease kv (inf);
+          observe both = used(kv);
+          release kv;
+          observe after_one = used(kv);
+          release kv;
+          observe after_two = used(kv);
+          end;
+        }
+        run { horizon 10; }""")
+    assert samples(report, "both") == [30.0]
+    assert samples(report, "after_one") == [20.0]
+    assert samples(report, "after_two") == [0.0]

@@ -207,3 +207,20 @@ def test_flows_are_deterministic_and_conserve_work() -> None:
     mm = run(text.format(policy="maxmin"))
     bn = run(text.format(policy="bottleneck"))
     assert stage(mm, "rx[0]").mean_service < stage(bn, "rx[0]").mean_service
+
+
+def test_a_saturated_prefill_link_decode_tandem_runs_at_its_slowest_stage() -> None:
+    # closed, 30 requests always in the system: prefill 10/s (fifo, 0.1 s each), a read of 5
+    # over NICs of 50 and 40 (max-min: every read together at most 40, so 8 reads a second),
+    # decode 12.5/s (fifo, 0.08 s): the tandem's throughput is min(10, 8, 12.5) = 8/s
+    report = run("""
+        stage prefill : fifo; stage egress : ps(50); stage ingress : ps(40); stage decode : fifo;
+        share maxmin;
+        workload { arrive closed(30); }
+        session { run prefill (0.1); run egress, ingress (5); run decode (0.08); end; }
+        run { horizon 600; warmup 60; }""")
+    for name in ("prefill", "egress", "ingress", "decode"):
+        assert stage(report, name).throughput == pytest.approx(8.0, rel=2e-3)
+    assert stage(report, "ingress").utilization == pytest.approx(1.0, abs=2e-3)  # the bottleneck is full
+    assert stage(report, "egress").utilization == pytest.approx(0.8, abs=2e-3)
+    assert stage(report, "prefill").utilization == pytest.approx(0.8, abs=2e-3)

@@ -264,6 +264,65 @@ MUTATIONS = [
           "        times: set[float] = set()\n"),),
         ("tests/sim/test_lazy_runs.py::test_no_event_ever_falls_on_a_passing_runs_iteration_end",),
     ),
+    # -- issue 23: leases, transfers, flows, queue stations -----------------------------------
+    Mutation(
+        "lease-is-a-victim",
+        "a pool that is no engine's memory preempts its last holder even when that is a lease",
+        (("serq/sim/holds.py", "        for req in reversed(pool.holders):  # a lease is no victim\n"
+          "            if req.state == GRANTED:\n",
+          "        for req in reversed(pool.holders):  # a lease is no victim\n"
+          "            if req.state in (GRANTED, LEASED):\n"),),
+        ("tests/sim/test_leases.py::test_a_lease_is_not_a_preemption_victim",),
+    ),
+    Mutation(
+        "lease-time-ignored",
+        "a lease with a finite time is never ended by it",
+        (("serq/sim/holds.py", "        if t < math.inf:\n            timer = self.env.timer(t, [self._lease_due])",
+          "        if t < -1.0:\n            timer = self.env.timer(t, [self._lease_due])"),),
+        ("tests/sim/test_leases.py::test_an_untaken_lease_ends_at_its_bound_and_keeps_its_cache",),
+    ),
+    Mutation(
+        "load-sets-position",
+        "`load` sets the position to n instead of advancing it by n",
+        (("serq/sim/session.py", "        req.pos[k] = pos + amount\n", "        req.pos[k] = amount\n"),),
+        ("tests/sim/test_leases.py::test_loads_add_up_from_the_consumed_prefix",),
+    ),
+    Mutation(
+        "release-newest-lease",
+        "`release` outside a hold ends the newest lease on the pool, not the oldest",
+        (("serq/sim/session.py", "            for req in self.leases:\n",
+          "            for req in reversed(self.leases):\n"),),
+        ("tests/sim/test_leases.py::test_release_ends_the_oldest_lease",),
+    ),
+    Mutation(
+        "flows-equal-split",
+        "flows take the bottleneck rule whatever the policy (no progressive filling)",
+        (("serq/sim/stages/shared.py",
+          "            rates = self.rates_of([[st.gid for st in j.stages] for j in flows], self.caps)\n",
+          "            rates = RATES['bottleneck']([[st.gid for st in j.stages] for j in flows], self.caps)\n"),),
+        ("tests/sim/test_shared_stages.py::test_three_flows_on_two_stages_maxmin",),
+    ),
+    Mutation(
+        "flow-util-counts-flows",
+        "a shared stage's utilisation is the time it holds a flow, not the capacity its flows carry",
+        (("serq/sim/results.py", "                util = st.utilization(end, start)\n", "                pass\n"),),
+        ("tests/sim/test_shared_stages.py::test_two_reads_from_one_sender_share_its_egress",),
+    ),
+    Mutation(
+        "pull-skips-latency",
+        "a pull relation's latency is dropped from the read",
+        (("serq/frontend/expand.py", "        if latency is not None:\n            wait = st.member(",
+          "        if latency is None:\n            wait = st.member("),),
+        ("tests/frontend/test_queues.py::test_a_lone_pull_takes_latency_plus_the_read_at_the_slower_nic",),
+    ),
+    Mutation(
+        "remote-prefill-first-token",
+        "a remote prefill's end stays the client's first token",
+        (("serq/sim/session.py",
+          "        elif self.first_tok is None or (self.n_after == 0 and self.tok_stage is not None\n",
+          "        elif self.first_tok is None or (False and self.tok_stage is not None\n"),),
+        ("tests/sim/test_pd_programs.py::test_the_client_first_token_is_the_decoders",),
+    ),
 ]
 
 
