@@ -149,17 +149,18 @@ class Builder(ExprVisits, NodeVisitor):
     def visit_q_kind(self, node, ch):
         return ch[0]
 
+    # a queue's `serve` and `nic` kinds: the stage kinds without their `;` (the same children first)
     def visit_q_step(self, node, ch):
-        return ("step", None, list(ch[2]) if isinstance(ch[2], list) else [])
+        return self.visit_step_kind(node, ch)
 
     def visit_q_fifo(self, node, ch):
-        return ("fifo", self.opt(ch[1]), [])
+        return self.visit_fifo_kind(node, ch)
 
     def visit_q_ps(self, node, ch):
-        return ("ps", ch[2], [])
+        return self.visit_ps_kind(node, ch)
 
     def visit_q_delay(self, node, ch):
-        return ("delay", None, [])
+        return self.visit_delay_kind(node, ch)
 
     def visit_q_entry(self, node, ch):
         verb: Tok = ch[0]

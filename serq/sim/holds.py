@@ -108,11 +108,17 @@ class Holds:
                 self.release_part(req, k)
         req.state = RELEASED
         if completed:
-            if s.preempt_pos:
-                for pool in req.pools:
-                    s.preempt_pos.pop(pool, None)
-            s.a[ir.COMPUTED] = 0.0
-            self.try_admit_all()
+            self.completed(req)
+
+    def completed(self, req: HoldRequest) -> None:
+        """A hold's body ended normally: its preemption positions and ``computed``
+        are forgotten, and admissions are retried at once."""
+        s = req.session
+        if s.preempt_pos:
+            for pool in req.pools:
+                s.preempt_pos.pop(pool, None)
+        s.a[ir.COMPUTED] = 0.0
+        self.try_admit_all()
 
     # -- leases (docs/pd.md, "Leases") -------------------------------------------------------
 
@@ -140,11 +146,7 @@ class Holds:
         if t < math.inf:
             timer = self.env.timer(t, [self._lease_due])
             timer.req = req  # type: ignore[attr-defined]
-        if s.preempt_pos:
-            for pool in req.pools:
-                s.preempt_pos.pop(pool, None)
-        s.a[ir.COMPUTED] = 0.0
-        self.try_admit_all()
+        self.completed(req)
 
     def _lease_due(self, timer: Any) -> None:
         self.sim.events += 1

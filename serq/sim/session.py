@@ -11,7 +11,7 @@ from simpy.exceptions import Interrupt
 from .. import ir
 from ..errors import SerqRuntimeError
 from . import rng
-from .pool import GRANTED, HoldRequest, HoldSpec
+from .pool import GRANTED, HoldRequest, HoldSpec, bad_amount
 
 _Keyed = rng.KeyedStream
 #: A session's holds before its first: empty, shared, never written (``Holds.enqueue`` makes a list).
@@ -313,8 +313,7 @@ class Session:
         """``grow P (d)``: None when done; an event to wait on when stalled.
         A preemption of this session's own hold unwinds it at once."""
         if not amount >= 0.0:
-            shown = f"{amount:g}" if amount == amount else "NaN"
-            raise SerqRuntimeError(f"{label}: the amount is {shown}, not a number of units, tokens or seconds")
+            raise bad_amount(label, amount)
         found = self.innermost(pool)
         if found is None:
             raise SerqRuntimeError(f"{label}: `grow {pool.label}` outside a hold of `{pool.label}`")
@@ -348,8 +347,7 @@ class Session:
         """``load Q (n)``: the innermost hold's position on Q advances by n tokens,
         which its allocation must cover; they count as computed from now on."""
         if not 0.0 <= amount < _INF:
-            shown = f"{amount:g}" if amount == amount else "NaN"
-            raise SerqRuntimeError(f"{label}: the amount is {shown}, not a number of units, tokens or seconds")
+            raise bad_amount(label, amount)
         found = self.innermost(pool)
         if found is None:
             raise SerqRuntimeError(f"{label}: the session holds nothing of `{pool.label}` here (it was released)")
