@@ -531,11 +531,19 @@ class Builder(ExprVisits, NodeVisitor):
         return A.LoadStmt(ch[1], ch[3], self.span(node), ch[0].span)
 
     def visit_run_stmt(self, node, ch):
-        also = tuple(pair[1] for pair in ch[2]) if isinstance(ch[2], list) else ()
-        mode = self.opt(ch[3])
-        growing = self.opt(ch[7])
-        return A.RunStmt(ch[1], mode.text if mode else None, ch[5], growing, self.span(node), ch[0].span,
+        target = self.opt(ch[1])
+        if target is None:  # `run (w);`: the queue's own stage, resolved by the expander
+            ref, also = A.Ref("", None, ch[0].span, ch[0].span), ()
+        else:
+            ref, rest = target
+            also = tuple(pair[1] for pair in rest) if isinstance(rest, list) else ()
+        mode = self.opt(ch[2])
+        growing = self.opt(ch[6])
+        return A.RunStmt(ref, mode.text if mode else None, ch[4], growing, self.span(node), ch[0].span,
                          also=also)
+
+    def visit_run_target(self, node, ch):
+        return ch[0], ch[1]
 
     def visit_transfer_stmt(self, node, ch):
         role: Tok = ch[0]

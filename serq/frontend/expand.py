@@ -312,6 +312,15 @@ class Expander:
             return [A.LoadStmt(self.xref(s.ref, env), self.xe(s.amount, env), rs(s.span, env), rs(s.head, env))]
         if isinstance(s, A.RunStmt):
             growing = self.xref(s.growing, env) if s.growing else None
+            if not s.ref.name:  # `run (w);`: the queue's own stage
+                q = env.queue
+                if q is None:
+                    raise error("a `run` names its stage: `run STAGE (w);`", rs(s.head, env))
+                if q.station.item.serve is None:
+                    raise error(f"`run (…)` in queue `{q.station.name}`, which has no `serve`", rs(s.head, env))
+                own = self.ref_of(q.station.member(q.station.name, q.index, rs(s.head, env)), rs(s.head, env))
+                return [A.RunStmt(own, s.mode, self.xe(s.work, env), growing, rs(s.span, env), rs(s.head, env),
+                                  s.form, tuple(self.xref(r, env) for r in s.also))]
             return [A.RunStmt(self.xref(s.ref, env), s.mode, self.xe(s.work, env), growing,
                               rs(s.span, env), rs(s.head, env), s.form, tuple(self.xref(r, env) for r in s.also))]
         if isinstance(s, A.ServingStmt):

@@ -201,7 +201,9 @@ call_to        = kw_to ref lparen expr rparen
 # `transfer [[i] | on S, …] WORK from P to Q (N);` (docs/pd.md); without `from`, the builder refuses it
 transfer_stmt  = kw_transfer serve_target? expr transfer_ends? semi
 transfer_ends  = kw_from ref kw_to ref lparen expr rparen
-run_stmt       = kw_run ref (comma ref)* run_mode? lparen expr rparen growing? semi
+run_stmt       = kw_run run_target? run_mode? lparen expr rparen growing? semi
+# `run (w);` names no stage: in a queue entry, the queue's own (docs/pd.md)
+run_target     = ref (comma ref)*
 run_mode       = kw_prefill / kw_decode
 growing        = kw_growing ref
 branch_stmt    = kw_branch kw_with? lparen expr rparen block else_clause?

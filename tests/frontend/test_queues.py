@@ -253,3 +253,13 @@ def test_an_error_in_an_expansion_points_at_the_call() -> None:
                 "workload { arrive batch(1); session { request gw; end; } }\nrun { horizon 1; }")
     assert "takes 1 argument(s), got 0" in err.message
     assert (err.line, err.col) == (2, 3)
+
+
+def test_run_without_a_stage_is_the_queues_own() -> None:
+    own = load(PULL.replace("hold kv (prompt) { run P (prompt); }", "hold kv (prompt) { run (prompt); }"))
+    assert own == load(PULL)
+    err = fails("stage s : fifo; session { run (1); end; } run { horizon 1; }")
+    assert "a `run` names its stage" in err.message
+    err = fails("queue gw : gateway { route { P.prefill (1); } } queue P : prefill { prefill (p) { run (p); } } "
+                "workload { arrive batch(1); session { request gw; end; } } run { horizon 1; }")
+    assert "`run (…)` in queue `P`, which has no `serve`" in err.message
