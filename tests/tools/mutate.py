@@ -253,8 +253,8 @@ MUTATIONS = [
     Mutation(
         "lazy-work-ignores-ended-iterations",
         "`work` of an engine in a passing run is its residents' work at the run's start",
-        (("serq/sim/stages/step.py", "            return fold((minus(j.work, 1.0, done) for j in self.residents), 0.0)",
-          "            return fold((minus(j.work, 1.0, 0) for j in self.residents), 0.0)"),),
+        (("serq/sim/stages/step.py", "            return [minus(j.work, 1.0, done) for j in self.residents]",
+          "            return [minus(j.work, 1.0, 0) for j in self.residents]"),),
         ("tests/sim/test_lazy_runs.py::test_a_router_reading_the_engines_work_sees_the_tokens_of_ended_iterations",),
     ),
     Mutation(
