@@ -52,7 +52,6 @@ class Linker(Declarations):
         self.blocks = 0
         self.leased: set[int] = set()  # pools some hold leases: `release` may end a lease outside a hold
         self.flows: list[tuple[ir.Run, A.RunStmt]] = []  # the multi-stage runs, for the `share` rules
-        self.stage_runs: list[tuple[ir.Run, A.RunStmt]] = []  # every plain run (the shared stages' rule)
 
     # ------------------------------------------------------------ attributes and constants
     def attributes(self) -> None:
@@ -349,9 +348,7 @@ class Linker(Declarations):
             growing = self.held(s.growing, ctx, "growing", w)
         label = pretty.run_label(s)
         work = self.amount(s.work, w, label)
-        x = ir.Run(ref, work, s.mode, growing, label)  # type: ignore[arg-type]
-        self.stage_runs.append((x, s))
-        return x
+        return ir.Run(ref, work, s.mode, growing, label)  # type: ignore[arg-type]
 
     def flow(self, s: A.RunStmt, ref: ir.StageRef, ctx: Ctx, w: Where) -> ir.Run:
         """``run A, B (w)``: one flow holding every stage (docs/pd.md, "Flows"); each a

@@ -13,9 +13,11 @@ it holds:
   ``min over its stages s of φ_s / n_s``.  Not work-conserving: a flow held back
   at one stage leaves its share of the others unused.
 
-Rates are recomputed whenever a flow starts or ends (:class:`FlowSet`).  This
-module is the solver and its clock, on its own; the language's multi-stage
-``run A, B (w)`` and ``share maxmin|bottleneck;`` are built on it.
+The simulator's flows (``serq/sim/stages/shared.py``, the language's
+``run A, B (w)`` and ``share``) take their rates from :func:`maxmin` and
+:func:`bottleneck`.  :class:`FlowSet` is a clock of its own over the same
+solver, recomputing at every start and end with no simulator around it: the
+tests work the design's cases through it by hand.
 """
 
 from __future__ import annotations
