@@ -439,6 +439,10 @@ def probe_source(e: ir.Probe, f: Frame) -> str:
             return f"{s}.work()"
         if e.fn == "budget_left":
             return f"{s}.budget_left()"
+        if e.fn in ("est_lambda", "est_rho", "est_wait"):
+            return f"{s}.{e.fn}()"
+        if e.fn == "price":
+            return f"{s}.price({source(e.args[0], f)}, {source(e.args[1], f)})"
     raise ValueError(f"unknown probe {e.fn}")
 
 

@@ -294,6 +294,19 @@ Block = tuple[Stmt, ...]
 
 
 @node
+class Spill(Node):
+    """A pool's ``spill TIER via LINK (work) when (pred)``: each evicted piece
+    for which ``pred`` holds joins its owner's entry in pool ``tier`` and a
+    session-less job of ``work`` runs on stage ``link`` (both read at moment
+    Evict; docs/offload.md)."""
+
+    tier: int
+    link: int
+    work: Expr
+    pred: Expr
+
+
+@node
 class PoolDecl(Node):
     """``pool NAME[size] { … }``.  ``evict`` is ``"lru"`` or a tuple of keys
     (moment Evict); ``queue`` is ``"fifo"`` or a tuple of keys (moment Select);
@@ -307,6 +320,7 @@ class PoolDecl(Node):
     preempt: Literal["none", "lifo"] = "none"
     queue: Union[Literal["fifo"], tuple[Expr, ...]] = "fifo"
     admit_via: int | None = None
+    spill: Spill | None = None
 
     @property
     def members(self) -> int:
@@ -462,6 +476,8 @@ class Program(Node):
     share: str | None = None
     #: the shared stages (declaration indices): every ``ps`` stage some multi-stage run holds
     shared: tuple[int, ...] = ()
+    #: the stages (declaration indices) whose online estimates (``est_*``, ``price``) some expression reads
+    estimated: frozenset[int] = frozenset()
 
     def pool_index(self, name: str) -> int:
         return next(i for i, p in enumerate(self.pools) if p.name == name)

@@ -128,7 +128,8 @@ class Builder(ExprVisits, NodeVisitor):
             raise error(f"`pool {name.text}[…]` in a queue: a queue's pool is the member's, one per member; "
                         f"write `pool {name.text}`", name.span)
         clauses = list(ch[4]) if isinstance(ch[4], list) else []
-        self.check_repeats(clauses, f"pool `{name.text}`", {"cap", "block", "evict", "preempt", "queue", "admit"})
+        self.check_repeats(clauses, f"pool `{name.text}`", {"cap", "block", "evict", "preempt", "queue", "admit",
+                                                             "spill"})
         return "pool", A.PoolItem(name.text, None, tuple(clauses), self.span(node), name.span), self.span(node)
 
     def _q_stage(self, word: Tok, kind: tuple, node) -> A.StageItem:
@@ -247,7 +248,7 @@ class Builder(ExprVisits, NodeVisitor):
     def visit_pool_item(self, node, ch):
         name: Tok = ch[1]
         clauses = list(ch[4]) if isinstance(ch[4], list) else []
-        self.check_repeats(clauses, f"pool `{name.text}`", {"cap", "block", "evict", "preempt", "queue", "admit"})
+        self.check_repeats(clauses, f"pool `{name.text}`", {"cap", "block", "evict", "preempt", "queue", "admit", "spill"})
         return A.PoolItem(name.text, self.array_size(node, ch[2]), tuple(clauses), self.span(node), name.span)
 
     def _clause(self, node, word: str, value: Any) -> A.Clause:
@@ -283,15 +284,18 @@ class Builder(ExprVisits, NodeVisitor):
         stage: Tok = ch[2]
         return self._clause(node, "admit", A.Name(stage.text, stage.span))
 
+    def visit_spill_clause(self, node, ch):
+        tier: Tok = ch[1]
+        link: Tok = ch[3]
+        return self._clause(node, "spill", (A.Name(tier.text, tier.span), A.Name(link.text, link.span), ch[5], ch[9]))
+
     def visit_pool_other(self, node, ch):
         word: Tok = ch[1]
-        if word.text == "spill":
-            raise not_supported("`spill`", word.span)
         if word.text in RETIRED:
             raise retired(word.text, word.span)
-        helps, _ = did_you_mean(word.text, "", ["cap", "block", "evict", "preempt", "queue", "admit"])
+        helps, _ = did_you_mean(word.text, "", ["cap", "block", "evict", "preempt", "queue", "admit", "spill"])
         raise error(f"unknown pool option `{word.text}`", word.span,
-                    helps=helps or ["a pool takes `cap`, `block`, `evict`, `preempt`, `queue` and `admit via`"])
+                    helps=helps or ["a pool takes `cap`, `block`, `evict`, `preempt`, `queue`, `admit via` and `spill`"])
 
     # ------------------------------------------------------------ stages
     def visit_stage_item(self, node, ch):

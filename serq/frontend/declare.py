@@ -66,6 +66,7 @@ class Declarations(Resolver):
                                         kind=getattr(item, "kind", ""), block=block)
         for p in pools:
             self.pool_decls.append(self.pool(p))
+        self.spill_cycles(pools)
         for s in stages:
             self.stage_decls.append(self.stage(s))
 
@@ -124,8 +125,49 @@ class Declarations(Resolver):
             self.family(prefix, "admit via", self.pools[p.name], stage, _name(c["admit"]).span)
             admit_via = stage.index
         preempt = c["preempt"].value if "preempt" in c else "none"
+        spill = self.spill(p, c["spill"]) if "spill" in c else None
         return ir.PoolDecl(p.name, self.pools[p.name].size, cap, self.pools[p.name].block, evict, preempt, queue,  # type: ignore[arg-type]
-                           admit_via)
+                           admit_via, spill)
+
+    def spill_cycles(self, pools: list[A.PoolItem]) -> None:
+        """Spills go down tiers: a chain of tiers that comes back to a pool would
+        evict and spill for ever."""
+        decls = self.pool_decls
+        for start, d in enumerate(decls):
+            chain = [start]
+            at_ = d.spill
+            while at_ is not None:
+                if at_.tier == start:
+                    names = " → ".join(f"`{decls[i].name}`" for i in (*chain, start))
+                    clause = _clauses(pools[start])["spill"]
+                    raise error(f"spills go down tiers, and {names} comes back: each eviction would spill "
+                                "for ever", clause.span, prefix=f"pool `{d.name}`",
+                                helps=["end the chain with a tier that has no `spill`"])
+                if at_.tier in chain:
+                    break  # a cycle that does not pass through `start`: reported from its own pools
+                chain.append(at_.tier)
+                at_ = decls[at_.tier].spill
+
+    def spill(self, p: A.PoolItem, clause: A.Clause) -> ir.Spill:
+        """``spill TIER via LINK (work) when (pred)`` (docs/offload.md): a tier
+        that is another pool, a link that can run a job with no session, both
+        paired with the pool's family one for one or one for all."""
+        prefix = f"pool `{p.name}`"
+        tier_name, link_name, work, pred = cast(tuple[A.Name, A.Name, A.Expr, A.Expr], clause.value)
+        tier = self.named("pool", self.pools, tier_name, prefix)
+        if tier.name == p.name:
+            raise error(f"`spill {tier.name}`: a pool spills to another pool, its tier", tier_name.span,
+                        prefix=prefix, helps=["declare the tier, e.g. `pool host { cap 2e6; }`, and spill there"])
+        link = self.named("stage", self.stages, link_name, prefix)
+        if link.kind == "step":
+            raise error(f"`spill … via {link.name}`: a spill's link runs a job with no session, and step stage "
+                        f"`{link.name}` serves sessions' requests", link_name.span, prefix=prefix,
+                        helps=["give the link a `fifo`, `ps` or `delay` stage of its own, e.g. "
+                               "`stage pcie : fifo;`"])
+        self.family(prefix, "spill", self.pools[p.name], tier, tier_name.span)
+        self.family(prefix, "spill … via", self.pools[p.name], link, link_name.span)
+        where = Where(EVICT, prefix)
+        return ir.Spill(tier.index, link.index, self.expr(work, where), self.expr(pred, where))
 
     # ------------------------------------------------------------ stages (§4)
     def stage(self, s: A.StageItem) -> ir.StageDecl:

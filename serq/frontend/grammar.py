@@ -37,7 +37,7 @@ from parsimonious.nodes import RegexNode
 
 KEYWORDS = (
     "let use def pool stage workload server session run "
-    "cap block evict lru by preempt lifo none queue fifo admit via "
+    "cap block evict lru by preempt lifo none queue fifo admit via spill when "
     "step budget cost chunk memory serve admission decode first exclusive prefill ps delay "
     "arrive trace ordered hidden init turn poisson renewal closed batch "
     "horizon warmup seed arrivals "
@@ -100,7 +100,7 @@ pool_item      = kw_pool name array? lbrace pool_clause* pool_end
 pool_end       = "}" _
 array          = lbrack expr rbrack
 pool_clause    = cap_clause / block_clause / evict_clause / preempt_clause / queue_clause
-               / admit_clause / pool_other
+               / admit_clause / spill_clause / pool_other
 cap_clause     = kw_cap expr semi
 block_clause   = kw_block expr semi
 evict_clause   = kw_evict evict_how semi
@@ -111,8 +111,9 @@ preempt_how    = kw_lifo / kw_none
 queue_clause   = kw_queue queue_how semi
 queue_how      = kw_fifo / key_list
 admit_clause   = kw_admit kw_via name semi
+spill_clause   = kw_spill name kw_via name lparen expr rparen kw_when lparen expr rparen semi
 pool_other     = !pool_kw name soup semi
-pool_kw        = kw_cap / kw_block / kw_evict / kw_preempt / kw_queue / kw_admit
+pool_kw        = kw_cap / kw_block / kw_evict / kw_preempt / kw_queue / kw_admit / kw_spill
 
 # ------------------------------------------------------------------ stages (§4)
 stage_item     = kw_stage name array? colon stage_kind

@@ -294,6 +294,16 @@ class Linker(Declarations):
             names = ", ".join(f"`{self.pool_decls[hp.ref.pool].name}`" for hp in pools)
             raise error(f"`prefix` shares blocks, but no pool of this hold ({names}) has a `block`", first,
                         prefix=ctx.prefix, helps=["give the paged pool a block size: `block 16;`"])
+        for hp in pools:
+            d = self.pool_decls[hp.ref.pool]
+            tier_of = next((o for o in self.pool_decls if o.spill is not None and o.spill.tier == hp.ref.pool), None)
+            if d.block and (d.spill is not None or tier_of is not None):
+                role = "spills" if d.spill is not None else f"is the tier `{tier_of.name}` spills to"  # type: ignore[union-attr]
+                raise error(f"`prefix` shares pool `{d.name}`'s blocks between sessions, and `{d.name}` {role}: "
+                            "a spilled piece joins its owner's entry, and a shared block has no one owner",
+                            first, prefix=ctx.prefix,
+                            helps=["spill from a pool whose holds keep per-session prefixes (no `prefix`): "
+                                   "docs/offload.md, \"What is left out\""])
         w = Where(ADMIT, ctx.prefix, draw=_PREFIX_DRAW)
         out = []
         for g in s.prefix:
@@ -430,6 +440,7 @@ class Linker(Declarations):
             hidden=frozenset(self.hidden), run=run, constants=dict(self.lets),
             two_sided=ex.two_sided, path=self.path, block_count=self.blocks,
             handles=tuple(self.handles), gauges=gauges, share=share, shared=shared,
+            estimated=frozenset(self.estimated),
         )
 
     def gauges(self, items: list[A.GaugeItem]) -> tuple[ir.Gauge, ...]:

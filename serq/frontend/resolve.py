@@ -69,6 +69,7 @@ class Resolver:
         self.declared: dict[str, str] = {}
         self.agg: dict[str, float] = {}  # the indices of the aggregates being written out, and their values
         self.agg_terms = 1  # terms the enclosing aggregates write out, multiplied
+        self.estimated: set[int] = set()  # the stages whose online estimates some expression reads
 
     def defer(self, err: SerqError) -> None:
         """Keep the first validation error until linking is done."""
@@ -251,7 +252,7 @@ class Resolver:
             raise error(f"`{fn}` with {len(args)} argument(s) is not a constant function", e.name_span,
                         prefix=w.prefix, helps=["a constant may call `min max abs floor ceil sqrt exp ln pow`"])
         if fn in ESTIMATES:
-            raise error(f"`{fn}` (an online estimate) is not supported yet", e.name_span, prefix=w.prefix)
+            return self.estimate(e, w)
         if fn == "blocksize":
             return self.blocksize(e, w)
         if w.only:
@@ -293,6 +294,29 @@ class Resolver:
             raise error(f"`budget_left` expects a step stage here; `{a.id}` is a {self.stages[a.id].kind} stage",
                         span, prefix=w.prefix)
         return ir.Probe(fn, ref)
+
+    def estimate(self, e: A.Call, w: Where) -> ir.Expr:
+        """``price(S, s_hit, ds)``, ``est_lambda(S)``, ``est_rho(S)``, ``est_wait(S)``: a
+        stage's online estimates (docs/offload.md), read anywhere state may be read."""
+        fn, args = e.fn, e.args
+        arity = 3 if fn == "price" else 1
+        if len(args) != arity:
+            raise error(f"`{fn}` takes {arity} argument(s), got {len(args)}", e.name_span, prefix=w.prefix,
+                        helps=["`price(S, s_hit, ds)`: the price of a miss that lengthens a hit's service "
+                               "`s_hit` by `ds` at stage `S`" if fn == "price" else
+                               f"`{fn}(S)` reads stage `S`'s estimate"])
+        a = args[0]
+        if not isinstance(a, (A.Name, A.Index)):
+            raise error(f"`{fn}` expects a stage name here", a.span, prefix=w.prefix)  # type: ignore[union-attr]
+        span = a.span if isinstance(a, A.Name) else a.name_span
+        if a.id not in self.stages and a.id in self.pools | self.attrs | self.lets:
+            raise error(f"`{fn}` expects a stage name here", span, prefix=w.prefix)
+        if w.only:
+            self.defer(error(w.only, e.name_span, prefix=w.prefix))
+        ref = self.stage_ref(a.id, a.index if isinstance(a, A.Index) else None, span, w)
+        self.estimated.add(ref.stage)
+        rest = tuple(self.resolve(x, w) for x in args[1:])  # type: ignore[arg-type]
+        return ir.Probe(fn, ref, rest)
 
     def blocksize(self, e: A.Call, w: Where) -> ir.Expr:
         if len(e.args) != 1:

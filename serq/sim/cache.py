@@ -211,6 +211,8 @@ class PrefixCache:
         self.total = 0.0  # `cached`: the sum of the sizes, dead entries included
         self.evicted_entries = 0
         self.evicted_units = 0.0
+        #: the pool's ``spill`` (``Spiller``): told of every live piece evicted, one at a time
+        self.spill: Callable[[int, Entry, float, float], None] | None = None
 
     @classmethod
     def by_keys(cls, block: float | None, exprs: Any, fns: list[Callable[[EvictView], float]],
@@ -255,6 +257,15 @@ class PrefixCache:
         self.total += size
         if self._ints and not (_exact(size) and _exact(self.total)):
             self._ints = False
+
+    def append(self, serial: int, piece: float, now: float, seq: int, like: Entry) -> None:
+        """A spilled ``piece`` of ``like`` (another pool's entry) joins the entry
+        of ``serial`` here, which is released now: the owner's, with its
+        attributes as they were at the first piece (docs/offload.md)."""
+        old = self.entries.get(serial)
+        size = piece if old is None else old.size + piece
+        snap = like.snap if old is None else old.snap
+        self.put(serial, size, now, seq, snap, like.owner)  # type: ignore[arg-type]
 
     def take(self, serial: int) -> Entry | None:
         """Remove and return the entry of ``serial`` (consumption or ``drop``)."""
@@ -386,10 +397,10 @@ class PrefixCache:
 
     def whole_blocks(self, used: float, needs: list[float], cap: float) -> bool:
         """Whether growths of ``needs`` in turn from ``used`` under ``cap`` can
-        all make room by :meth:`make_room_whole`: LRU with no dead entry, and
+        all make room by :meth:`make_room_whole`: no spill, LRU with no dead entry, and
         every size, block, ``cap``, ``used`` and need a whole number whose sums
         stay exact (``used`` stays an integer ≤ _BIG as whole needs are added)."""
-        if not (self.kind == LRU and not self._dead_heap and self._ints and self._int_block
+        if not (self.kind == LRU and self.spill is None and not self._dead_heap and self._ints and self._int_block
                 and _exact(cap) and _exact(used) and min(needs) >= 0.0
                 and used + math.fsum(needs) <= _BIG and _whole(needs)):
             return False
@@ -421,6 +432,9 @@ class PrefixCache:
         limit = cap + EPS
         if not used + self.total + need > limit:
             return
+        if self.spill is not None:
+            self._make_room_spilling(used, need, limit, now)
+            return
         kind = self.kind
         if kind == LRU:
             entries = self.entries
@@ -442,6 +456,24 @@ class PrefixCache:
                     return
             return
         self.drain_by_keys(self.victims(now), used, need, cap, now)
+
+    def _make_room_spilling(self, used: float, need: float, limit: float, now: float) -> None:
+        """:meth:`make_room` as the rule is written, a piece at a time, each live
+        piece told to the pool's spill as it goes (a dead remainder past a
+        ``reuse`` bound is nobody's to read back: it does not spill)."""
+        spill = self.spill
+        assert spill is not None
+        entries = self.entries
+        while used + self.total + need > limit:
+            found = self._victim(now)
+            if found is None:
+                return
+            store, key = found
+            e = store[key]
+            piece = min(self.block, e.size) if self.block is not None else e.size  # as _take_piece takes
+            self._take_piece(store, key, e)
+            if store is entries:
+                spill(key, e, piece, now)
 
     def victims(self, now: float) -> list[tuple[Any, int, dict[int, Entry], int, Entry, Any]]:
         """Every entry, live and dead, in a heap by its ``evict by`` keys read

@@ -14,6 +14,7 @@ from ..expr import Frame, compile_expr, source
 from .cache import PrefixCache
 from .compile import pool_source, stage_source
 from .pool import Pool
+from .stats import Estimator
 from .stages.base import Stage
 from .stages.queueing import DelayStage, FifoStage, PsStage
 from .stages.shared import FlowGroup, SharedStage
@@ -58,6 +59,9 @@ def build(sim: "Simulator", engines: Mapping[str, type]) -> None:
                 stage = _step(sim, sdecl, name, index, frame, engines.get(sdecl.name, StepEngine))
             sim.stages[si].append(stage)
     sim.engines = [s for ms in sim.stages for s in ms if isinstance(s, StepEngine)]
+    for si in p.estimated:  # the stages whose online estimates the program reads keep them
+        for stage in sim.stages[si]:
+            stage.est = Estimator()
     if p.shared:  # the flows of `run A, B (w)` (docs/pd.md, "Flows")
         assert p.share is not None
         sim.flows = FlowGroup(sim, [st for si in p.shared for st in sim.stages[si]], p.share)  # type: ignore[misc]
@@ -75,11 +79,27 @@ def build(sim: "Simulator", engines: Mapping[str, type]) -> None:
             if decl.admit_via is not None:
                 engine = pair(sim.stages[decl.admit_via], i, len(members))
                 engine.admit_pools.append(pool)  # type: ignore[attr-defined]
+        if decl.spill is not None:
+            _spills(sim, decl, members, frame)
     for engine in sim.engines:
         if engine.memory is not None:
             engine.memory.engines.append(engine)
     if p.gauges:
         _gauges(sim, frame)
+
+
+def _spills(sim: "Simulator", decl: ir.PoolDecl, members: list[Pool], frame: Frame) -> None:
+    """Each member's ``spill`` (docs/offload.md), its tier and link paired with it."""
+    from .spill import Spiller
+
+    sp = decl.spill
+    assert sp is not None
+    at_evict = frame.derive(stream="c.srng")
+    work, pred = compile_expr(sp.work, at_evict), compile_expr(sp.pred, at_evict)
+    for i, pool in enumerate(members):
+        tier = pair(sim.pools[sp.tier], i, len(members))
+        link = pair(sim.stages[sp.link], i, len(members))
+        pool.cache.spill = Spiller(sim, pool, tier, link, work, pred)
 
 
 def _gauges(sim: "Simulator", frame: Frame) -> None:

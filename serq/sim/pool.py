@@ -188,6 +188,7 @@ class Pool(BaseResource):
         self.preemptions = 0
         self.rejected = 0
         self.stuck = 0
+        self.spills = 0
 
     # -- probes (language §6.5) ----------------------------------------------
 
@@ -333,7 +334,7 @@ class Pool(BaseResource):
             return
         ua, ca, qa, ha = self.used_avg, self.cached_avg, self.queue_avg, self.holders_avg
         last = ua.last
-        if not (ca.last == last and qa.last == last and ha.last == last):
+        if not (ca.last == last and qa.last == last and ha.last == last) or self.cache.spill is not None:
             for need, now in zip(needs, times):
                 self.allocate(need, now)
             return

@@ -84,6 +84,7 @@ class SharedCache:
 
     kind = TRIE
     lasting = False  # a run's growths make room one by one (:meth:`make_room`)
+    spill = None  # a pool whose holds share prefixes does not spill (the linker says so)
 
     def __init__(self, block: float | None, keys: Callable[[EvictView], tuple] | None, stream: Any) -> None:
         self.block = block

@@ -96,7 +96,7 @@ def build_report(sim: "Simulator") -> Report:
                 mean_queue=pool.queue_avg.mean(end, start), mean_holders=pool.holders_avg.mean(end, start),
                 mean_wait=_div(pool.wait_sum, pool.wait_count), admissions=pool.admissions,
                 evicted_entries=pool.cache.evicted_entries, evicted_units=pool.cache.evicted_units,
-                preemptions=pool.preemptions, spills=0, rejected=pool.rejected, stuck=pool.stuck,
+                preemptions=pool.preemptions, spills=pool.spills, rejected=pool.rejected, stuck=pool.stuck,
             ))
     stage_warnings = [note for e in sim.engines for note in e.notes]
     stage_warnings += [w for w in map(_starved, sim.engines) if w is not None]

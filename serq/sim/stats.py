@@ -407,3 +407,57 @@ def _middle(k: int) -> float:
     if k == _INF_KEY:
         return INF
     return _exp((k + 0.5) * _LOG_W)  # inf for the topmost finite bucket
+
+
+class Estimator:
+    """A stage's online estimates (``est_lambda``, ``est_rho``, ``est_wait``,
+    ``price``; docs/offload.md): exponentially weighted averages, weight
+    :attr:`ALPHA`, of the gap between the service starts of successive
+    completions, the service time and the wait, fed at every completion
+    (warm-up or not).  The first service and wait are taken as they are, the
+    first gap too; until there is a gap the arrival rate and the utilisation
+    read 0."""
+
+    __slots__ = ("last_start", "gap", "service", "wait", "seen")
+
+    ALPHA = 0.01
+    RHO_CAP = 0.99
+
+    def __init__(self) -> None:
+        self.last_start: float | None = None
+        self.gap: float | None = None
+        self.service = 0.0
+        self.wait = 0.0
+        self.seen = 0
+
+    def observe(self, start: float, wait: float, service: float) -> None:
+        """A job that started service at ``start`` after waiting ``wait`` completed after ``service``."""
+        a = self.ALPHA
+        if self.seen == 0:
+            self.service, self.wait = service, wait
+        else:
+            self.service = (1.0 - a) * self.service + a * service
+            self.wait = (1.0 - a) * self.wait + a * wait
+        last = self.last_start
+        if last is not None:
+            g = self.gap
+            self.gap = start - last if g is None else (1.0 - a) * g + a * (start - last)
+        self.last_start = start
+        self.seen += 1
+
+    def rates(self) -> tuple[float, float, float]:
+        """``(λ̂, ρ̂, Ŵ)``: ``λ̂ = 1 / gap``, ``ρ̂ = min(λ̂ ŝ, 0.99)``; 0 and 0 without a positive gap."""
+        g = self.gap
+        if g is None or not g > 0.0:
+            return 0.0, 0.0, self.wait
+        lam = 1.0 / g
+        rho = lam * self.service
+        return lam, rho if rho < self.RHO_CAP else self.RHO_CAP, self.wait
+
+    def price(self, s_hit: float, ds: float) -> float:
+        """The price of a miss that lengthens a hit's service ``s_hit`` by ``ds``:
+        ``ds + λ (s_m² − s_hit²) / (2 (1 − ρ)) + λ W ds / (1 − ρ)``, ``s_m = s_hit + ds``
+        (the M/G/1 waiting time a longer service adds, over everyone behind it)."""
+        lam, rho, w = self.rates()
+        s_m = s_hit + ds
+        return ds + lam * (s_m * s_m - s_hit * s_hit) / (2.0 * (1.0 - rho)) + lam * w * ds / (1.0 - rho)

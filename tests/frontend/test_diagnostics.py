@@ -404,14 +404,41 @@ def test_a_constant_guard_other_than_0_or_1_is_not_a_guard():
 
 # ---------------------------------------------------------------- refused features
 REFUSED = [
-    case("spill", "pool kv { spill t via l (size) when (1); }", "`spill` is not supported yet", 1, 11),
-    case("online estimates", "stage s : delay;\nsession { set x = est_rho(s); }", "session: `est_rho` (an online estimate) is not supported yet", 2, 19),
     case("fn main", "fn main() { }", "`fn` (an explicit entry point) is not supported in this version", 1, 1),
     case("claims", "claim c : response < 1;", "`claim` is not supported in this version", 1, 1),
     case("devices", "device gpu { }", "`device` is not supported in this version", 1, 1),
     case("engines on devices", "engine vllm on gpu { }", "`engine … on` declarations is not supported in this version", 1, 1),
     case("while", "session { while (1) { } }", "`while` is not supported in this version", 1, 11),
 ]
+
+
+# the offload tier and the online estimates (docs/offload.md): once refused, now checked
+OFFLOAD = [
+    case("spill", "pool kv { spill t via l (size) when (1); }", "pool `kv`: unknown pool `t`", 1, 17),
+    case("spill to itself", "stage l : fifo;\npool kv { spill kv via l (1) when (1); }",
+         "pool `kv`: `spill kv`: a pool spills to another pool, its tier", 2, 17),
+    case("spill over a step stage", "pool h { } stage e : step { cost 1; }\npool kv { spill h via e (1) when (1); }",
+         "pool `kv`: `spill … via e`: a spill's link runs a job with no session, and step stage `e` serves "
+         "sessions' requests", 2, 23),
+    case("spill cycle", "stage l : fifo;\npool kv { spill h via l (1) when (1); }\npool h { spill kv via l (1) when (1); }",
+         "pool `kv`: spills go down tiers, and `kv` → `h` → `kv` comes back: each eviction would spill for ever", 2, 11),
+    case("spill families", "stage l : fifo; pool h[3] { }\npool kv[2] { spill h via l (1) when (1); }",
+         "pool `kv`: `spill h` names a family of 3, and `kv` is a family of 2: it must be one for one, or one for all",
+         2, 20),
+    case("spill without when", "stage l : fifo; pool h { }\npool kv { spill h via l (1); }", "expected `when`, found `;`", 2, 28),
+    case("spill reads a step's context", "stage l : fifo; pool h { }\npool kv { spill h via l (tokens) when (1); }",
+         "pool `kv`: `tokens` is read in an eviction key or spill clause, but it exists only in a step stage's cost, "
+         "after the iteration", 2, 26),
+    case("online estimates", "stage s : delay;\nsession { set x = est_rho(q); }", "session: unknown stage `q`", 2, 27),
+    case("an estimate of a pool", "pool p { }\nsession { set x = est_wait(p); }", "session: `est_wait` expects a stage name here", 2, 28),
+    case("price's arguments", "stage s : delay;\nsession { set x = price(s, 1); }", "session: `price` takes 3 argument(s), got 2", 2, 19),
+    case("an estimate is no constant", "let a = est_rho(s);\nstage s : delay;", "`est_rho` with 1 argument(s) is not a constant function", 1, 9),
+]
+
+
+@pytest.mark.parametrize("text, message, line, col", OFFLOAD)
+def test_the_offload_tier_and_the_estimates_are_checked_at_their_location(text, message, line, col):
+    check(text, message, line, col)
 
 
 # the P/D kernel (docs/pd.md): once refused, now checked like any statement

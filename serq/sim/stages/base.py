@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from simpy.events import Event
 
 from ...errors import SerqRuntimeError
-from ..stats import CountAverage
+from ..stats import CountAverage, Estimator
 
 if TYPE_CHECKING:
     from ..pool import HoldRequest
@@ -81,6 +81,8 @@ class Stage:
         self.wait_sum = 0.0
         self.service_sum = 0.0
         self.iterations = 0
+        #: the online estimates, kept when the program reads them (docs/offload.md)
+        self.est: Estimator | None = None
 
     # -- probes -----------------------------------------------------------------
 
@@ -95,6 +97,18 @@ class Stage:
 
     def budget_left(self) -> float:
         raise SerqRuntimeError(f"`budget_left({self.label})`: stage `{self.label}` is not a step stage")
+
+    def est_lambda(self) -> float:
+        return self.est.rates()[0] if self.est is not None else 0.0
+
+    def est_rho(self) -> float:
+        return self.est.rates()[1] if self.est is not None else 0.0
+
+    def est_wait(self) -> float:
+        return self.est.wait if self.est is not None else 0.0
+
+    def price(self, s_hit: float, ds: float) -> float:
+        return self.est.price(s_hit, ds) if self.est is not None else ds
 
     # -- jobs -------------------------------------------------------------------
 
@@ -114,7 +128,10 @@ class Stage:
         self.presence.set(self.env.now, n)
 
     def finished(self, job: Job) -> None:
-        """Statistics of a completed job (after warm-up) (§5)."""
+        """Statistics of a completed job (after warm-up) (§5), and the estimates (always)."""
+        est = self.est
+        if est is not None:
+            est.observe(job.started, job.started - job.enqueued, self.env.now - job.started)
         if self.sim.stats_on:
             now = self.env.now
             self.completed += 1

@@ -316,6 +316,9 @@ class RunPlanner:
         kv_view, cost_of_kv = self._one_coster()
         grows_kv = self.kv_tracked and pool is self.engine.memory
         u, pcap, b, left = self._one_pool(pool)
+        # a pool that spills ends the run before a growth that evicts (the spill's link job
+        # starts at the eviction, and a replay happens later): the test `make_room` makes
+        spilled = pool.cache.total if pool and pool.cache.spill is not None else None
         t = run.first
         cur = cost
         m = 1
@@ -353,8 +356,8 @@ class RunPlanner:
             need = (math.ceil(x / b - EPS) * b if b is not None and x != math.inf else x) - a
             grew = need > 0.0
             if grew:
-                if u + need > pcap:
-                    break  # it would preempt or stall: the run stops before
+                if u + need > pcap or (spilled is not None and u + spilled + need > pcap):
+                    break  # it would preempt, stall or spill: the run stops before
                 u += need
                 a = a + need
                 if grows_kv:
@@ -478,6 +481,8 @@ class RunPlanner:
             pid = id(pool)
             if used[pid] + need > pool.cap + EPS:
                 return None
+            if pool.cache.spill is not None and used[pid] + pool.cache.total + need > pool.cap + EPS:
+                return None  # it would evict and spill: the spill's job starts then (not in a replay)
             used[pid] += need
             alloc[i] = a + need
             growths.append((i, need))

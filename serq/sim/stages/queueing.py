@@ -150,6 +150,9 @@ class FifoStage(Stage):
         now = self.env.now
         self.count(-1)
         # self.finished(job), inline
+        est = self.est
+        if est is not None:
+            est.observe(job.started, job.started - job.enqueued, now - job.started)
         if sim.stats_on:
             self.completed += 1
             self.wait_sum += job.started - job.enqueued

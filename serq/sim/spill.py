@@ -1,0 +1,83 @@
+"""A pool's ``spill TIER via LINK (work) when (pred)``: evicted pieces move
+down a tier (docs/offload.md).
+
+The pool's cache tells its :class:`Spiller` of every piece of a live entry
+it evicts, one at a time, as eviction takes them (a block from the tail, or
+the whole entry for a pool without ``block``).  ``pred`` and then ``work``
+are read at that moment (Evict: the piece's ``size``, the entry's ``age``,
+``last`` and ``waiting``, its owner's attributes; draws from the eviction
+stream).  When ``pred`` is not 0 the tier makes room for the piece by its own
+eviction (which may spill further down), the piece joins its owner's entry
+there, released now, the pool counts a spill, and a job of ``work`` with no
+session starts on the link.  A piece the tier cannot hold even with
+nothing cached there is lost like any evicted piece: no spill, no job.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any, Callable
+
+from ..errors import SerqRuntimeError
+from .cache import EPS, Entry, EvictView
+from .stages.base import check_work
+
+if TYPE_CHECKING:
+    from .pool import Pool
+    from .simulator import Simulator
+    from .stages.base import Stage
+
+
+class NoSession:
+    """The owner of a spill's link job: nobody waits for it and nothing
+    preempts it; the stage notes the job here as it would on a session."""
+
+    __slots__ = ("job",)
+
+    def __init__(self) -> None:
+        self.job: Any = None
+
+
+class Spiller:
+    """The spill of one pool member, to its tier member over its link member."""
+
+    __slots__ = ("sim", "source", "tier", "link", "work", "pred", "owner", "label")
+
+    def __init__(self, sim: "Simulator", source: "Pool", tier: "Pool", link: "Stage",
+                 work: Callable[[EvictView], float], pred: Callable[[EvictView], float]) -> None:
+        self.sim = sim
+        self.source = source
+        self.tier = tier
+        self.link = link
+        self.work = work
+        self.pred = pred
+        self.owner = NoSession()
+        self.label = f"pool `{source.label}`: `spill {tier.label} via {link.label} (…)`"
+
+    def __call__(self, serial: int, e: Entry, piece: float, now: float) -> None:
+        """``piece`` units of ``e`` (the entry of ``serial``) were just evicted, at ``now``."""
+        sim = self.sim
+        if now != sim.env.now:  # a replayed growth evicted: the planner should have ended the run before
+            raise SerqRuntimeError(f"{self.label}: an eviction at {now:g} was replayed at {sim.env.now:g} "
+                                   "(an internal error: please report it)")
+        view = EvictView(e, now, sim.eviction_stream)
+        view.size = piece
+        ok = self.pred(view)
+        if ok != ok:
+            raise SerqRuntimeError(f"{self.label}: `when (…)` is NaN, neither true nor false")
+        if ok == 0.0:
+            return
+        work = self.work(view)
+        if not 0.0 <= work < math.inf:
+            check_work(f"{self.label} (its work)", work)
+        tier = self.tier
+        tier.make_room(piece, now)
+        if tier.used + tier.cache.total + piece > tier.cap + EPS:
+            return  # more than the tier can hold beside what it has in use: lost
+        holds = sim.holds
+        tier.cache.append(serial, piece, now, holds.next_release, e)
+        holds.next_release += 1
+        tier.record(now)
+        self.source.spills += 1
+        if work > 0.0:
+            self.link.submit(self.owner, work, None, None, self.label)  # type: ignore[arg-type]
