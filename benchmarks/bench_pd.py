@@ -24,30 +24,42 @@ ROOT = Path(__file__).resolve().parents[1]
 PROGRAMS = ["programs/pd/llmd.sq", "programs/pd/llmd_flat.sq", "programs/pd/colocated.sq"]
 
 
+def time_program(rel: str, h: float, repeat: int, sets: tuple[str, ...] = ()) -> tuple[float, float, int]:
+    """``(process, in-proc, events)`` of one program at seed 1, horizon ``h``, warm-up ``h / 10``,
+    best of ``repeat``; ``sets`` are ``NAME=VALUE`` overrides."""
+    path = ROOT / rel
+    w = h / 10
+    flags = [x for kv in sets for x in ("--set", kv)]
+    proc = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "serq", "run", str(path), "--horizon", str(h),
+                        "--warmup", str(w), "--seed", "1", *flags], check=True, capture_output=True)
+        proc.append(time.perf_counter() - t)
+    program = serq.load(path, sets=[tuple(kv.split("=", 1)) for kv in sets])  # type: ignore[misc]
+    inproc = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        report = serq.run(program, seed=1, horizon=h, warmup=w)
+        inproc.append(time.perf_counter() - t)
+    return min(proc), min(inproc), report.events
+
+
+def table(rows: list[tuple[str, tuple[str, ...]]], h: float, repeat: int) -> None:
+    """Print the timing table of ``rows`` (a program and its overrides each)."""
+    print(f"{'program':44} {'process':>8} {'in-proc':>8} {'events':>9} {'sim s / s':>10}")
+    for rel, sets in rows:
+        proc, best, events = time_program(rel, h, repeat, sets)
+        label = rel + "".join(f" {kv}" for kv in sets)
+        print(f"{label:44} {proc:8.2f} {best:8.2f} {events:9d} {h / best:10.0f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--horizon", type=float, default=2000.0)
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
-    h = args.horizon
-    w = h / 10
-    print(f"{'program':28} {'process':>8} {'in-proc':>8} {'events':>9} {'sim s / s':>10}")
-    for rel in PROGRAMS:
-        path = ROOT / rel
-        proc = []
-        for _ in range(args.repeat):
-            t = time.perf_counter()
-            subprocess.run([sys.executable, "-m", "serq", "run", str(path), "--horizon", str(h),
-                            "--warmup", str(w), "--seed", "1"], check=True, capture_output=True)
-            proc.append(time.perf_counter() - t)
-        program = serq.load(path)
-        inproc = []
-        for _ in range(args.repeat):
-            t = time.perf_counter()
-            report = serq.run(program, seed=1, horizon=h, warmup=w)
-            inproc.append(time.perf_counter() - t)
-        best = min(inproc)
-        print(f"{rel:28} {min(proc):8.2f} {best:8.2f} {report.events:9d} {h / best:10.0f}")
+    table([(rel, ()) for rel in PROGRAMS], args.horizon, args.repeat)
 
 
 if __name__ == "__main__":

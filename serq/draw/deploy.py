@@ -96,6 +96,13 @@ def pool_cards(program: ir.Program) -> list[Card]:
             lines.append("queue " + _keys(program, pool.queue))  # type: ignore[arg-type]
         if pool.admit_via is not None:
             lines.append(f"admit via {program.stages[pool.admit_via].name}")
+        sp = pool.spill
+        if sp is not None:  # the tier below it and the link the pieces take (docs/offload.md)
+            lines.append(f"spill → {program.pools[sp.tier].name} via {program.stages[sp.link].name}")
+            lines.append(clip(f"when ({expr_text(program, sp.pred)}) · work ({expr_text(program, sp.work)})", 34))
+        above = [q.name for q in program.pools if q.spill is not None and q.spill.tier == i]
+        if above:
+            lines.append("tier under " + ", ".join(above))
         cards.append(Card("pool", "pool " + _array(pool.name, pool.size), lines,
                           sc.HOLD_STROKE, sc.HOLD_FILL, badge=i in caching))
     return cards
@@ -139,6 +146,9 @@ def stage_cards(program: ir.Program) -> list[Card]:
             lines.append(f"shared by flows · {program.share}")
         else:
             lines.append("processor sharing")
+        spilling = [q.name for q in program.pools if q.spill is not None and q.spill.link == i]
+        if spilling:
+            lines.append("spill link of " + ", ".join(spilling))
         stroke, fill = sc.stage_colour(i)
         cards.append(Card("stage", f"stage {_array(stage.name, stage.size)} : {_kind(program, stage)}",
                           lines, stroke, fill))

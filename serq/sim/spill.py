@@ -63,7 +63,7 @@ class Spiller:
         view = EvictView(e, now, sim.eviction_stream)
         view.size = piece
         ok = self.pred(view)
-        if ok != ok:
+        if math.isnan(ok):
             raise SerqRuntimeError(f"{self.label}: `when (…)` is NaN, neither true nor false")
         if ok == 0.0:
             return

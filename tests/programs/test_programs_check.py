@@ -44,6 +44,8 @@ SUMMARIES = {
     "programs/subagent/vllm_spawn_shared.sq": "OK: 2 pool(s), 2 stage(s), 27 attribute(s), 10 block(s)",
     "programs/replay/vllm_replay.sq": "OK: 2 pool(s), 4 stage(s), 16 attribute(s), 6 block(s)",
     "programs/replay/azure_conv.sq": "OK: 2 pool(s), 1 stage(s), 16 attribute(s), 4 block(s)",
+    # issue 24: the chat over a host-memory tier (docs/offload.md)
+    "programs/offload/vllm_offload.sq": "OK: 3 pool(s), 4 stage(s), 17 attribute(s), 8 block(s)",
 }
 
 

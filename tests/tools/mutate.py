@@ -323,6 +323,52 @@ MUTATIONS = [
           "        elif self.first_tok is None or (False and self.tok_stage is not None\n"),),
         ("tests/sim/test_pd_programs.py::test_the_client_first_token_is_the_decoders",),
     ),
+    # -- issue 24: the offload tier and the online estimates ----------------------------------
+    Mutation(
+        "spill-whole-entry",
+        "a pool with blocks spills its victim's whole entry, not the block eviction took",
+        (("serq/sim/cache.py",
+          "            piece = min(self.block, e.size) if self.block is not None else e.size  # as _take_piece takes\n",
+          "            piece = e.size  # as _take_piece takes\n"),),
+        ("tests/sim/test_spill.py::test_a_pool_with_blocks_spills_block_by_block_from_the_tail",),
+    ),
+    Mutation(
+        "spill-no-room",
+        "the tier takes the piece without making room for it (it overflows its cap)",
+        (("serq/sim/spill.py", "        tier.make_room(piece, now)\n", "        pass\n"),),
+        ("tests/sim/test_spill.py",),
+    ),
+    Mutation(
+        "spill-ignores-pred",
+        "every evicted piece spills, whatever `when (…)` says",
+        (("serq/sim/spill.py", "        if ok == 0.0:\n            return\n", "        if ok != ok + 1.0:\n            pass\n"),),
+        ("tests/sim/test_spill.py::test_a_spill_predicate_reads_whether_the_owner_waits",),
+    ),
+    Mutation(
+        "spill-in-replay",
+        "a coalesced run's growth that evicts from a spilling pool stays in the run",
+        (("serq/sim/stages/coalesce.py",
+          "                if u + need > pcap or (spilled is not None and u + spilled + need > pcap):\n",
+          "                if u + need > pcap:\n"),
+         ("serq/sim/stages/coalesce.py",
+          "            if pool.cache.spill is not None and used[pid] + pool.cache.total + need > pool.cap + EPS:\n",
+          "            if False:\n")),
+        ("tests/sim/test_offload_program.py::test_the_offload_program_gives_the_report_of_one_iteration_at_a_time",),
+    ),
+    Mutation(
+        "estimate-wait-unweighted",
+        "the estimated wait is the last job's, not a weighted average",
+        (("serq/sim/stats.py", "            self.wait = (1.0 - a) * self.wait + a * wait\n",
+          "            self.wait = wait\n"),),
+        ("tests/sim/test_spill.py::test_estimates_follow_the_completions_hand_computed",),
+    ),
+    Mutation(
+        "estimate-rho-uncapped",
+        "the estimated utilisation is not kept below 0.99",
+        (("serq/sim/stats.py", "        return lam, rho if rho < self.RHO_CAP else self.RHO_CAP, self.wait\n",
+          "        return lam, rho, self.wait\n"),),
+        ("tests/sim/test_spill.py::test_estimates_follow_the_completions_hand_computed",),
+    ),
 ]
 
 

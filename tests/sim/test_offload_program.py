@@ -1,0 +1,69 @@
+"""The bundled offload program (programs/offload/vllm_offload.sq, docs/offload.md):
+coalesced runs give the report of one iteration at a time where growths evict
+and spill; without the tier it is the same run as a program with no `spill`;
+the tier raises the hit rate and lowers TTFT at the same seeds; in a drained
+run every spill and every fetch is a job done on its link."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import serq
+from serq.sim.stages import StepEngine
+
+ROOT = Path(__file__).resolve().parents[2]
+OFFLOAD = ROOT / "programs/offload/vllm_offload.sq"
+SPILL_LINE = "  spill host via d2h (size * kv_bytes / pcie) when (offload);\n"
+
+
+class Plain(StepEngine):
+    coalesce = False
+
+
+def report(sets: dict[str, str] | None = None, *, text: str | None = None, plain: bool = False,
+           horizon: float = 300, seed: int = 1, warmup: float | None = None) -> serq.Report:
+    program = serq.load(OFFLOAD if text is None else text, sets=sets or {})
+    return serq.run(program, seed=seed, horizon=horizon, warmup=horizon / 10 if warmup is None else warmup,
+                    engines={"engine": Plain} if plain else None)
+
+
+@pytest.mark.parametrize("sets", [{}, {"pcie": "1e9"}, {"host_tokens": "16384"}, {"Lambda": "0.6"}])
+def test_the_offload_program_gives_the_report_of_one_iteration_at_a_time(sets: dict[str, str]) -> None:
+    fast = report(sets, horizon=200)
+    assert fast.pool("kv").spills > 1000
+    assert fast.to_json() == report(sets, horizon=200, plain=True).to_json()
+
+
+def test_without_the_tier_it_is_the_run_of_a_pool_that_does_not_spill(tmp_path: Path) -> None:
+    # the spill path evicts piece by piece and ends coalesced runs before evicting growths;
+    # the pool without `spill` drains whole blocks in bulk inside runs: the same report
+    source = OFFLOAD.read_text()
+    assert SPILL_LINE in source
+    off = report({"offload": "0"}, horizon=400)
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib/vllm.sq").write_text((ROOT / "lib/vllm.sq").read_text())
+    copy = tmp_path / "programs/offload/no_spill.sq"
+    copy.parent.mkdir(parents=True)
+    copy.write_text(source.replace(SPILL_LINE, ""))
+    none = report(text=str(copy), horizon=400)
+    assert off.text() == none.text()
+    assert off.pool("kv").evicted_entries > 100 and off.pool("kv").spills == 0
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_the_tier_raises_the_hit_rate_and_lowers_ttft_at_the_same_seed(seed: int) -> None:
+    on, off = report(horizon=600, seed=seed), report({"offload": "0"}, horizon=600, seed=seed)
+    assert on.observe("hit").mean > off.observe("hit").mean + 0.2
+    assert on.client["ttft"].mean < 0.7 * off.client["ttft"].mean
+    assert on.observe("prefill_tokens").mean < 0.5 * off.observe("prefill_tokens").mean
+
+
+def test_a_drained_run_counts_every_spill_and_fetch_on_the_links() -> None:
+    # the sessions that arrive before 100 run to their end: nothing is left on a link
+    r = serq.run(serq.load(OFFLOAD), warmup=0, arrivals=60)
+    fetches = sum(1 for s in r.samples["fetched_tokens"] if s.value > 0)
+    assert r.pool("kv").spills > 1000 and fetches > 20
+    assert r.stage("d2h").completed == r.pool("kv").spills
+    assert r.stage("h2d").completed == fetches
