@@ -38,6 +38,7 @@ from .order import total_key
 
 if TYPE_CHECKING:
     from .session import Session
+    from .spill import Spiller
 
 EPS = 1e-9
 _BIG = 2.0**50  # integers up to this size: sums of three stay exact in a float
@@ -212,7 +213,7 @@ class PrefixCache:
         self.evicted_entries = 0
         self.evicted_units = 0.0
         #: the pool's ``spill`` (``Spiller``): told of every live piece evicted, one at a time
-        self.spill: Callable[[int, Entry, float, float], None] | None = None
+        self.spill: Spiller | None = None
 
     @classmethod
     def by_keys(cls, block: float | None, exprs: Any, fns: list[Callable[[EvictView], float]],
@@ -467,13 +468,14 @@ class PrefixCache:
         while used + self.total + need > limit:
             found = self._victim(now)
             if found is None:
-                return
+                break
             store, key = found
             e = store[key]
             piece = min(self.block, e.size) if self.block is not None else e.size  # as _take_piece takes
             self._take_piece(store, key, e)
             if store is entries:
                 spill(key, e, piece, now)
+        spill.flush(now)
 
     def victims(self, now: float) -> list[tuple[Any, int, dict[int, Entry], int, Entry, Any]]:
         """Every entry, live and dead, in a heap by its ``evict by`` keys read

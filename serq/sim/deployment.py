@@ -5,6 +5,7 @@ step engine class of each step stage, and the pairing of ``admit via`` and
 
 from __future__ import annotations
 
+import math
 from functools import partial
 from typing import TYPE_CHECKING, Any, Mapping
 
@@ -94,8 +95,14 @@ def _spills(sim: "Simulator", decl: ir.PoolDecl, members: list[Pool], frame: Fra
 
     sp = decl.spill
     assert sp is not None
+    if isinstance(sp.pred, ir.Num) and sp.pred.value == 0.0:
+        return  # `when (0)` (a `--set` switch turned off): a pool that never spills, on the plain path
     at_evict = frame.derive(stream="c.srng")
-    work, pred = compile_expr(sp.work, at_evict), compile_expr(sp.pred, at_evict)
+    # constants are not read per piece; a bad one is, to give its error at the first spill
+    fixed = isinstance(sp.work, ir.Num) and 0.0 <= sp.work.value < math.inf
+    work = sp.work.value if fixed else compile_expr(sp.work, at_evict)  # type: ignore[union-attr]
+    always = isinstance(sp.pred, ir.Num) and not math.isnan(sp.pred.value)
+    pred = None if always else compile_expr(sp.pred, at_evict)
     for i, pool in enumerate(members):
         tier = pair(sim.pools[sp.tier], i, len(members))
         link = pair(sim.stages[sp.link], i, len(members))

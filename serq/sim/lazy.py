@@ -43,7 +43,7 @@ def wanted(sim: "Simulator") -> bool:
         if not engine.coalesce or engine.step_log is not None or hooks.overridden(type(engine)):
             return False
     for pool in sim.all_pools:
-        if getattr(pool.decl, "spill", None) is not None:  # a spill starts a link job when it evicts
+        if pool.cache.spill is not None:  # a spill starts a link job when it evicts
             return False
         evict = getattr(pool.decl, "evict", "lru")
         if isinstance(evict, (list, tuple)):

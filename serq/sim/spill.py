@@ -39,12 +39,14 @@ class NoSession:
 
 
 class Spiller:
-    """The spill of one pool member, to its tier member over its link member."""
+    """The spill of one pool member, to its tier member over its link member.
+    ``pred`` is None when it is a constant other than 0, ``work`` a number when
+    it is a constant: neither is then read per piece (a constant draws nothing)."""
 
-    __slots__ = ("sim", "source", "tier", "link", "work", "pred", "owner", "label")
+    __slots__ = ("sim", "source", "tier", "link", "work", "pred", "owner", "label", "dirty")
 
     def __init__(self, sim: "Simulator", source: "Pool", tier: "Pool", link: "Stage",
-                 work: Callable[[EvictView], float], pred: Callable[[EvictView], float]) -> None:
+                 work: Callable[[EvictView], float] | float, pred: Callable[[EvictView], float] | None) -> None:
         self.sim = sim
         self.source = source
         self.tier = tier
@@ -53,6 +55,7 @@ class Spiller:
         self.pred = pred
         self.owner = NoSession()
         self.label = f"pool `{source.label}`: `spill {tier.label} via {link.label} (…)`"
+        self.dirty = False  # the tier changed since its last record
 
     def __call__(self, serial: int, e: Entry, piece: float, now: float) -> None:
         """``piece`` units of ``e`` (the entry of ``serial``) were just evicted, at ``now``."""
@@ -60,16 +63,23 @@ class Spiller:
         if now != sim.env.now:  # a replayed growth evicted: the planner should have ended the run before
             raise SerqRuntimeError(f"{self.label}: an eviction at {now:g} was replayed at {sim.env.now:g} "
                                    "(an internal error: please report it)")
-        view = EvictView(e, now, sim.eviction_stream)
-        view.size = piece
-        ok = self.pred(view)
-        if math.isnan(ok):
-            raise SerqRuntimeError(f"{self.label}: `when (…)` is NaN, neither true nor false")
-        if ok == 0.0:
-            return
-        work = self.work(view)
-        if not 0.0 <= work < math.inf:
-            check_work(f"{self.label} (its work)", work)
+        pred, work = self.pred, self.work
+        view = None
+        if pred is not None:
+            view = EvictView(e, now, sim.eviction_stream)
+            view.size = piece
+            ok = pred(view)
+            if math.isnan(ok):
+                raise SerqRuntimeError(f"{self.label}: `when (…)` is NaN, neither true nor false")
+            if ok == 0.0:
+                return
+        if not isinstance(work, float):
+            if view is None:
+                view = EvictView(e, now, sim.eviction_stream)
+                view.size = piece
+            work = work(view)
+            if not 0.0 <= work < math.inf:
+                check_work(f"{self.label} (its work)", work)
         tier = self.tier
         tier.make_room(piece, now)
         if tier.used + tier.cache.total + piece > tier.cap + EPS:
@@ -77,7 +87,14 @@ class Spiller:
         holds = sim.holds
         tier.cache.append(serial, piece, now, holds.next_release, e)
         holds.next_release += 1
-        tier.record(now)
+        self.dirty = True
         self.source.spills += 1
         if work > 0.0:
             self.link.submit(self.owner, work, None, None, self.label)  # type: ignore[arg-type]
+
+    def flush(self, now: float) -> None:
+        """The eviction that spilled is over: the tier's signals are recorded
+        once (every piece spilled at this one instant)."""
+        if self.dirty:
+            self.dirty = False
+            self.tier.record(now)

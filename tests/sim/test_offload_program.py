@@ -37,19 +37,22 @@ def test_the_offload_program_gives_the_report_of_one_iteration_at_a_time(sets: d
 
 
 def test_without_the_tier_it_is_the_run_of_a_pool_that_does_not_spill(tmp_path: Path) -> None:
-    # the spill path evicts piece by piece and ends coalesced runs before evicting growths;
-    # the pool without `spill` drains whole blocks in bulk inside runs: the same report
+    # `offload=0` folds the predicate to 0: no spill at all. A predicate that is never true but
+    # is read at every eviction keeps the spilling path (piece by piece, coalesced runs ended
+    # before evicting growths), which must give the report of the plain pool's bulk paths
     source = OFFLOAD.read_text()
     assert SPILL_LINE in source
-    off = report({"offload": "0"}, horizon=400)
     (tmp_path / "lib").mkdir()
     (tmp_path / "lib/vllm.sq").write_text((ROOT / "lib/vllm.sq").read_text())
-    copy = tmp_path / "programs/offload/no_spill.sq"
-    copy.parent.mkdir(parents=True)
-    copy.write_text(source.replace(SPILL_LINE, ""))
-    none = report(text=str(copy), horizon=400)
-    assert off.text() == none.text()
-    assert off.pool("kv").evicted_entries > 100 and off.pool("kv").spills == 0
+    folder = tmp_path / "programs/offload"
+    folder.mkdir(parents=True)
+    (folder / "none.sq").write_text(source.replace(SPILL_LINE, ""))
+    (folder / "never.sq").write_text(source.replace("when (offload)", "when (size < 0)"))
+    none = report(text=str(folder / "none.sq"), horizon=400)
+    assert none.pool("kv").evicted_entries > 100
+    for other in (report({"offload": "0"}, horizon=400), report(text=str(folder / "never.sq"), horizon=400)):
+        assert other.text() == none.text()
+        assert other.pool("kv").spills == 0
 
 
 @pytest.mark.parametrize("seed", [1, 2])
