@@ -341,7 +341,7 @@ MUTATIONS = [
     Mutation(
         "spill-ignores-pred",
         "every evicted piece spills, whatever `when (…)` says",
-        (("serq/sim/spill.py", "        if ok == 0.0:\n            return\n", "        if ok != ok + 1.0:\n            pass\n"),),
+        (("serq/sim/spill.py", "            if ok == 0.0:\n                return\n", "            if ok != ok + 1.0:\n                pass\n"),),
         ("tests/sim/test_spill.py::test_a_spill_predicate_reads_whether_the_owner_waits",),
     ),
     Mutation(
