@@ -51,6 +51,7 @@ from typing import Any, Mapping, Sequence
 
 import serq
 from serq.experiments.stats import across
+from serq.experiments.summary import paired
 
 ROOT = Path(__file__).resolve().parent.parent
 AGENT = ROOT / "programs" / "multi-turn" / "vllm.sq"
@@ -150,24 +151,15 @@ def tables(rows: list[Mapping[str, Any]], axis: str, policies: Sequence[str], ba
             out.append(f"| {p} | {pol} | " + " | ".join(vals) + " |")
     out += ["", f"Paired differences against {base} (policy − {base}, same seed; mean ± 95 % half-width):", ""]
     out += [f"| {axis} | policy | " + " | ".join(f"Δ {h}" for h in heads) + " |", "|---" * (2 + len(heads)) + "|"]
-    for p in points:
-        for pol in policies:
-            if pol == base:
-                continue
-            vals = []
-            for c, _, d in figures:
-                diffs = []
-                for s in seeds:
-                    a, b = by.get((p, pol, s)), by.get((p, base, s))
-                    if a is None or b is None or a.get(c) is None or b.get(c) is None:
-                        continue
-                    diffs.append(float(a[c]) - float(b[c]))
-                iv = across(diffs)
-                mark = ""
-                if iv.n > 1 and math.isfinite(iv.half) and abs(iv.mean) > iv.half:
-                    mark = " *"
-                vals.append("-" if iv.n == 0 else f"{iv.mean:+.{d}f} ± {fmt(iv.half, d)}{mark}")
-            out.append(f"| {p} | {pol} | " + " | ".join(vals) + " |")
+    # the paired differences `serq sweep --baseline policy=fcfs` prints (serq.experiments.summary.paired)
+    diffs = paired(rows, [axis, "policy"], [c for c, _, _ in figures], "policy", base)
+    for values, stats in diffs.points:
+        vals = []
+        for c, _, d in figures:
+            iv = stats[c]
+            mark = " *" if iv.n > 1 and math.isfinite(iv.half) and abs(iv.mean) > iv.half else ""
+            vals.append("-" if iv.n == 0 else f"{iv.mean:+.{d}f} ± {fmt(iv.half, d)}{mark}")
+        out.append(f"| {values[axis]} | {values['policy']} | " + " | ".join(vals) + " |")
     out.append("")
     out.append("`*`: the interval excludes 0 (the policy differs from FCFS at 95 %).")
     return "\n".join(out)

@@ -309,6 +309,9 @@ def sweep(
     slo: Optional[List[str]] = typer.Option(None, metavar="FIGURE<=X", help="An SLO for --find-max/--find-min (repeatable)."),
     slo_on: str = typer.Option("every", metavar="every|mean", help="SLOs hold on every seed, or on the mean."),
     tol: Optional[float] = typer.Option(None, help="The search stops when the bracket is this narrow."),
+    baseline: Optional[str] = typer.Option(
+        None, metavar="AXIS=VALUE",
+        help="Also print each other design's paired difference from this one (same seed, same point)."),
 ) -> None:
     """Run a grid of --set values x seeds in parallel; print a summary across seeds."""
     from .experiments.command import SweepOptions, sweep_command
@@ -316,7 +319,7 @@ def sweep(
     _need_stdout("the summary")
     opts = SweepOptions(file, set_ or [], seeds, policy or [], engine or [], horizon, warmup, arrivals, trace, jobs,
                         out, resume, quiet, [f for s in show or [] for f in s.split(",") if f], json_, backend,
-                        address, find_max, slo or [], slo_on, tol, max_live, find_min)
+                        address, find_max, slo or [], slo_on, tol, max_live, find_min, baseline)
     try:
         code = sweep_command(opts, lambda text: _emit(text, "the summary"), lambda line: typer.echo(line, err=True))
     except SerqError as err:

@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from ..errors import UsageError
 from ..report import _encode, shortest
-from .grid import Axis, parse_class_axis, parse_seeds, parse_set_axis, parse_slo
+from .grid import Axis, parse_baseline, parse_class_axis, parse_seeds, parse_set_axis, parse_slo
 from .sweep import SweepInterrupted, SweepRunError, class_axes, make_plan, run_plan
 
 #: The exit status after Ctrl-C (128 + SIGINT), as a shell reports it.
@@ -48,6 +48,7 @@ class SweepOptions:
     tol: float | None = None
     max_live: int | None = None
     find_min: str | None = None
+    baseline: str | None = None
 
     @property
     def search(self) -> tuple[str, str] | None:
@@ -142,6 +143,10 @@ def sweep_command(opts: SweepOptions, emit: Callable[[str], None], warn: Callabl
     if opts.resume and opts.out is None:
         raise UsageError("--resume needs --out FILE (the file to resume from)")
     axes = parse_axes(opts)
+    if opts.baseline is not None:
+        if opts.search is not None:
+            raise UsageError("--baseline goes with a sweep, not with --find-max or --find-min")
+        parse_baseline(opts.baseline, axes)  # a bad one is an error before any run
     seeds = parse_seeds(opts.seeds)
     slos = [parse_slo(s) for s in opts.slo]
     if opts.out is not None:
@@ -173,7 +178,14 @@ def sweep_command(opts: SweepOptions, emit: Callable[[str], None], warn: Callabl
     if opts.resume and result.skipped and not opts.quiet:
         warn(f"resumed: {result.skipped} run(s) were already in {opts.out}")
     summary = result.summary(opts.show or None)
-    emit(_encode(summary.to_dict()) if opts.json else summary.text())
+    pairs = result.paired(opts.baseline, opts.show or None) if opts.baseline is not None else None
+    if opts.json:
+        data = summary.to_dict()
+        if pairs is not None:
+            data["paired"] = pairs.to_dict()
+        emit(_encode(data))
+    else:
+        emit(summary.text() if pairs is None else summary.text() + "\n\n" + pairs.text())
     return 0
 
 

@@ -25,9 +25,9 @@ import operator
 import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
-from ..errors import UsageError
+from ..errors import UsageError, suggest
 from ..report import shortest
 
 #: Most values one range may give, and most points a grid may have: a typo
@@ -197,3 +197,49 @@ def parse_slo(text: str) -> Slo:
         raise UsageError(f"invalid --slo `{text}`; expected FIGURE<=NUMBER (or <, >=, >)",
                          helps=["for example --slo 'client.ttft.p99<=0.5'"])
     return Slo(m.group(1), m.group(2), float(m.group(3)))
+
+
+def parse_baseline(spec: str, axes: Sequence[Axis]) -> tuple[str, Any]:
+    """``--baseline AXIS=VALUE`` (or a ``VALUE`` that one axis alone has): the
+    axis and its value the other designs are paired against, checked before
+    any run."""
+    name, eq, text = spec.partition("=")
+    if not eq:
+        name, text = "", spec
+    name, text = name.strip(), text.strip()
+    with_values = [a for a in axes if len(a.values) > 1]
+    if name:
+        axis = next((a for a in axes if a.name == name), None)
+        if axis is None:
+            best = suggest(name, [a.name for a in axes])
+            raise UsageError(f"--baseline `{spec}`: no axis `{name}`",
+                             helps=[f"did you mean `{best}`?"] if best else
+                             [f"the axes are {', '.join(a.name for a in axes) or 'none'}: --baseline AXIS=VALUE names "
+                              "one of them and one of its values"])
+        found = [axis]
+    else:
+        found = [a for a in with_values if any(_same(v, text) for v in a.values)]
+        if len(found) != 1:
+            why = "no axis has" if not found else f"the axes {', '.join(a.name for a in found)} have"
+            raise UsageError(f"--baseline `{spec}`: {why} the value `{text}`",
+                             helps=["write --baseline AXIS=VALUE, e.g. --baseline policy=fcfs"])
+    axis = found[0]
+    match = next((v for v in axis.values if _same(v, text)), None)
+    if match is None:
+        raise UsageError(f"--baseline `{spec}`: `{text}` is not a value of axis `{axis.name}`",
+                         helps=[f"its values are {', '.join(value_text(v) for v in axis.values)}"])
+    if len(axis.values) < 2:
+        raise UsageError(f"--baseline `{spec}`: axis `{axis.name}` has one value, so there is nothing to compare with it",
+                         helps=["give the axis the designs to compare, e.g. --policy engine=fcfs,sjf"])
+    return axis.name, match
+
+
+def _same(value: Any, text: str) -> bool:
+    if value_text(value) == text:
+        return True
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            return float(text) == float(value)
+        except ValueError:
+            return False
+    return False

@@ -106,3 +106,106 @@ def summarize(rows: Sequence[Mapping[str, Any]], axes: Sequence[str], show: Sequ
         values["runs"] = len(group)
         points.append((values, {f: across(r.get(f) for r in group) for f in figures}))
     return Summary([*axes, "runs"], figures, points)
+
+
+@dataclass
+class Paired:
+    """Each design's paired difference from the baseline (``axis`` = ``value``):
+    per point of the other axes and per other value of ``axis``, the figure
+    minus the baseline's at the same seed and the same point, its mean over
+    the seeds both ran and the 95 % Student-t half-width of that mean
+    (``n`` the pairs).  Seeds draw the same sessions whatever the design (the
+    streams are keyed by session and turn), so the difference's spread is the
+    designs' own, not the seeds'."""
+
+    axis: str
+    value: Any
+    axes: list[str]  # the other axes, then `axis` (the design compared)
+    figures: list[str]
+    points: list[tuple[dict[str, Any], dict[str, Interval]]]
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"baseline": {axis: value}, "figures": […], "points": [{axis…, "pairs": n, FIGURE: {mean, ci, n}}]}``."""
+        out = []
+        for values, stats in self.points:
+            entry: dict[str, Any] = dict(values)
+            entry.update({f: stats[f].to_dict() for f in self.figures})
+            out.append(entry)
+        return {"baseline": {self.axis: self.value}, "figures": list(self.figures), "points": out}
+
+    def text(self) -> str:
+        """A heading, then a table: the axis columns, the pairs, then ``Δ mean ± half-width``
+        per figure, marked ``*`` where the interval excludes 0."""
+        from tabulate import tabulate
+
+        rows = []
+        for values, stats in self.points:
+            cells = [value_text(values[a]) for a in self.axes]
+            cells.append(str(values["pairs"]))
+            cells += [_delta(stats[f]) for f in self.figures]
+            rows.append(cells)
+        head = (f"paired differences from {self.axis}={value_text(self.value)} (same seed, same point; "
+                "mean ± 95 % half-width; * the interval excludes 0)")
+        table = tabulate(rows, headers=[*self.axes, "pairs", *(f"Δ {f}" for f in self.figures)],
+                         disable_numparse=True, stralign="right", tablefmt="simple")
+        return head + "\n" + str(table)
+
+
+def _delta(iv: Interval) -> str:
+    if iv.n == 0:
+        return "-"
+    if iv.n == 1 or not math.isfinite(iv.half):
+        return f"{iv.mean:+.4g}"
+    mark = " *" if abs(iv.mean) > iv.half else ""
+    return f"{iv.mean:+.4g} ± {_num(iv.half)}{mark}"
+
+
+def paired(rows: Sequence[Mapping[str, Any]], axes: Sequence[str], figures: Sequence[str],
+           axis: str, value: Any) -> Paired:
+    """The paired differences of ``rows`` from the rows whose ``axis`` is
+    ``value`` (see :class:`Paired`); ``axes`` are the sweep's axes, ``axis``
+    one of them and ``value`` one of its values (checked by the caller)."""
+    others = [a for a in axes if a != axis]
+    base_key = value_text(value)
+    base: dict[tuple[tuple[str, ...], Any], Mapping[str, Any]] = {}
+    for row in rows:
+        if value_text(row.get(axis)) == base_key:
+            base[(tuple(value_text(row.get(a)) for a in others), row.get("seed"))] = row
+    groups: dict[tuple[tuple[str, ...], str], list[tuple[Mapping[str, Any], Mapping[str, Any]]]] = {}
+    first: dict[tuple[tuple[str, ...], str], Mapping[str, Any]] = {}
+    for row in rows:
+        design = value_text(row.get(axis))
+        if design == base_key:
+            continue
+        point = tuple(value_text(row.get(a)) for a in others)
+        key = (point, design)
+        first.setdefault(key, row)
+        mate = base.get((point, row.get("seed")))
+        groups.setdefault(key, [])
+        if mate is not None:
+            groups[key].append((row, mate))
+    points: list[tuple[dict[str, Any], dict[str, Interval]]] = []
+    for key, pairs in groups.items():
+        values = {a: first[key].get(a) for a in (*others, axis)}
+        values["pairs"] = len(pairs)
+        stats = {}
+        for f in figures:
+            diffs = []
+            for row, mate in pairs:
+                x, y = _number(row.get(f)), _number(mate.get(f))
+                if x is not None and y is not None:
+                    diffs.append(x - y)
+            stats[f] = across(diffs)
+        points.append((values, stats))
+    return Paired(axis, value, [*others, axis], list(figures), points)
+
+
+def _number(x: Any) -> float | None:
+    """A figure of a row as a finite number (rows read back from a CSV hold text), else None."""
+    if x is None or x == "":
+        return None
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None

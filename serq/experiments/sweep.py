@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from ..errors import SerqError, UsageError, suggest
 from ..report import row_label, shortest
 from .grid import MAX_POINTS, Axis, number_or_text, value_text
-from .summary import Summary, summarize
+from .summary import Paired, Summary, paired, summarize
 
 
 # ---------------------------------------------------------------------------
@@ -325,6 +325,23 @@ class SweepResult:
         figure named in ``show`` that no row has is an error, with a
         did-you-mean)."""
         return summarize(self.rows, self.axes, show)
+
+    def paired(self, baseline: str, show: Sequence[str] | None = None) -> Paired:
+        """Each other design's paired difference from ``baseline`` (``"AXIS=VALUE"``,
+        or a value one axis alone has): per point of the other axes, the figure
+        minus the baseline's at the same seed, its mean and 95 % half-width
+        over the seeds (:class:`~serq.experiments.summary.Paired`); the figures
+        as :meth:`summary` chooses them."""
+        from .grid import parse_baseline
+
+        found: dict[str, list[Any]] = {a: [] for a in self.axes}
+        for row in self.rows:
+            for a in self.axes:
+                if all(value_text(v) != value_text(row.get(a)) for v in found[a]):
+                    found[a].append(row.get(a))
+        axis, value = parse_baseline(baseline, [Axis(a, tuple(vs)) for a, vs in found.items()])
+        figures = self.summary(show).figures
+        return paired(self.rows, self.axes, figures, axis, value)
 
     def to_frame(self) -> Any:
         """The rows as a :class:`pandas.DataFrame` (needs pandas: ``pip install 'serq[pandas]'``)."""
