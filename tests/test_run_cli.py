@@ -103,11 +103,11 @@ def test_json_report_names_the_seed_fields() -> None:
     (("run", "no/such/file.sq", "--horizon", "10"), 1, "cannot read"),
     (("run", "programs/multi-turn/vllm.sq", "--seed", "-1"), 2, "seed"),
     (("run", "programs/multi-turn/vllm.sq", "--set", "x="), 2, "set"),
-    (("run", "programs/multi-turn/vllm.sq", "--set", "Lambdaa=1"), 1, "unknown --set constant `Lambdaa`"),
+    (("run", "programs/multi-turn/vllm.sq", "--set", "Lambdaa=1"), 2, "unknown --set constant `Lambdaa`"),
     (("run", "programs/multi-turn/vllm.sq", "--horizon", "-3"), 2, "horizon"),
     (("run", "programs/multi-turn/vllm.sq", "--warmup", "5000"), 1, "warmup"),
     (("run", "programs/multi-turn/vllm.sq", "--frobnicate"), 2, "frobnicate"),
-    (("run", "programs/multi-turn/vllm.sq", "--engine", "engine=nowhere.module:Engine"), 1, "cannot import"),
+    (("run", "programs/multi-turn/vllm.sq", "--engine", "engine=nowhere.module:Engine"), 2, "cannot import"),
     (("run", "programs/multi-turn/vllm.sq", "--horizon", "60", "--trace", "any.csv"), 1,
      "--trace any.csv: the program's workload names no trace file"),
 ])

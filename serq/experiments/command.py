@@ -15,6 +15,7 @@ from typing import Any, Callable
 from ..errors import UsageError
 from ..report import _encode, shortest
 from .grid import Axis, parse_baseline, parse_class_axis, parse_seeds, parse_set_axis, parse_slo
+from .summary import check_show
 from .sweep import SweepInterrupted, SweepRunError, class_axes, make_plan, run_plan
 
 #: The exit status after Ctrl-C (128 + SIGINT), as a shell reports it.
@@ -167,6 +168,7 @@ def sweep_command(opts: SweepOptions, emit: Callable[[str], None], warn: Callabl
             if opts.search is not None:
                 return _find(opts, axes, seeds, slos, plan_options, run_options, emit, warn)
             plan = make_plan(opts.file, axes, seeds, **plan_options)  # type: ignore[arg-type]
+            check_show(opts.show, plan.figures, plan.columns)  # a misspelt figure before the runs
             result = run_plan(plan, **run_options)
     except SweepInterrupted as stop:
         warn(_interrupted(stop))

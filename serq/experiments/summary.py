@@ -45,7 +45,7 @@ class Summary:
 
     def text(self) -> str:
         """A table: the axis columns, then ``mean ± half-width`` per figure
-        (``-`` for the half-width of a single seed)."""
+        (the mean alone for a single seed)."""
         from tabulate import tabulate
 
         rows = []
@@ -66,10 +66,12 @@ def _num(x: float) -> str:
 
 
 def _cell(iv: Interval) -> str:
+    """``mean ± half-width``; the mean alone where there is no interval (one seed), ``-`` for no value."""
     if iv.n == 0:
         return "-"
-    half = "-" if not math.isfinite(iv.half) else _num(iv.half)
-    return f"{_num(iv.mean)} ± {half}"
+    if not math.isfinite(iv.half):
+        return _num(iv.mean)
+    return f"{_num(iv.mean)} ± {_num(iv.half)}"
 
 
 def summarize(rows: Sequence[Mapping[str, Any]], axes: Sequence[str], show: Sequence[str] | None) -> Summary:
@@ -209,3 +211,56 @@ def _number(x: Any) -> float | None:
     except (TypeError, ValueError):
         return None
     return v if math.isfinite(v) else None
+
+
+_STATS = ("count", "mean", "ci", "cv2", "p50", "p90", "p95", "p99")
+_RUN = ("horizon", "end", "warmup", "seed", "events", "arrivals", "ended", "turns", "mean_live", "req_per_s")
+
+
+def report_columns(program: Any) -> dict[str, None]:
+    """Every figure a run of ``program`` (a loaded :class:`serq.ir.Program`) can
+    put in a sweep's row, known before any run: the run's numbers, each
+    observe's and client row's statistics, each gauge's, each stage and pool
+    member's row, and the task and replay sections when the program has them
+    (``replay.…`` as a prefix), in the order of a row (a dict as an ordered set)."""
+    from dataclasses import fields
+
+    from ..report import PoolSummary, StageSummary, row_label
+
+    out = dict.fromkeys(_RUN)
+    for o in program.observes:
+        out.update(dict.fromkeys(f"observes.{o.name}.{s}" for s in _STATS))
+    for row in ("ttft", "tpot", "response"):
+        out.update(dict.fromkeys(f"client.{row}.{s}" for s in _STATS))
+    for g in program.gauges:
+        out.update(dict.fromkeys(f"gauges.{g.name}.{s}" for s in ("mean", "ci", "min", "max")))
+    for kind, decls, cls in (("stages", program.stages, StageSummary), ("pools", program.pools, PoolSummary)):
+        names = [f.name for f in fields(cls) if f.name not in ("name", "index")]
+        for d in decls:
+            for i in range(d.members):
+                label = row_label(d.name, i if d.size is not None else None)
+                out.update(dict.fromkeys(f"{kind}.{label}.{n}" for n in names))
+    if program.handles:
+        out["tasks.count"] = None
+        for row in ("time", "sessions", "depth"):
+            out.update(dict.fromkeys(f"tasks.{row}.{s}" for s in _STATS))
+        out.update(dict.fromkeys(("tasks.open", "tasks.stuck")))
+    if program.trace is not None:
+        out["replay."] = None
+    return out
+
+
+def check_show(show: Sequence[str], known: Mapping[str, None], axes: Sequence[str]) -> None:
+    """A ``--show`` figure no run can have is an error before the runs, with a did-you-mean."""
+    names = {**dict.fromkeys(axes), **known}
+    for f in show:
+        if f in names or ("replay." in names and f.startswith("replay.")):
+            continue
+        columns = [c for c in names if c != "replay."]
+        best = suggest(f, columns)
+        stem = f.rpartition(".")[0] + "."
+        near = [c for c in columns if c.startswith(stem)] if stem != "." else []
+        helps = ([f"did you mean `{best}`?"] if best
+                 else [f"the figures `{stem}*`: {', '.join(near)}"] if near
+                 else ["the figures are the columns of --out (see --json)"])
+        raise UsageError(f"unknown figure `{f}`: no run of this sweep has it", helps=helps)

@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from ..errors import SerqError, UsageError, suggest
 from ..report import row_label, shortest
 from .grid import MAX_POINTS, Axis, number_or_text, value_text
-from .summary import Paired, Summary, paired, summarize
+from .summary import Paired, Summary, paired, report_columns, summarize
 
 
 # ---------------------------------------------------------------------------
@@ -123,6 +123,8 @@ class Plan:
     points: list[tuple[Any, ...]] = field(default_factory=list)
     #: per point: the horizon and warm-up its runs use (for matching rows on resume)
     settings: list[tuple[float, float]] = field(default_factory=list)
+    #: every figure a run of some point can have (``summary.report_columns``), known before the runs
+    figures: dict[str, None] = field(default_factory=dict)
 
     @property
     def columns(self) -> list[str]:
@@ -227,10 +229,12 @@ def make_plan(
     count = math.prod(len(a.values) for a in axes)
     if count * len(seeds) > MAX_POINTS * 10:
         raise UsageError(f"{count} points × {len(seeds)} seeds: more than {MAX_POINTS * 10} runs")
-    plan = Plan(ref, list(axes), seeds, horizon, warmup, arrivals, trace, max_live)
+    plan = Plan(ref, list(axes), seeds, horizon, warmup, arrivals, trace, max_live, figures=report_columns(base))
     for values in itertools.product(*(a.values for a in axes)):
         sets = [(a.target, value_text(v)) for a, v in zip(axes, values) if a.kind == "set"]
         loaded = api.load(ref[1], sets=sets, trace=trace) if sets else base
+        if loaded is not base:  # (a `--set` may size an array: each point's rows)
+            plan.figures.update(report_columns(loaded))
         h, w = loaded.run.window(horizon, warmup)
         plan.points.append(tuple(values))
         plan.settings.append((float(h), float(w)))

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Sequence
 
 from .. import ir
-from ..errors import SerqError, Source, Span
+from ..errors import SerqError, Source, Span, UsageError
 from ..expr import walk as expr_walk
 from . import ast as A
 from . import pretty
@@ -99,8 +99,8 @@ class Linker(Declarations):
             if name not in keys:
                 available = ", ".join(f"`{k}`" for k in keys) or "(none)"
                 helps, _ = did_you_mean(name, "", keys)
-                raise error(f"unknown --set constant `{name}`",
-                            helps=helps + [f"`--set` overrides a declared `let`; available constants: {available}"])
+                raise UsageError(f"unknown --set constant `{name}`",  # a command line's mistake: exit 2
+                                 helps=helps + [f"`--set` overrides a declared `let`; available constants: {available}"])
         by_let = {keys[k]: (k, v) for k, v in overrides.items()}
         for let in self.ex.lets:
             self.check_declared_name(let.name, let.name_span, "a `let`")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 from typing import Iterable
 
-from ..errors import SerqError, UsageError
+from ..errors import UsageError
 from .stages.hooks import HOOKS, HookError, guard_hooks, overridden
 from .stages.step import StepEngine
 
@@ -23,16 +23,16 @@ def load_class(path: str) -> type[StepEngine]:
     """Import ``package.module:Class`` and check it is a StepEngine subclass."""
     module_name, colon, attr = path.partition(":")
     if not colon or not module_name or not attr:
-        raise SerqError(f"engine class `{path}`: expected package.module:Class")
+        raise UsageError(f"engine class `{path}`: expected package.module:Class")
     try:
         module = importlib.import_module(module_name)
     except Exception as err:  # noqa: BLE001 - any import failure is the user's to fix
-        raise SerqError(f"engine class `{path}`: cannot import `{module_name}`: {err}") from None
+        raise UsageError(f"engine class `{path}`: cannot import `{module_name}`: {err}") from None
     cls = getattr(module, attr, None)
     if cls is None:
-        raise SerqError(f"engine class `{path}`: module `{module_name}` has no `{attr}`")
+        raise UsageError(f"engine class `{path}`: module `{module_name}` has no `{attr}`")
     if not (isinstance(cls, type) and issubclass(cls, StepEngine)):
-        raise SerqError(f"engine class `{path}`: `{attr}` is not a subclass of serq.sim.stages.StepEngine")
+        raise UsageError(f"engine class `{path}`: `{attr}` is not a subclass of serq.sim.stages.StepEngine")
     return cls
 
 

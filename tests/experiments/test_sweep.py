@@ -166,3 +166,29 @@ def test_range_values_are_the_decimals_start_plus_i_steps() -> None:
             assert Decimal(value_text(v)) == a + i * s  # shortest form = the exact decimal
 
     check()
+
+
+def test_a_misspelt_figure_is_refused_before_any_run() -> None:
+    # fifty runs of a long horizon: the error comes at once, not after them (issue 25)
+    import time
+
+    start = time.perf_counter()
+    code, out = cli_main("sweep", "programs/multi-turn/vllm.sq", "--quiet", "--jobs", "1", "--set", "Lambda=0.3",
+                         "--seeds", "1-50", "--horizon", "1e6", "--show", "client.ttft.p98")
+    assert time.perf_counter() - start < 10
+    assert code == 2, out
+    assert "unknown figure `client.ttft.p98`: no run of this sweep has it" in out
+    one_error_line(out)
+
+
+def test_every_figure_a_row_has_is_known_before_the_runs(tmp_path) -> None:
+    # the columns a run writes are among those the plan knows (arrays sized by a --set included)
+    import serq
+    from serq.experiments.grid import Axis
+    from serq.experiments.sweep import flatten, make_plan, req_per_s
+
+    plan = make_plan("programs/pd/llmd_flat.sq", [Axis("Lambda", (0.6,), "set", "Lambda")], [1], horizon=30, warmup=3)
+    report = serq.run(serq.load("programs/pd/llmd_flat.sq", sets={"Lambda": "0.6"}), horizon=30, warmup=3)
+    row = flatten(report.to_dict())
+    row["req_per_s"] = req_per_s(row)
+    assert set(row) <= set(plan.figures) and len(row) > 100
