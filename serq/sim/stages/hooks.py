@@ -52,8 +52,10 @@ def _where(engine: "StepEngine", hook: str) -> str:
 def _call(engine: "StepEngine", hook: str, fn: Callable[..., Any], *args: Any) -> Any:
     try:
         return fn(*args)
-    except SerqError:
-        raise  # the simulator's own error, met inside a hook that called back into it
+    except SerqError as err:  # the simulator's own error, met inside a hook that called back into it
+        if not isinstance(err, HookError) and not any(n.startswith("inside engine class") for n in err.notes):
+            err.notes.append(f"inside {_where(engine, hook)}")
+        raise
     except Exception as err:  # noqa: BLE001 - any exception in a user's hook is the user's to fix
         raise HookError(f"{_where(engine, hook)} raised {_describe(err)}") from err
 

@@ -290,3 +290,23 @@ def test_a_hook_error_is_a_run_time_error_of_the_public_api() -> None:
 
     assert issubclass(HookError, serq.SerqRuntimeError)
     assert issubclass(serq.SerqRuntimeError, serq.SerqError)
+
+
+def test_a_simulator_error_met_inside_a_hook_names_the_class_and_the_hook_too() -> None:
+    # a hook that calls back into the simulator, which refuses what it was given: the
+    # simulator's own message, and a note naming the class and the hook (issue 25)
+    from serq.errors import SerqError
+    from serq.sim.stages.base import check_work
+
+    class CallsBack(StepEngine):
+        def plan_tokens(self, job: Any, chunk: float) -> float:
+            check_work("my planner's amount", -1.0)
+            return super().plan_tokens(job, chunk)
+
+    with pytest.raises(SerqError) as info:
+        run_bounded(CallsBack)
+    err = info.value
+    assert not isinstance(err, HookError)
+    assert err.message == "my planner's amount: the amount is -1, not a number of units, tokens or seconds"
+    assert err.notes == [f"inside engine class `{__name__}.{CallsBack.__qualname__}`, hook `plan_tokens` "
+                         "(stage `engine`)"]
