@@ -74,7 +74,7 @@ def main() -> None:
           f"python {sys.version.split()[0]}")
     print(f"{'Lambda':<6} {'policy':<11} {'wall':>6} {'cpu':>6} {'×fcfs':>6} {'cpu×':>6} {'iters':>8} {'simpy':>8} "
           f"{'coalesced':>9} {'ttft':>7}")
-    text = PROGRAM.read_text().replace('use "../../lib/vllm.sq";', f'use "{ROOT / "lib/vllm.sq"}";').replace(
+    text = PROGRAM.read_text().replace(
         "pool reqs { cap max_seqs; admit via engine; }", "pool reqs { cap max_seqs; admit via engine; queue by (prompt); }")
     folder = tempfile.TemporaryDirectory()
     queue_by = Path(folder.name) / "vllm_queue_by.sq"

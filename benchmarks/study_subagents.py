@@ -63,7 +63,6 @@ MAX_LIVE = 20_000
 def variant(path: Path, kind: str, tmp: Path) -> Path:
     """A copy of the program with the study's observes (and the `use` made absolute)."""
     text = path.read_text(encoding="utf-8")
-    text = text.replace('use "../../lib/vllm.sq";', f'use "{ROOT / "lib" / "vllm.sq"}";')
     if kind == "approx":
         old = "branch (sub) { observe subagent = now - t_s; }"
         new = "branch (sub) { observe subagent = now - t_s; } else { observe task = now - t_s; }"

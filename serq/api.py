@@ -66,6 +66,7 @@ def run(
     engines: Mapping[str, type] | None = None,
     max_live: int | None = None,
     steps: bool = False,
+    progress: bool = False,
 ) -> "Report":
     """Simulate a program and return its :class:`~serq.report.Report`.
 
@@ -79,10 +80,12 @@ def run(
     ``duration`` and the context variables of ``cost``, the input of ``serq
     fit``); those stages then run iteration by iteration rather than in
     coalesced runs, which is slower and gives the same report
-    (docs/calibration.md)."""
+    (docs/calibration.md).  ``progress=True`` shows the simulated time against
+    the horizon on standard error once the run has lasted a second (``serq
+    run`` does when standard error is a terminal)."""
     from .sim.simulator import simulate
 
     if not isinstance(program, Program):
         program = load(program)
     return simulate(program, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals, engines=engines or {},
-                    max_live=max_live, steps=steps)
+                    max_live=max_live, steps=steps, progress=progress)

@@ -207,6 +207,7 @@ def run(
         None, metavar="STAGE=NAME", help="An admission policy for a step stage: fcfs, sjf, lpm, fair, priority[:ATTR], "
         "slo[:TARGET] or module:Class (repeatable; docs/policies.md)."
     ),
+    quiet: bool = typer.Option(False, "--quiet", help="No progress line (shown on a terminal once a run lasts 1 s)."),
 ) -> None:
     """Simulate a program and print its report."""
     from . import api
@@ -225,8 +226,10 @@ def run(
             from .policies import from_options
 
             engines = from_options(policy, engines)
+        from .progress import stderr_is_terminal
+
         report = api.run(program, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals, engines=engines,
-                         max_live=max_live, steps=steps)
+                         max_live=max_live, steps=steps, progress=not quiet and stderr_is_terminal())
     except RunInterrupted as err:
         typer.echo(f"interrupted at t={err.now:g} of {err.horizon:g} simulated seconds: no report was written",
                    err=True)

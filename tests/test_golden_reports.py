@@ -73,7 +73,6 @@ def program_text(program: str) -> str:
     """The text of a case's program: a bundled file, or an edited copy ``FILE [CLAUSE]``."""
     path, _, clause = program.partition(" [")
     text = (ROOT / path).read_text(encoding="utf-8")
-    text = text.replace('use "../../lib/', f'use "{ROOT / "lib"}/')
     if clause:
         old, new = CLAUSES[clause.rstrip("]")]
         assert text.count(old) == 1, (program, old)

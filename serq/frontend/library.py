@@ -1,7 +1,10 @@
 """Reading a program and the libraries it ``use``s (language §2.2).
 
 A ``use "path";`` item is replaced by the library's items, read relative to
-the directory of the file that says ``use``.  A file is read at most once
+the directory of the file that says ``use`` when anything by that name is
+there, else from the first folder of ``SERQ_PATH`` that holds it; ``use
+"std/NAME";`` reads a library that ships with serq, ``serq/lib/NAME.sq``,
+wherever the program is (:func:`find_library`).  A file is read at most once
 (compared by canonical path), so a library that uses the program back, or one
 read already, is skipped.  A library holds only ``def`` and ``use`` items.
 """
@@ -58,6 +61,57 @@ def check_text_size(text: str) -> None:
                     .replace("_", " "), helps=[_LIMITS])
 
 
+#: The libraries that ship with serq: ``use "std/vllm";`` reads ``serq/lib/vllm.sq`` wherever the program is.
+BUNDLED = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib")
+STD = "std/"
+
+
+def library_folders() -> list[str]:
+    """Where a ``use`` looks when nothing by its name is next to the using file:
+    each folder of ``SERQ_PATH`` (separated as ``PATH`` is)."""
+    return [d for d in os.environ.get("SERQ_PATH", "").split(os.pathsep) if d]
+
+
+def bundled() -> list[str]:
+    """The bundled libraries' names, as a ``use`` writes them (``std/vllm``, …)."""
+    return [STD + n[:-3] for n in sorted(os.listdir(BUNDLED)) if n.endswith(".sq")]
+
+
+def find_library(written: str, using: str | None, where: Span) -> str:
+    """The file a ``use "written";`` reads.  ``std/NAME`` is a bundled library
+    (``serq/lib/NAME.sq``).  Any other name is read next to the using file when
+    anything by that name is there (as it is, errors and all), else from the
+    first folder of ``SERQ_PATH`` that holds it; a name found nowhere is an
+    error naming the folders searched."""
+    if written.startswith(STD):
+        name = written[len(STD):]
+        path = os.path.join(BUNDLED, name if name.endswith(".sq") else name + ".sq")
+        if "/" not in name and os.path.isfile(path):
+            return path
+        raise error(f'`use "{written}"`: no bundled library of that name', where,
+                    helps=["the bundled libraries are " + ", ".join(f'`use "{b}";`' for b in bundled())])
+    here = None
+    if using is not None:
+        here = os.path.normpath(os.path.join(os.path.dirname(using), written))
+        if os.path.isabs(written) or "\0" in written or os.path.lexists(here):
+            return here
+    elif os.path.isabs(written):
+        return written
+    folders = library_folders()
+    for folder in folders:
+        candidate = os.path.normpath(os.path.join(folder, written))
+        if os.path.isfile(candidate):
+            return candidate
+    searched = ([os.path.dirname(here) or "."] if here is not None else []) + folders
+    shown = ", ".join(f"`{reading.show_path(f)}`" for f in searched) or "no folder (SERQ_PATH is not set)"
+    helps = ["a bundled library is `use \"std/NAME\";`: " + ", ".join(bundled()),
+             "add your own libraries' folder to SERQ_PATH (folders separated as in PATH)"]
+    if using is None:
+        raise error(f'`use "{written}"` reads a file next to the program, and this program was given as text; '
+                    "no SERQ_PATH folder holds it either", where, notes=[f"searched {shown}"], helps=helps)
+    raise error(f"cannot find the library `{written}`", where, notes=[f"searched {shown}"], helps=helps)
+
+
 def load_items(source: Source) -> list[A.Item]:
     """The program's items, with every library spliced in place of its ``use``."""
     seen: set[str] = set()
@@ -78,10 +132,7 @@ def _splice(items: list[A.Item], source: Source, seen: set[str], out: list[A.Ite
             continue
         if item.path == STD_ARGS:
             continue
-        if source.path is None:
-            raise error(f'`use "{item.path}"` reads a file next to the program, and this program was given as text',
-                        item.path_span, helps=["save the program to a file, or paste the definitions in"])
-        path = os.path.normpath(os.path.join(os.path.dirname(source.path), item.path))
+        path = find_library(item.path, source.path, item.path_span)
         try:
             canonical = os.path.realpath(path)
         except ValueError:  # a NUL byte, or a character no file name can hold

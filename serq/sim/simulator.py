@@ -227,7 +227,7 @@ class Simulator:
 def simulate(program: ir.Program, *, seed: int | None = None, horizon: float | None = None,
              warmup: float | None = None, arrivals: int | None = None,
              engines: Mapping[str, type] | None = None, max_live: int | None = None,
-             steps: bool = False) -> Any:
+             steps: bool = False, progress: bool = False) -> Any:
     """Run ``program`` and return its report (see :func:`serq.run`)."""
     from .results import build_report
 
@@ -244,7 +244,14 @@ def simulate(program: ir.Program, *, seed: int | None = None, horizon: float | N
     sim = Simulator(program, seed=int(seed), horizon=float(horizon), warmup=float(warmup),
                     arrivals=arrivals, engines=engines, max_live=max_live, steps=steps)
     try:
-        sim.run()
+        if progress:
+            from ..progress import RunProgress
+
+            env = sim.env
+            with RunProgress(lambda: env.now, float(horizon)):
+                sim.run()
+        else:
+            sim.run()
     except SerqError:
         raise
     except KeyboardInterrupt:  # Ctrl-C: say how far the run got (the CLI prints it, exit 130)

@@ -30,7 +30,6 @@ def serq_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess
 def _linear_program(tmp_path: Path) -> Path:
     """vllm.sq with the linear cost of the A100 replay fit (language §10.3)."""
     text = VLLM.read_text()
-    text = text.replace('use "../../lib/vllm.sq";', f'use "{ROOT / "lib" / "vllm.sq"}";')
     text = text.replace("let c0 = 0;", "let c0 = 0;\nlet c_it = 0.004;\nlet d = 4.1053e-5;\nlet e = 1.3786e-7;\n"
                         "let ap = 5.1527e-5;\nlet b = 4.0196e-9;")
     old = "cost c0 + max(omega + beta * (kv_decode + kv_prefill), tokens * a);"
@@ -118,7 +117,7 @@ def test_steps_without_dump_is_a_usage_error() -> None:
 
 
 def test_kv_columns_are_logged_when_the_cost_does_not_read_them(tmp_path: Path) -> None:
-    text = VLLM.read_text().replace('use "../../lib/vllm.sq";', f'use "{ROOT / "lib" / "vllm.sq"}";')
+    text = VLLM.read_text()
     text = text.replace("cost c0 + max(omega + beta * (kv_decode + kv_prefill), tokens * a);",
                         "cost c0 + max(omega, tokens * a);")
     prog = tmp_path / "p.sq"

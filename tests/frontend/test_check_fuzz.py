@@ -28,7 +28,7 @@ SETTINGS = settings(max_examples=400, deadline=None, derandomize=True,
 
 @pytest.fixture(scope="module")
 def tree(tmp_path_factory):
-    """A copy of the layout `use "../../lib/vllm.sq"` needs."""
+    """A copy of the layout a program's `use "../../lib/vllm.sq"` needs (`write` points it there)."""
     root = tmp_path_factory.mktemp("fuzz")
     (root / "lib").mkdir()
     (root / "programs" / "x").mkdir(parents=True)
@@ -44,6 +44,7 @@ def write(tree: Path, name: str, text: str) -> Path:
     """Put a (mutated) program or library in place; the other one stays as bundled."""
     lib = text if name == "lib/vllm.sq" else SOURCES["lib/vllm.sq"]
     prog = SOURCES["programs/multi-turn/vllm.sq"] if name == "lib/vllm.sq" else text
+    prog = prog.replace('use "std/vllm";', 'use "../../lib/vllm.sq";')  # the copy's library, mutated or not
     (tree / "lib" / "vllm.sq").write_text(lib, encoding="utf-8")
     path = tree / "programs" / "x" / "p.sq"
     path.write_text(prog, encoding="utf-8")

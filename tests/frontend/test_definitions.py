@@ -3,6 +3,9 @@ the rules checked when a `def` is read and where it is used."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 from frontend_util import attr, fails, load, where
 
 from serq import ir
@@ -107,14 +110,43 @@ def test_a_library_definition_must_end_in_the_library(tmp_path):
     assert err.span.source.path.endswith("lib.sq") and where(err) == (2, 5)
 
 
-def test_a_missing_library_cannot_be_read(tmp_path):
+def test_a_missing_library_names_the_folders_searched(tmp_path, monkeypatch):
     (tmp_path / "p.sq").write_text('let a = 1;\nuse "nothere.sq";\n')
+    (tmp_path / "mine").mkdir()
+    monkeypatch.setenv("SERQ_PATH", str(tmp_path / "mine"))
     err = fails(path=str(tmp_path / "p.sq"))
-    assert err.message.startswith("cannot read `nothere.sq`: ")
+    assert err.message == "cannot find the library `nothere.sq`"
+    assert err.notes == [f"searched `{tmp_path}`, `{tmp_path / 'mine'}`"]
     assert where(err) == (2, 5)
 
 
-def test_a_program_given_as_text_cannot_use_a_library():
+def test_a_library_is_found_next_to_the_program_then_on_serq_path(tmp_path, monkeypatch):
+    (tmp_path / "p.sq").write_text('use "lib.sq";\nstage s : delay;\nworkload { arrive batch(1); }\n'
+                                   'session { twice(1); end; }\nrun { horizon 5; }\n')
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "a" / "lib.sq").write_text("def twice(x) { run s (x); run s (x); }\n")
+    (tmp_path / "b" / "lib.sq").write_text("def twice(x) { run s (2 * x); }\n")
+    monkeypatch.setenv("SERQ_PATH", os.pathsep.join([str(tmp_path / "b"), str(tmp_path / "a")]))
+    import serq
+    assert serq.run(serq.load(str(tmp_path / "p.sq"))).stage("s").completed == 1  # b's: the first folder
+    (tmp_path / "lib.sq").write_text("def twice(x) { run s (x); run s (x); run s (x); }\n")
+    assert serq.run(serq.load(str(tmp_path / "p.sq"))).stage("s").completed == 3  # next to it wins
+
+
+def test_a_bundled_library_is_found_wherever_the_program_is(tmp_path):
+    # a bundled program copied elsewhere still runs, and a text program may use one
+    src = (Path(__file__).resolve().parents[2] / "programs/multi-turn/vllm_chat.sq").read_text()
+    (tmp_path / "vllm.sq").write_text(src)  # even named as the library is
+    copied = load_program(path=str(tmp_path / "vllm.sq")).summary()
+    assert copied.startswith("OK: 2 pool(s)")
+    assert load(src).summary() == copied
+    err = fails('use "std/vlm";')
+    assert err.message == '`use "std/vlm"`: no bundled library of that name'
+    assert err.helps == ['the bundled libraries are `use "std/routers";`, `use "std/vllm";`']
+
+
+def test_a_program_given_as_text_cannot_use_a_library_next_to_it():
     err = fails('use "lib.sq";')
     assert "reads a file next to the program, and this program was given as text" in err.message
     assert where(err) == (1, 5)

@@ -127,7 +127,7 @@ def test_a_router_reading_the_engines_work_sees_the_tokens_of_ended_iterations(t
                                                                                calls: Counter) -> None:
     # `work(engine[j])` of an engine in a passing run: its residents' work less a token for
     # every iteration that has ended by now (none of them committed yet)
-    text = AGENTS.read_text().replace('"../../lib/', f'"{ROOT}/lib/')
+    text = AGENTS.read_text()
     text = text.replace("  route(router, N, kv, reqs);", "  choose j in N by (work(engine[j]), ~uniform(0, 1));")
     path = tmp_path / "by_work.sq"
     path.write_text(text)
@@ -144,7 +144,7 @@ def test_a_router_reading_the_engines_work_sees_the_tokens_of_ended_iterations(t
 ])
 def test_engine_settings_that_shape_runs_give_the_same_report(old: str, new: str, sets: dict[str, Any],
                                                               tmp_path: Path, calls: Counter) -> None:
-    text = AGENTS.read_text().replace('"../../lib/', f'"{ROOT}/lib/')
+    text = AGENTS.read_text()
     assert old in text
     path = tmp_path / "variant.sq"
     path.write_text(text.replace(old, new, 1))
@@ -156,7 +156,7 @@ def test_engine_settings_that_shape_runs_give_the_same_report(old: str, new: str
 def test_without_gauges_each_run_replays_its_own_growths_when_read(router: int, tmp_path: Path,
                                                                     calls: Counter) -> None:
     # no gauge: a read of one replica's pool (the router's `used`, `cachedin`) replays that pool's growths alone
-    text = AGENTS.read_text().replace('"../../lib/', f'"{ROOT}/lib/')
+    text = AGENTS.read_text()
     path = tmp_path / "agents.sq"
     path.write_text("\n".join(line for line in text.splitlines() if not line.startswith("gauge ")))
     same(path, {"N": 4, "router": router, "Lambda": 0.6}, 60.0)
@@ -195,7 +195,7 @@ def test_only_programs_whose_state_is_each_engines_own_pass(tmp_path: Path) -> N
         path.write_text(text)
         return Simulator(serq.load(path), seed=1, horizon=10.0, warmup=0.0)
 
-    base = AGENTS.read_text().replace('"../../lib/', f'"{ROOT}/lib/')
+    base = AGENTS.read_text()
     assert sim_of(base).lazy is not None
     # eviction keys that read `waiting` change with any session's code: no passing runs
     keyed = base.replace("evict lru;", "evict by (waiting, size);")

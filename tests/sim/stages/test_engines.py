@@ -74,7 +74,7 @@ def test_an_engine_class_is_chosen_by_module_path_on_the_command_line(tmp_path: 
     assert ok.returncode == 0, ok.stderr
     bad = subprocess.run([sys.executable, "-m", "serq", "run", str(prog), "--engine", "engine=mysched:NotAnEngine"],
                          capture_output=True, text=True, env=env)
-    assert bad.returncode == 1 and "not a subclass" in bad.stderr and "Traceback" not in bad.stderr
+    assert bad.returncode == 2 and "not a subclass" in bad.stderr and "Traceback" not in bad.stderr  # a command line's mistake
 
 
 class Plain(StepEngine):

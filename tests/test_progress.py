@@ -1,0 +1,79 @@
+"""A long `serq run` shows its progress on a terminal's standard error, and
+nothing otherwise (serq/progress.py; issue 25)."""
+
+from __future__ import annotations
+
+import io
+import os
+import pty
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from serq.progress import RunProgress
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_line_says_the_simulated_time_against_the_horizon_and_is_cleared() -> None:
+    out = io.StringIO()
+    clock = [0.0]
+    with RunProgress(lambda: clock[0], 10.0, out, delay=0.0, period=0.01):
+        clock[0] = 5.0
+        time.sleep(0.2)
+    text = out.getvalue()
+    assert "\rsimulated 5 of 10 s (50 %) · 0 s" in text
+    width = len("simulated 5 of 10 s (50 %) · 0 s")
+    assert text.endswith("\r" + " " * width + "\r")  # the line is gone when the run ends
+
+
+def test_a_short_run_shows_nothing() -> None:
+    out = io.StringIO()
+    with RunProgress(lambda: 1.0, 10.0, out, delay=1.0):
+        time.sleep(0.05)
+    assert out.getvalue() == ""
+
+
+def _run_on_a_terminal(*extra: str) -> tuple[int, str, str]:
+    """`serq run` with its standard error on a pseudo-terminal, the line shown from the start."""
+    master, slave = pty.openpty()
+    env = {**os.environ, "SERQ_PROGRESS_AFTER": "0"}  # at once: the run need not last a second
+    proc = subprocess.Popen([sys.executable, "-m", "serq", "run", "programs/multi-turn/vllm.sq", "--horizon", "300",
+                             *extra], cwd=ROOT, stdout=subprocess.PIPE, stderr=slave, env=env)
+    os.close(slave)
+    seen = b""
+    while True:
+        ready, _, _ = select.select([master], [], [], 0.2)
+        if ready:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            seen += chunk
+        elif proc.poll() is not None:
+            break
+    out = proc.communicate()[0]
+    os.close(master)
+    return proc.returncode, out.decode(), seen.decode(errors="replace")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a pseudo-terminal")
+def test_serq_run_on_a_terminal_shows_progress_and_quiet_turns_it_off() -> None:
+    code, out, err = _run_on_a_terminal()
+    assert code == 0 and out.startswith("run: horizon 300 ")
+    assert "simulated " in err and " of 300 s (" in err
+    code, out, err = _run_on_a_terminal("--quiet")
+    assert code == 0 and out.startswith("run: horizon 300 ") and err == ""
+
+
+def test_serq_run_into_a_pipe_shows_no_progress() -> None:
+    env = {**os.environ, "SERQ_PROGRESS_AFTER": "0"}
+    done = subprocess.run([sys.executable, "-m", "serq", "run", "programs/multi-turn/vllm.sq", "--horizon", "300"],
+                          cwd=ROOT, capture_output=True, text=True, env=env)
+    assert done.returncode == 0 and done.stderr == ""
