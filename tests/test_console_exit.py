@@ -31,7 +31,8 @@ def test_the_output_and_the_exit_code_are_mains() -> None:
         code, text = cli_main(*argv)
         assert done.returncode == code, argv
         assert _no_usage(done.stdout + done.stderr) == _no_usage(text), argv
-    assert console("run", MG1, "--set", "Lamda=1").returncode == 1
+    assert console("run", MG1, "--set", "Lamda=1").returncode == 2  # a command line's mistake (issue 25)
+    assert console("check", "nope.sq").returncode == 1
     assert console("run", MG1, "--horizon", "x").returncode == 2
 
 
