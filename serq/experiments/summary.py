@@ -86,13 +86,7 @@ def summarize(rows: Sequence[Mapping[str, Any]], axes: Sequence[str], show: Sequ
         figures = list(show)
         for f in figures:
             if f not in columns:
-                best = suggest(f, columns)
-                stem = f.rpartition(".")[0] + "."
-                near = [c for c in columns if c.startswith(stem)] if stem != "." else []
-                helps = ([f"did you mean `{best}`?"] if best
-                         else [f"the figures `{stem}*`: {', '.join(near)}"] if near
-                         else ["the figures are the columns of --out (see --json)"])
-                raise UsageError(f"unknown figure `{f}` in the sweep's rows", helps=helps)
+                raise UsageError(f"unknown figure `{f}` in the sweep's rows", helps=_figure_helps(f, columns))
     points: list[tuple[dict[str, Any], dict[str, Interval]]] = []
     groups: dict[tuple[str, ...], list[Mapping[str, Any]]] = {}
     order: list[tuple[str, ...]] = []
@@ -257,10 +251,14 @@ def check_show(show: Sequence[str], known: Mapping[str, None], axes: Sequence[st
         if f in names or ("replay." in names and f.startswith("replay.")):
             continue
         columns = [c for c in names if c != "replay."]
-        best = suggest(f, columns)
-        stem = f.rpartition(".")[0] + "."
-        near = [c for c in columns if c.startswith(stem)] if stem != "." else []
-        helps = ([f"did you mean `{best}`?"] if best
-                 else [f"the figures `{stem}*`: {', '.join(near)}"] if near
-                 else ["the figures are the columns of --out (see --json)"])
-        raise UsageError(f"unknown figure `{f}`: no run of this sweep has it", helps=helps)
+        raise UsageError(f"unknown figure `{f}`: no run of this sweep has it", helps=_figure_helps(f, columns))
+
+
+def _figure_helps(f: str, columns: Sequence[str]) -> list[str]:
+    """For an unknown figure ``f``: the one near name, else the figures under its stem."""
+    best = suggest(f, list(columns))
+    stem = f.rpartition(".")[0] + "."
+    near = [c for c in columns if c.startswith(stem)] if stem != "." else []
+    return ([f"did you mean `{best}`?"] if best
+            else [f"the figures `{stem}*`: {', '.join(near)}"] if near
+            else ["the figures are the columns of --out (see --json)"])
