@@ -78,6 +78,22 @@ def f_minn(*xs: float) -> float:
     return acc
 
 
+def f_sumn(*xs: float) -> float:
+    """``xs`` added left to right, as ``((x0 + x1) + x2) + …`` (an aggregate
+    ``sum j in n``): not the built-in ``sum``, which compensates its rounding
+    from Python 3.12 on."""
+    acc = xs[0]
+    for x in xs[1:]:
+        acc = acc + x
+    return acc
+
+
+AGGREGATES: dict[str, Callable[..., float]] = {"min": f_minn, "max": f_maxn, "sum": f_sumn}
+"""The functions of an aggregate's terms (``ir.Call`` with any number of
+arguments, from ``max|min|sum j in n (…)``): one flat call, not a chain as
+deep as the terms are many."""
+
+
 def f_floor(x: float) -> float:
     return x if x != x or x in (INF, -INF) else float(math.floor(x))
 
@@ -220,7 +236,8 @@ def fold(e: ir.Expr) -> float:
     if isinstance(e, ir.Cond):
         return fold(e.a) if fold(e.c) != 0.0 else fold(e.b)
     if isinstance(e, ir.Call):
-        return float(PURE_FUNCTIONS[e.fn][1](*(fold(x) for x in e.args)))
+        fn = AGGREGATES[e.fn] if e.fn in AGGREGATES and len(e.args) != 2 or e.fn == "sum" else PURE_FUNCTIONS[e.fn][1]
+        return float(fn(*(fold(x) for x in e.args)))
     raise NotConstant(e)
 
 
@@ -334,7 +351,7 @@ def base_namespace() -> dict[str, Any]:
     ns: dict[str, Any] = {
         "_inf": INF, "_nan": NAN,
         "_div": f_div, "_pow": f_pow,
-        "_min": f_min, "_max": f_max, "_minn": f_minn, "_maxn": f_maxn, "_abs": abs, "_floor": f_floor, "_ceil": f_ceil,
+        "_min": f_min, "_max": f_max, "_minn": f_minn, "_maxn": f_maxn, "_sumn": f_sumn, "_abs": abs, "_floor": f_floor, "_ceil": f_ceil,
         "_sqrt": f_sqrt, "_fexp": f_exp, "_ln": f_ln,
     }
     for name, (_, fn) in DISTRIBUTIONS.items():
@@ -391,6 +408,8 @@ def source(e: ir.Expr, f: Frame) -> str:
     if isinstance(e, ir.Cond):
         return f"({source(e.a, f)} if {source(e.c, f)} != 0.0 else {source(e.b, f)})"
     if isinstance(e, ir.Call):
+        if e.fn == "sum" or (e.fn in ("min", "max") and len(e.args) != 2):  # an aggregate's terms
+            return f"_{e.fn}n({', '.join(source(x, f) for x in e.args)})"
         if e.fn in ("min", "max") and isinstance(e.args[0], ir.Call) and e.args[0].fn == e.fn:
             terms = [e.args[1]]  # a chain min(min(min(a, b), c), d) (an aggregate): one call
             while isinstance(e.args[0], ir.Call) and e.args[0].fn == e.fn:

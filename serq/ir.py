@@ -71,7 +71,9 @@ class Cond(Node):
 
 @node
 class Call(Node):
-    """A pure function: ``min max abs floor ceil sqrt exp ln pow``."""
+    """A pure function: ``min max abs floor ceil sqrt exp ln pow``; an
+    aggregate ``max|min|sum j in n (…)`` is one ``min``, ``max`` or ``sum``
+    call with a term per index, folded left to right."""
 
     fn: str
     args: tuple["Expr", ...]

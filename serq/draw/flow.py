@@ -72,6 +72,8 @@ def _expr(program: ir.Program, e: ir.Expr) -> tuple[int, str]:
         if e.a == e.b and not draws(e.c):  # `residents > 1 ? 0 : 0`: either way the same
             return _expr(program, e.a)
         return 0, f"{t(e.c, 1)} ? {t(e.a, 0)} : {t(e.b, 0)}"
+    if isinstance(e, ir.Call) and e.fn == "sum":  # an aggregate's terms: b0 + b1 + …
+        return 4, " + ".join(t(x, 4 if k == 0 else 5) for k, x in enumerate(e.args))
     if isinstance(e, ir.Call):
         return 8, f"{e.fn}({', '.join(t(x, 0) for x in e.args)})"
     if isinstance(e, ir.Draw):

@@ -199,7 +199,8 @@ class Resolver:
 
     def aggregate(self, e: A.Aggregate, w: Where) -> ir.Expr:
         """``max|min|sum j in n (body)`` written out: the body with ``j`` = 0 …
-        n − 1, combined left to right (``max(max(b0, b1), b2)``, ``b0 + b1 + b2``)."""
+        n − 1 as the terms of one call (``max(b0, b1, b2)``, ``sum(b0, b1, b2)``),
+        combined left to right when it is evaluated (``expr.AGGREGATES``)."""
         what = f"`{e.op} {e.var} in …`"
         j = e.var
         kind = ("a session attribute" if j in self.attrs else "an aggregate's index" if j in self.agg
@@ -230,10 +231,7 @@ class Resolver:
         finally:
             self.agg.pop(j, None)
             self.agg_terms = outer
-        out = terms[0]
-        for t in terms[1:]:
-            out = ir.Binary("+", out, t) if e.op == "sum" else ir.Call(e.op, (out, t))
-        return out
+        return terms[0] if len(terms) == 1 else ir.Call(e.op, tuple(terms))
 
     def call(self, e: A.Call, w: Where) -> ir.Expr:
         fn, args = e.fn, e.args

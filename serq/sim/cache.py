@@ -149,6 +149,9 @@ def size_direction(exprs: Any) -> int:
                 return direction(e.a)
             if reads(e.b) and not reads(e.a):
                 return direction(e.b) * (1 if e.op == "+" else -1)
+        if isinstance(e, ir.Call) and e.fn == "sum":  # an aggregate: the one term that reads size
+            sized = [x for x in e.args if reads(x)]
+            return direction(sized[0]) if len(sized) == 1 else 0
         if isinstance(e, ir.Binary) and e.op in ("*", "/") and isinstance(e.b, ir.Num) and math.isfinite(e.b.value):
             return direction(e.a) * (1 if e.b.value > 0 else -1 if e.b.value < 0 else 0)
         if isinstance(e, ir.Binary) and e.op == "*" and isinstance(e.a, ir.Num) and math.isfinite(e.a.value):

@@ -145,10 +145,13 @@ def _gauges(sim: "Simulator", frame: Frame) -> None:
     # a gauge that reads only pools is read again only once one of them changed (``Pool.record``)
     sim.gauges.always = any(isinstance(x, ir.Probe) and isinstance(x.target, ir.StageRef)
                             for g in p.gauges for x in walk(g.expr))
+    parts: dict[tuple[int, ...], Any] = {}  # (members of a family mostly share one set of gauges)
     for pool in sim.all_pools:  # a growth there changes only the gauges that read the pool: read those alone
         if pool.gauged:
-            idx = readers[id(pool)]
-            pool.gauge_part = (compiled([p.gauges[i] for i in idx]), tuple(idx))
+            idx = tuple(readers[id(pool)])
+            if idx not in parts:
+                parts[idx] = compiled([p.gauges[i] for i in idx])
+            pool.gauge_part = (parts[idx], idx)
 
 
 def _step(sim: "Simulator", decl: ir.StageDecl, name: str, index: int | None, frame: Frame,
