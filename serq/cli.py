@@ -95,7 +95,7 @@ def parse_sets(values: List[str] | None) -> list[tuple[str, str]]:
 def _fail(err: SerqError, file: str | None) -> "typer.Exit":
     text = err.render()
     if err.span is None and file and not isinstance(err, UsageError) and not err.prefix:
-        text = f"{file}: {text}"
+        text = f"{'<stdin>' if file == '-' else file}: {text}"
     if isinstance(err, UsageError):
         text = f"error: {text}"
     typer.echo(text, err=True)
@@ -219,6 +219,11 @@ def run(
         _finite_positive(warmup, "warmup", allow_zero=True)
         if steps and dump is None:
             raise UsageError("--steps needs --dump DIR: the step logs are written there as STAGE.steps.csv")
+        if dump == "-":
+            raise UsageError("--dump -: the dump is a folder of CSV files, which standard output cannot hold",
+                             helps=["give a folder: --dump DIR"])
+        if file == "-" and trace == "-":
+            raise UsageError("the program and --trace both read standard input: give one of them as a file")
         sets = parse_sets(set_)
         program = api.load(Path(file), sets=sets, trace=trace)
         engines = load_engine_classes(engine or [])
@@ -279,6 +284,8 @@ def draw(
         return
     try:
         write_text_atomic(out, text)
+    except BrokenPipeError:
+        raise
     except OSError as err:
         typer.echo(f"cannot write {out}: {err.strerror or err}", err=True)
         raise typer.Exit(1) from None
@@ -339,13 +346,21 @@ def plot(
     where: Optional[List[str]] = typer.Option(None, metavar="COLUMN=VALUE", help="Keep matching rows (repeatable)."),
     cdf: bool = typer.Option(False, "--cdf", help="Empirical CDF of each CSV's value column (from --dump)."),
     log_x: bool = typer.Option(False, "--log-x", help="Log scale on x (with --cdf)."),
+    log_y: bool = typer.Option(False, "--log-y", help="Log scale on y (a sweep's figures)."),
+    slo: Optional[List[str]] = typer.Option(None, "--slo", metavar="FIGURE<=X",
+                                            help="Draw a target as a dashed line on FIGURE's panel (<= or >=; "
+                                                 "repeatable)."),
+    baseline: Optional[str] = typer.Option(None, "--baseline", metavar="AXIS=VALUE",
+                                           help="Plot each other design's paired difference from this one "
+                                                "(same seed, same point), with 0 marked."),
     out: str = typer.Option(..., metavar="FIG.png|FIG.svg", help="The figure, PNG or SVG by suffix."),
 ) -> None:
     """Plot a sweep's figures across seeds, or CDFs of a dump's samples (needs matplotlib: the plot extra)."""
     from .experiments.plot import command
 
     try:
-        command(files, x, y or [], hue, where or [], cdf, log_x, out)
+        command(files, x, y or [], hue, where or [], cdf, log_x, out, log_y=log_y, slo=slo or [],
+                baseline=baseline)
     except SerqError as err:
         raise _fail(err, None) from None
 
@@ -378,10 +393,12 @@ def trace_import(
                                models=model or ())
     except SerqError as err:
         raise _fail(err, None) from None
+    except BrokenPipeError:
+        raise
     except OSError as err:
         typer.echo(f"cannot write {out}: {err.strerror or err}", err=True)
         raise typer.Exit(1) from None
-    typer.echo(summary.text(out), err=True)
+    typer.echo(summary.text("standard output" if out == "-" else out), err=True)
     if summary.too_large:
         typer.echo(f"warning: {out} is larger than the {summary.limit_text} a trace may hold; "
                    "cut it with --limit or --duration", err=True)
@@ -416,6 +433,8 @@ def fit(
             raise UsageError("--terms and --roofline are two models: give one")
         if no_c0 and not roofline:
             raise UsageError("--no-c0 goes with --roofline (in a linear model, leave `c` out of --terms)")
+        if plot_ is not None:
+            fitting.check_plot(plot_)  # before the data is read and fitted
         if solver == "scipy":
             try:
                 import scipy.optimize  # noqa: F401
@@ -423,7 +442,7 @@ def fit(
                 raise SerqError("--solver scipy: SciPy is not installed",
                                 helps=["install the fit extra: pip install 'serq[fit]'"]) from None
         header, cols = fitting.read_csv(file)
-        source = os.path.basename(file)
+        source = "<stdin>" if file == "-" else os.path.basename(file)
         if roofline:
             result = fitting.fit_roofline(cols, header, c0=not no_c0, source=source, method=solver,
                                           relative=relative)

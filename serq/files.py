@@ -1,8 +1,10 @@
 """File output.  A regular file is written atomically (a temporary file in the
 same folder, then a rename): a failed run leaves nothing half-written.  A
 symbolic link is followed and its target written that way (a dangling link's
-target is created).  ``/dev/stdout`` and ``/dev/fd/N`` write to that open file
-(its offset, its ``O_APPEND``), whatever it is.  A character device or a FIFO
+target is created).  ``-``, ``/dev/stdout`` and ``/dev/fd/N`` write to that
+open file (standard output for ``-``; its offset, its ``O_APPEND``), whatever it
+is; a reader gone from a pipe raises :class:`BrokenPipeError`, which the
+command line ends on quietly.  A character device or a FIFO
 (``/dev/null``, a named pipe) is written through, as a shell's ``>`` would; a
 folder, a block device or a socket is refused.  New files and folders get the
 usual modes (``0666``/``0777`` less the process umask); a replaced regular file
@@ -66,6 +68,12 @@ def _target_fd(path: str | os.PathLike[str]) -> Iterator[int]:
     ends normally and removed when it raises.  Folders, block devices and
     sockets are refused."""
     alias = _own_fd(path)
+    if os.fspath(path) == "-":  # standard output (flushed first: what was printed comes before)
+        import sys
+
+        if sys.stdout is not None:
+            sys.stdout.flush()
+        alias = 1
     if alias is not None:
         fd = os.dup(alias)
         try:

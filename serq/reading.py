@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import errno
 import os
+import sys
 import stat
 
 MiB = 1 << 20
@@ -71,8 +72,30 @@ def _os_reason(err: OSError) -> str:
     return err.strerror or str(err)
 
 
+#: The name that means standard input where a file is read (and standard output where one is written).
+STDIO = "-"
+
+
+def read_stdin(limit: int) -> bytes:
+    """At most ``limit`` bytes of standard input (``-`` as a file name);
+    :class:`Unreadable` when it is closed or holds more."""
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:
+        raise Unreadable("standard input is closed")
+    try:
+        data = stream.read(limit + 1)
+    except (OSError, ValueError) as err:
+        raise Unreadable(getattr(err, "strerror", None) or str(err)) from None
+    if len(data) > limit:
+        raise Unreadable(f"it is larger than {size_text(limit)}", too_large=True)
+    return data
+
+
 def read_bytes(path: str, limit: int) -> bytes:
-    """At most ``limit`` bytes of the regular file ``path``; :class:`Unreadable` otherwise."""
+    """At most ``limit`` bytes of the regular file ``path`` (standard input for
+    ``-``); :class:`Unreadable` otherwise."""
+    if path == STDIO:
+        return read_stdin(limit)
     try:
         kind = _kind(os.stat(path).st_mode)  # refuse a device or FIFO before opening it
         if kind is not None:

@@ -68,14 +68,20 @@ ROOFLINE_NAMES = ("a", "omega", "beta", "c0")
 
 
 def read_csv(path: str | os.PathLike[str]) -> tuple[list[str], dict[str, np.ndarray]]:
-    """A step log's columns: the header and each column as floats.  A missing
+    """A step log's columns (``-``: standard input): the header and each column as floats.  A missing
     ``duration`` column, a row of the wrong width or a value that is not a
     finite number is an error ``FILE:LINE: …``."""
     name = os.fspath(path)
     try:
-        f = open(name, newline="", encoding="utf-8")
-    except OSError as err:
-        raise SerqError(f"{name}: cannot read: {err.strerror or err}") from None
+        if name == "-":  # standard input
+            import sys
+
+            name = "<stdin>"
+            f = open(sys.stdin.fileno(), newline="", encoding="utf-8", closefd=False)
+        else:
+            f = open(name, newline="", encoding="utf-8")
+    except (OSError, ValueError, AttributeError) as err:
+        raise SerqError(f"{name}: cannot read: {getattr(err, 'strerror', None) or err}") from None
     with f:
         reader = csv.reader(f)
         try:
@@ -430,17 +436,41 @@ def fit_roofline(cols: dict[str, np.ndarray], header: Sequence[str], *, c0: bool
                branches=(nmem, n - nmem), rounds=rounds, solver=method, relative=relative)
 
 
-def plot_residuals(fit: Fit, out: str) -> None:
-    """A residual plot (residual against fitted duration, and the relative
-    residual against fitted) into ``out`` (.svg or .png); needs matplotlib."""
-    try:
-        import matplotlib
+#: The residual plot's formats, by the suffix of its file.
+PLOT_FORMATS = {".svg": "svg", ".png": "png", ".pdf": "pdf"}
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+
+def check_plot(out: str) -> str:
+    """``--plot FILE``'s format, checked before the fit: a known suffix, not
+    ``-`` (standard output has the fit), matplotlib installed."""
+    from ..errors import UsageError
+
+    if out == "-":
+        raise UsageError("--plot -: standard output has the fit; write the plot to a file (.svg, .png or .pdf)")
+    fmt = PLOT_FORMATS.get(os.path.splitext(out)[1].lower())
+    if fmt is None:
+        raise UsageError(f"invalid --plot `{out}`: the name must end in .svg, .png or .pdf")
+    try:
+        import matplotlib  # noqa: F401
     except ImportError:
         raise SerqError(f"--plot {out}: the residual plot needs matplotlib, which is not installed",
                         helps=["install the plot extra: pip install 'serq[plot]'"]) from None
+    return fmt
+
+
+def plot_residuals(fit: Fit, out: str) -> None:
+    """A residual plot (residual against fitted duration, and the relative
+    residual against fitted) into ``out`` (.svg, .png or .pdf, written
+    atomically); needs matplotlib."""
+    import io
+
+    from ..files import write_bytes_atomic
+
+    fmt = check_plot(out)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
     resid = fit.y - fit.fitted
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     axes[0].scatter(fit.fitted, resid, s=3, alpha=0.4, rasterized=True)
@@ -456,9 +486,14 @@ def plot_residuals(fit: Fit, out: str) -> None:
     axes[1].set_xscale("log")
     fig.suptitle(f"{fit.source}: {fit.model} fit, R² {fit.r2:.6f}, MAPE {fit.mape:.3g} %")
     fig.tight_layout()
+    buf = io.BytesIO()
     try:
-        fig.savefig(out)
-    except OSError as err:
-        raise SerqError(f"cannot write {out}: {err.strerror or err}") from None
+        fig.savefig(buf, format=fmt, metadata={"Date": None} if fmt == "svg" else {})
     finally:
         plt.close(fig)
+    try:
+        write_bytes_atomic(out, buf.getvalue())
+    except BrokenPipeError:
+        raise
+    except OSError as err:
+        raise SerqError(f"cannot write {out}: {err.strerror or err}") from None

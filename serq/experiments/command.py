@@ -143,6 +143,12 @@ def sweep_command(opts: SweepOptions, emit: Callable[[str], None], warn: Callabl
         raise UsageError("--slo, --slo-on and --tol go with --find-max NAME or --find-min NAME")
     if opts.resume and opts.out is None:
         raise UsageError("--resume needs --out FILE (the file to resume from)")
+    if opts.trace == "-":
+        raise UsageError("--trace -: each run of a sweep reads the trace, and standard input can be read once",
+                         helps=["save the trace to a file and give its name"])
+    if opts.out == "-":
+        raise UsageError("--out -: a sweep's rows go to a file (standard output has the summary; "
+                         "--json prints the summary as JSON)", helps=["write the rows with --out FILE.jsonl or FILE.csv"])
     axes = parse_axes(opts)
     if opts.baseline is not None:
         if opts.search is not None:
@@ -154,6 +160,11 @@ def sweep_command(opts: SweepOptions, emit: Callable[[str], None], warn: Callabl
         from .journal import Journal
 
         Journal(opts.out)  # a bad name is an error before any run
+    if opts.file == "-":  # the program on standard input: read once, handed to the workers as text
+        from ..frontend.library import read_text
+
+        text = read_text("-")
+        opts.file = text if "\n" in text else text + "\n"
     progress = _Progress(not opts.quiet and _stderr_is_terminal())
     plan_options = {"horizon": opts.horizon, "warmup": opts.warmup, "arrivals": opts.arrivals,
                     "trace": opts.trace, "max_live": opts.max_live}

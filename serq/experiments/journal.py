@@ -122,6 +122,8 @@ class Journal:
             text = ""
         try:
             write_text_atomic(self.path, text + self._lines(self.rows))
+        except BrokenPipeError:
+            raise
         except OSError as err:
             raise SerqError(f"cannot write {self.shown}: {err.strerror or err}", prefix="error") from None
 
@@ -146,5 +148,7 @@ class Journal:
                 os.fsync(fd)
             finally:
                 os.close(fd)
+        except BrokenPipeError:
+            raise
         except OSError as err:
             raise SerqError(f"cannot write {self.shown}: {err.strerror or err}", prefix="error") from None

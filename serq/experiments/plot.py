@@ -23,6 +23,8 @@ import csv
 import io
 import math
 import os
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -76,12 +78,18 @@ def _canon(v: Any) -> str:
 
 def read_rows(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """The rows of a sweep's results file: ``.jsonl`` (one JSON object a
-    line) or ``.csv`` (a header, then rows; empty cells are ``None``)."""
+    line) or ``.csv`` (a header, then rows; empty cells are ``None``); ``-``
+    reads standard input, JSON Lines when it starts with ``{``, else CSV."""
     shown = os.fspath(path)
     suffix = Path(shown).suffix.lower()
-    if suffix not in (".jsonl", ".csv"):
+    if shown == "-":  # standard input: JSON Lines when it starts with `{`, else CSV
+        text = _read_text(shown)
+        suffix = ".jsonl" if text.lstrip().startswith("{") else ".csv"
+        shown = "<stdin>"
+    elif suffix not in (".jsonl", ".csv"):
         raise UsageError(f"cannot read `{shown}`: a sweep's results end in .jsonl or .csv")
-    text = _read_text(shown)
+    else:
+        text = _read_text(shown)
     if suffix == ".csv":
         reader = csv.reader(io.StringIO(text))
         header = next(reader, None)
@@ -95,8 +103,12 @@ def read_rows(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
 
 def _read_text(shown: str) -> str:
     try:
+        if shown == "-":
+            import sys
+
+            return sys.stdin.buffer.read().decode("utf-8")
         return Path(shown).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
+    except (OSError, UnicodeDecodeError, AttributeError) as err:
         raise UsageError(f"cannot read `{shown}`: {getattr(err, 'strerror', None) or err}") from None
 
 
@@ -140,6 +152,10 @@ def plot_sweep(
     hue: str | None = None,
     out: str | os.PathLike[str] | None = None,
     where: Mapping[str, Any] | Sequence[str] | None = None,
+    *,
+    log_y: bool = False,
+    slo: Sequence[str] = (),
+    baseline: str | None = None,
 ) -> Any:
     """Plot figures of a sweep against one of its axes.
 
@@ -158,6 +174,16 @@ def plot_sweep(
     ``where`` (``{"B": 4096}`` or ``["B=4096"]``) keeps only the matching rows.
     Every other axis (a column before ``seed``) must then have one value:
     otherwise the lines would mix points, and it is an error naming the axis.
+
+    Each panel's label is the figure's name and unit (:mod:`serq.units`).  A
+    figure that cannot be negative has its error bars cut at 0 (drawn
+    asymmetric), and the title says so.  ``log_y`` puts y on a log scale;
+    ``slo`` (``["client.ttft.p99<=0.5"]``, ``<=`` or ``>=``) draws each
+    target as a dashed line on its figure's panel.  ``baseline``
+    (``"policy=fcfs"``, or a value one axis alone has) plots, instead of each
+    design's own figures, every other design's **paired difference** from it
+    (same seed, same point) with its interval, and a line at 0: the lines are
+    the values of the baseline's axis (``hue`` is that axis, or left out).
 
     ``out`` (``.png`` or ``.svg``) is written atomically; the figure is
     returned (a :class:`matplotlib.figure.Figure`).  Raises
@@ -178,8 +204,20 @@ def plot_sweep(
         raise UsageError(f"no rows in {source}")
     columns = _columns(rows)
     filters = _filters(where)
+    slos = parse_slos(slo, ys)
     for name in [x, *ys, *([hue] if hue else []), *filters]:
         _need_column(name, columns, source)
+    if baseline is not None:
+        from .summary import find_baseline
+
+        b_axis, b_value = find_baseline(rows, _axes(rows), baseline)
+        if hue is not None and hue != b_axis:
+            raise UsageError(f"--baseline `{baseline}` compares the values of axis `{b_axis}`: "
+                             f"they are the lines, so --hue must be `{b_axis}` (or left out), not `{hue}`")
+        if x == b_axis:
+            raise UsageError(f"--baseline `{baseline}` compares the values of axis `{b_axis}`, "
+                             "which cannot also be --x: plot another axis across")
+        hue = b_axis
     for name, want in filters.items():
         rows = [r for r in rows if _canon(r.get(name)) == want]
         if not rows:
@@ -202,8 +240,91 @@ def plot_sweep(
         bad = next((r[name] for r in rows if r.get(name) is not None and not _is_number(r[name])), None)
         if bad is not None:
             raise UsageError(f"column `{name}` is not a number (it holds `{bad}`)")
-    series = _series(rows, x, ys, hue)
-    return _draw_sweep(series, x, ys, hue, out, fmt)
+    if baseline is not None:
+        assert hue is not None
+        series = _paired_series(rows, x, ys, hue, b_value)
+        title = (f"paired difference from {hue}={_canon(b_value)} (same seed, same point): "
+                 f"mean over n = {_seeds(series)} pairs ± 95 % Student-t interval")
+    else:
+        series = _series(rows, x, ys, hue)
+        title = _title(series, hue)
+    if log_y:
+        for name in ys:
+            if not any(st[name].n and st[name].mean > 0 for points in series.values() for _, st in points):
+                raise UsageError(f"`{name}` has no value above 0 to show on a log scale (--log-y)")
+    style = Style(log_y=log_y, slos=slos, paired=baseline is not None)
+    return _draw_sweep(series, x, ys, hue, out, fmt, title, style)
+
+
+@dataclass(frozen=True)
+class Style:
+    """How :func:`_draw_sweep` draws: a log y axis, the SLO lines
+    ``{figure: [(op, value)]}``, and whether the figures are paired differences
+    (signed, with a line at 0)."""
+
+    log_y: bool = False
+    slos: Mapping[str, Sequence[tuple[str, float]]] = field(default_factory=dict)
+    paired: bool = False
+
+
+def parse_slos(specs: Sequence[str], ys: Sequence[str]) -> dict[str, list[tuple[str, float]]]:
+    """``--slo FIGURE<=X`` (or ``>=``) items as ``{figure: [(op, X)]}``; the
+    figure must be one of the plotted ones and X a finite number."""
+    out: dict[str, list[tuple[str, float]]] = {}
+    for spec in specs:
+        m = re.fullmatch(r"\s*([^<>=\s]+)\s*(<=|>=)\s*(\S+)\s*", str(spec))
+        if m is None:
+            raise UsageError(f"invalid --slo `{spec}`; expected FIGURE<=VALUE or FIGURE>=VALUE "
+                             "(e.g. --slo client.ttft.p99<=0.5)")
+        name, op, text = m.groups()
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value):
+            raise UsageError(f"invalid --slo `{spec}`: `{text}` is not a finite number")
+        if name not in ys:
+            best = suggest(name, list(ys))
+            raise UsageError(f"--slo `{spec}`: `{name}` is not a plotted figure (--y "
+                             f"{', '.join(ys)})" + (f"; did you mean `{best}`?" if best else ""))
+        out.setdefault(name, []).append((op, value))
+    return out
+
+
+def _seeds(series: Any) -> str:
+    """The number of seeds (or pairs) behind the points: ``5``, or ``3–5`` when they differ."""
+    ns = [st.n for points in series.values() for _, stats in points for st in stats.values() if st.n]
+    if not ns:
+        return "0"
+    return f"{min(ns)}" if min(ns) == max(ns) else f"{min(ns)}–{max(ns)}"
+
+
+def _title(series: Any, hue: str | None) -> str:
+    """What each point is: a mean over seeds with its interval, or one run's value."""
+    if hue == "seed":
+        return "one line per seed: each run's value (no interval)"
+    n = _seeds(series)
+    if n == "1":
+        return "one seed: each run's value (no interval)"
+    return f"mean over seeds (n = {n}) ± 95 % Student-t interval"
+
+
+def _paired_series(rows: list[dict[str, Any]], x: str, ys: list[str], axis: str, value: Any) -> Any:
+    """``{design: [(x value, {y: Interval of the paired difference})]}`` for every
+    value of ``axis`` but the baseline ``value``."""
+    from .summary import paired
+
+    def cell(v: Any) -> Any:
+        return _cell(v) if isinstance(v, str) else v
+
+    result = paired(rows, [x, axis], ys, axis, value)
+    out: dict[Any, list[Any]] = {}
+    for values, stats in result.points:
+        out.setdefault(cell(values[axis]), []).append((cell(values[x]), stats))
+    for h, points in out.items():
+        order = _order([xv for xv, _ in points])
+        out[h] = sorted(points, key=lambda p: order.index(p[0]))
+    return out
 
 
 def _filters(where: Mapping[str, Any] | Sequence[str] | None) -> dict[str, str]:
@@ -251,12 +372,31 @@ def _bar(iv: Interval) -> float:
     return iv.half if math.isfinite(iv.half) else math.nan
 
 
-def _draw_sweep(series: Any, x: str, ys: list[str], hue: str | None, out: Any, fmt: str | None) -> Any:
+def _bars(ivs: Sequence[Interval], floor: bool) -> tuple[list[float], list[float], bool]:
+    """The error bars below and above each mean; with ``floor`` (a figure that
+    cannot be negative) the bar below stops at 0.  Also: whether one was cut."""
+    below, above, cut = [], [], False
+    for iv in ivs:
+        half = _bar(iv)
+        low = half
+        if floor and half == half and iv.mean - half < 0.0:
+            low, cut = max(iv.mean, 0.0), True
+        below.append(low)
+        above.append(half)
+    return below, above, cut
+
+
+def _draw_sweep(series: Any, x: str, ys: list[str], hue: str | None, out: Any, fmt: str | None,
+                title: str | None = None, style: Style | None = None) -> Any:
+    from ..units import describe
+
+    style = style or Style()
+    title = title or _title(series, hue)
     Figure, rc_context = _matplotlib()
     all_x = [xv for points in series.values() for xv, _ in points]
     numeric = all(_is_number(v) for v in all_x)
     categories = list(dict.fromkeys(all_x)) if not numeric else []
-    ns = [st.n for points in series.values() for _, stats in points for st in stats.values() if st.n]
+    clipped = []
     with rc_context(_RC):
         fig = Figure(figsize=(6.4, 1.0 + 2.8 * len(ys)), layout="constrained")
         axes = fig.subplots(len(ys), 1, sharex=True, squeeze=False)[:, 0]
@@ -264,22 +404,40 @@ def _draw_sweep(series: Any, x: str, ys: list[str], hue: str | None, out: Any, f
         span = (max(all_x) - min(all_x)) if numeric and all_x else 0.0
         dodge = 0.0 if len(series) < 2 else (0.08 if not numeric else 0.008 * (span or 1.0))
         for ax, name in zip(axes, ys):
+            figure = describe(name)
+            floor = not figure.signed and not style.paired
             for k, (h, points) in enumerate(series.items()):
                 shift = (k - (len(series) - 1) / 2) * dodge
                 px = [(xv if numeric else categories.index(xv)) + shift for xv, _ in points]
                 mean = [stats[name].mean for _, stats in points]
-                half = [_bar(stats[name]) for _, stats in points]
+                below, above, cut = _bars([stats[name] for _, stats in points], floor)
+                if cut and name not in clipped:
+                    clipped.append(name)
                 label = _canon(h) if hue else None
-                ax.errorbar(px, mean, yerr=half, marker="o", markersize=4, capsize=3, linewidth=1.5, label=label)
-            ax.set_ylabel(name)
+                if all(b != b for b in above):  # no interval (one run a point): a plain line, no bar glyph
+                    ax.plot(px, mean, marker="o", markersize=4, linewidth=1.5, label=label)
+                else:
+                    ax.errorbar(px, mean, yerr=[below, above], marker="o", markersize=4, capsize=3, linewidth=1.5,
+                                label=label)
+            if style.paired:
+                ax.axhline(0.0, color="black", linewidth=0.8, zorder=1)
+            for op, value in style.slos.get(name, ()):
+                ax.axhline(value, color="tab:red", linestyle="--", linewidth=1.0,
+                           label=f"SLO {'≤' if op == '<=' else '≥'} {shortest(value)}")
+            if style.log_y:
+                ax.set_yscale("log", nonpositive="clip")
+            ax.set_ylabel(("Δ " if style.paired else "") + figure.axis_label)
             ax.grid(True, alpha=0.3)
+            if style.slos.get(name) and (ax is not axes[0] or not hue):
+                ax.legend(fontsize="small")
         if not numeric:
             axes[-1].set_xticks(range(len(categories)), [_canon(c) for c in categories])
-        axes[-1].set_xlabel(x)
+        axes[-1].set_xlabel(describe(x).axis_label)
         if hue:
             axes[0].legend(title=hue, fontsize="small", title_fontsize="small")
-        seeds = f"{min(ns)}" if ns and min(ns) == max(ns) else (f"{min(ns)}–{max(ns)}" if ns else "0")
-        axes[0].set_title(f"mean over seeds (n = {seeds}) ± 95 % Student-t interval", fontsize="small")
+        if clipped:
+            title = f"{title}; bars cut at 0 (cannot be negative): {', '.join(describe(c).label for c in clipped)}"
+        axes[0].set_title(title, fontsize="small", wrap=True)
         if out is not None:
             _save(fig, out, fmt)
     return fig
@@ -385,8 +543,11 @@ def _matplotlib() -> Any:
 
 
 def _format(out: Any) -> str | None:
+    """The format ``out`` names by its suffix; ``-`` (standard output) is SVG."""
     if out is None:
         return None
+    if os.fspath(out) == "-":
+        return "svg"
     fmt = FORMATS.get(Path(os.fspath(out)).suffix.lower())
     if fmt is None:
         raise UsageError(f"invalid --out `{os.fspath(out)}`: the name must end in .png or .svg")
@@ -401,6 +562,8 @@ def _save(fig: Any, out: Any, fmt: str | None) -> None:
     fig.savefig(buf, format=fmt, dpi=150, metadata=metadata)
     try:
         write_bytes_atomic(out, buf.getvalue())
+    except BrokenPipeError:  # the reader of standard output went away: the command line ends quietly
+        raise
     except OSError as err:
         raise SerqError(f"cannot write {os.fspath(out)}: {err.strerror or err}") from None
 
@@ -410,19 +573,25 @@ def _save(fig: Any, out: Any, fmt: str | None) -> None:
 
 
 def command(files: Sequence[str], x: str | None, y: Sequence[str], hue: str | None, where: Sequence[str],
-            cdf: bool, log_x: bool, out: str) -> None:
-    """``serq plot``: a sweep's figures (``--x``, ``--y``) or CDFs (``--cdf``)."""
+            cdf: bool, log_x: bool, out: str, log_y: bool = False, slo: Sequence[str] = (),
+            baseline: str | None = None) -> None:
+    """``serq plot``: a sweep's figures (``--x``, ``--y``) or CDFs (``--cdf``).
+    Every option is checked before any file is read."""
     ys = [f.strip() for item in y for f in item.split(",") if f.strip()]
+    _format(out)
     if cdf:
-        extra = [flag for flag, given in (("--x", x), ("--y", ys), ("--hue", hue), ("--where", where)) if given]
+        extra = [flag for flag, given in (("--x", x), ("--y", ys), ("--hue", hue), ("--where", where),
+                                          ("--log-y", log_y), ("--slo", slo), ("--baseline", baseline)) if given]
         if extra:
             raise UsageError(f"--cdf plots the `value` column of dump files: {', '.join(extra)} do not apply")
         plot_cdf(files, out=out, log_x=log_x)
         return
     if log_x:
-        raise UsageError("--log-x goes with --cdf")
+        raise UsageError("--log-x goes with --cdf (a sweep's axis across is as the sweep spaced it)")
     if len(files) != 1:
         raise UsageError(f"a sweep's plot reads one results file, not {len(files)} (several CSVs: add --cdf)")
     if x is None or not ys:
         raise UsageError("a sweep's plot needs --x COLUMN and --y COLUMN (or --cdf for a dump's CSV files)")
-    plot_sweep(files[0], x=x, y=ys, hue=hue, out=out, where=list(where))
+    _filters(where)
+    parse_slos(slo, ys)
+    plot_sweep(files[0], x=x, y=ys, hue=hue, out=out, where=list(where), log_y=log_y, slo=slo, baseline=baseline)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from ..errors import UsageError, suggest
+from ..units import describe
 from .grid import value_text
 from .stats import Interval, across
 
@@ -45,7 +46,8 @@ class Summary:
 
     def text(self) -> str:
         """A table: the axis columns, then ``mean ± half-width`` per figure
-        (the mean alone for a single seed)."""
+        (the mean alone for a single seed), each headed with its unit
+        (``client.ttft.mean [s]``, :mod:`serq.units`)."""
         from tabulate import tabulate
 
         rows = []
@@ -53,8 +55,8 @@ class Summary:
             cells = [value_text(values[a]) for a in self.axes]
             cells += [_cell(stats[f]) for f in self.figures]
             rows.append(cells)
-        return str(tabulate(rows, headers=[*self.axes, *self.figures], disable_numparse=True,
-                            stralign="right", tablefmt="simple"))
+        return str(tabulate(rows, headers=[*self.axes, *(describe(f).header for f in self.figures)],
+                            disable_numparse=True, stralign="right", tablefmt="simple"))
 
 
 def _num(x: float) -> str:
@@ -142,7 +144,7 @@ class Paired:
             rows.append(cells)
         head = (f"paired differences from {self.axis}={value_text(self.value)} (same seed, same point; "
                 "mean ± 95 % half-width; * the interval excludes 0)")
-        table = tabulate(rows, headers=[*self.axes, "pairs", *(f"Δ {f}" for f in self.figures)],
+        table = tabulate(rows, headers=[*self.axes, "pairs", *(f"Δ {describe(f).header}" for f in self.figures)],
                          disable_numparse=True, stralign="right", tablefmt="simple")
         return head + "\n" + str(table)
 
@@ -194,6 +196,19 @@ def paired(rows: Sequence[Mapping[str, Any]], axes: Sequence[str], figures: Sequ
             stats[f] = across(diffs)
         points.append((values, stats))
     return Paired(axis, value, [*others, axis], list(figures), points)
+
+
+def find_baseline(rows: Sequence[Mapping[str, Any]], axes: Sequence[str], spec: str) -> tuple[str, Any]:
+    """The axis and value ``spec`` (``AXIS=VALUE``, or a value one axis alone
+    has) names among the values the ``rows`` hold on ``axes``."""
+    from .grid import Axis, parse_baseline
+
+    found: dict[str, list[Any]] = {a: [] for a in axes}
+    for row in rows:
+        for a in axes:
+            if all(value_text(v) != value_text(row.get(a)) for v in found[a]):
+                found[a].append(row.get(a))
+    return parse_baseline(spec, [Axis(a, tuple(vs)) for a, vs in found.items()])
 
 
 def _number(x: Any) -> float | None:

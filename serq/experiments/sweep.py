@@ -336,14 +336,9 @@ class SweepResult:
         minus the baseline's at the same seed, its mean and 95 % half-width
         over the seeds (:class:`~serq.experiments.summary.Paired`); the figures
         as :meth:`summary` chooses them."""
-        from .grid import parse_baseline
+        from .summary import find_baseline
 
-        found: dict[str, list[Any]] = {a: [] for a in self.axes}
-        for row in self.rows:
-            for a in self.axes:
-                if all(value_text(v) != value_text(row.get(a)) for v in found[a]):
-                    found[a].append(row.get(a))
-        axis, value = parse_baseline(baseline, [Axis(a, tuple(vs)) for a, vs in found.items()])
+        axis, value = find_baseline(self.rows, self.axes, baseline)
         figures = self.summary(show).figures
         return paired(self.rows, self.axes, figures, axis, value)
 

@@ -21,6 +21,7 @@ from typing import Sequence
 
 from .. import ir
 from ..errors import SerqError, Source
+from ..reading import STDIO
 from .bindings import Bindings
 from .checks import lint
 from .defs import Defs
@@ -63,7 +64,11 @@ def load_program(
 def _load(path: str | None, text: str | None, sets: Sequence[tuple[str, str]], trace: str | None) -> ir.Program:
     if text is not None:
         check_text_size(text)
-    source = Source(read_text(path) if path is not None else text or "", path)  # type: ignore[arg-type]
+    shown = path
+    if path == STDIO:  # standard input: shown as <stdin>; its `use` and trace paths are the current folder's
+        shown, path = "<stdin>", None
+        text = read_text(STDIO)
+    source = Source(read_text(path) if path is not None else text or "", shown)  # type: ignore[arg-type]
     items, stations = declare(load_items(source))
     defs = Defs(items)
     expanded = Expander(items, defs, stations).program()

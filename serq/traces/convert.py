@@ -188,8 +188,8 @@ def import_trace(
     first: Decimal | None = None
     arrival = Decimal(0)
     with _open_source(src_s, shown) as f, open_atomic(dst) as out:
-        out.write(HEADER + "\n")
-        size = len(HEADER) + 1
+        size = len(HEADER) + 1  # (the header goes out with the first row: a source refused at its
+        # header writes nothing, even to standard output, where nothing can be taken back)
         t0: Decimal | None = None
         prev = Decimal(0)
         prev_line = 0
@@ -217,6 +217,8 @@ def import_trace(
                 if first is None:
                     first = arrival
                 text = f"{rows},1,{req.new},{req.out},0,{fmt_decimal(arrival)}\n"
+                if rows == 0:
+                    out.write(HEADER + "\n")
                 out.write(text)
                 size += len(text)
                 rows += 1

@@ -79,7 +79,7 @@ def test_each_hue_is_a_line_of_means_over_seeds_with_t_intervals(tmp_path):
     assert bars_of(fig, 0) == pytest.approx([HALF, HALF], rel=1e-9)
     assert HALF == pytest.approx(0.024841, abs=1e-6)
     ax = fig.axes[0]
-    assert (ax.get_xlabel(), ax.get_ylabel()) == ("Lambda", "client.ttft.p99")
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("Lambda", "client ttft p99 (s)")  # name and unit (serq.units)
     assert ax.get_legend().get_title().get_text() == "policy"
     assert (tmp_path / "f.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -94,7 +94,7 @@ def test_a_csv_results_file_gives_the_same_lines_as_json_lines(tmp_path):
 def test_several_figures_are_panels_sharing_the_x_axis(tmp_path):
     needs_matplotlib()
     fig = P.plot_sweep(ROWS, x="Lambda", y=["client.ttft.p99", "pools.kv.preemptions"], hue="policy")
-    assert [ax.get_ylabel() for ax in fig.axes] == ["client.ttft.p99", "pools.kv.preemptions"]
+    assert [ax.get_ylabel() for ax in fig.axes] == ["client ttft p99 (s)", "pool kv preempt (preemptions)"]
     assert [c.lines[0].get_ydata()[0] for c in fig.axes[1].containers] == [2.0, 2.0]  # mean of 1, 2, 3
 
 
@@ -104,9 +104,11 @@ def test_a_text_axis_is_categorical_and_a_single_seed_has_no_bar(tmp_path):
     fig = P.plot_sweep(rows, x="policy", y="client.ttft.p99")
     ax = fig.axes[0]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["fcfs", "sjf"]
-    assert list(ax.containers[0].lines[0].get_ydata()) == pytest.approx([0.21, 0.31])
-    assert all(math.isnan(h) for h in bars_of(fig, 0))
+    # one seed: a plain line (no error-bar glyph, no bar) and a title that says so
+    assert not ax.containers
+    assert list(ax.lines[0].get_ydata()) == pytest.approx([0.21, 0.31])
     assert ax.get_legend() is None
+    assert ax.get_title() == "one seed: each run's value (no interval)"
 
 
 def test_where_keeps_the_matching_rows(tmp_path):
@@ -299,3 +301,125 @@ def test_a_real_sweep_plots_from_its_result_and_from_its_csv(tmp_path):
     assert xs == [0.3, 0.6] and list(lines_of(b).values()) == [(xs, ys)]
     by_point = [[r["observes.response.mean"] for r in result.rows if r["lam"] == lam] for lam in (0.3, 0.6)]
     assert ys == pytest.approx([sum(v) / 2 for v in by_point])
+
+
+
+# -- units, log scale, SLO lines, bars cut at 0, titles, paired differences (issue 25) ------
+
+
+def test_bars_of_a_figure_that_cannot_be_negative_stop_at_0_and_the_title_says_so(tmp_path):
+    needs_matplotlib()
+    # preemptions 0, 0, 9 over three seeds: mean 3, half-width t(0.975, 2)·s/√3 = 4.3027·5.196/1.732 = 12.91
+    rows = [dict(r, **{"pools.kv.preemptions": 9 if r["seed"] == 3 else 0}) for r in ROWS]
+    fig = P.plot_sweep(rows, x="Lambda", y="pools.kv.preemptions", hue="policy")
+    seg = fig.axes[0].containers[0].lines[2][0].get_segments()[0]
+    half = t_quantile(0.975, 2) * math.sqrt(27) / math.sqrt(3)
+    assert (seg[0][1], seg[1][1]) == pytest.approx((0.0, 3.0 + half))  # below: to 0, not 3 − 12.9
+    assert fig.axes[0].get_title().endswith("bars cut at 0 (cannot be negative): pool kv preempt")
+    # a program's own figure (an observe) may be negative: its bars are left whole
+    rows = [dict(r, **{"observes.gain.mean": 9 if r["seed"] == 3 else 0}) for r in ROWS]
+    seg = P.plot_sweep(rows, x="Lambda", y="observes.gain.mean", hue="policy").axes[0].containers[0] \
+        .lines[2][0].get_segments()[0]
+    assert seg[0][1] == pytest.approx(3.0 - half)
+
+
+def test_log_y_and_an_slo_line_on_its_panel(tmp_path):
+    needs_matplotlib()
+    fig = P.plot_sweep(ROWS, x="Lambda", y=["client.ttft.p99", "pools.kv.preemptions"], hue="policy", log_y=True,
+                       slo=["client.ttft.p99<=0.5", "pools.kv.preemptions >= 1"])
+    top, bottom = fig.axes[0], fig.axes[1]
+    assert top.get_yscale() == bottom.get_yscale() == "log"
+    slo_top = [ln for ln in top.lines if ln.get_label().startswith("SLO")]
+    assert [(ln.get_label(), list(ln.get_ydata())) for ln in slo_top] == [("SLO ≤ 0.5", [0.5, 0.5])]
+    assert [ln.get_label() for ln in bottom.lines if ln.get_label().startswith("SLO")] == ["SLO ≥ 1"]
+    assert top.get_title() == ("mean over seeds (n = 3) ± 95 % Student-t interval; "
+                               "bars cut at 0 (cannot be negative): pool kv preempt")  # (preemptions 2 ± 2.48)
+
+
+@pytest.mark.parametrize("slo, message", [
+    ("client.ttft.p99<0.5", "invalid --slo `client.ttft.p99<0.5`; expected FIGURE<=VALUE or FIGURE>=VALUE"),
+    ("client.ttft.p98<=0.5", "--slo `client.ttft.p98<=0.5`: `client.ttft.p98` is not a plotted figure"),
+    ("client.ttft.p99<=inf", "invalid --slo `client.ttft.p99<=inf`: `inf` is not a finite number"),
+])
+def test_a_bad_slo_is_refused(slo, message):
+    with pytest.raises(UsageError) as err:
+        P.plot_sweep(ROWS, x="Lambda", y="client.ttft.p99", hue="policy", slo=[slo])
+    assert err.value.message.startswith(message)
+
+
+def test_a_log_scale_needs_a_value_above_0():
+    rows = [dict(r, **{"pools.kv.preemptions": 0}) for r in ROWS]
+    with pytest.raises(UsageError, match=r"`pools.kv.preemptions` has no value above 0 to show on a log scale"):
+        P.plot_sweep(rows, x="Lambda", y="pools.kv.preemptions", hue="policy", log_y=True)
+
+
+def test_one_line_per_seed_says_it_has_no_interval():
+    needs_matplotlib()
+    fig = P.plot_sweep(ROWS, x="Lambda", y="client.ttft.p99", hue="seed", where=["policy=fcfs"])
+    ax = fig.axes[0]
+    assert ax.get_title() == "one line per seed: each run's value (no interval)"
+    assert not ax.containers and len(ax.lines) == 3
+
+
+def test_the_paired_panel_plots_each_designs_difference_from_the_baseline_with_0_marked():
+    needs_matplotlib()
+    # sjf − fcfs is 0.1 on every seed (paired: no spread); preemptions differ by 0
+    rows = [dict(r, **{"client.ttft.p99": r["client.ttft.p99"] + (r["seed"] / 50 if r["policy"] == "sjf" else 0)})
+            for r in ROWS]
+    fig = P.plot_sweep(rows, x="Lambda", y="client.ttft.p99", baseline="policy=fcfs")
+    ax = fig.axes[0]
+    (container,) = ax.containers
+    assert container.get_label() == "sjf"
+    # differences 0.1 + seed/50: 0.12, 0.14, 0.16 → mean 0.14, s 0.02, half t(0.975, 2)·0.02/√3
+    assert list(container.lines[0].get_ydata()) == pytest.approx([0.14, 0.14])
+    seg = container.lines[2][0].get_segments()[0]
+    assert (seg[1][1] - seg[0][1]) / 2 == pytest.approx(2 * HALF)
+    assert [list(ln.get_ydata()) for ln in ax.lines if ln.get_color() == "black"] == [[0.0, 0.0]]
+    assert ax.get_ylabel() == "Δ client ttft p99 (s)"
+    assert ax.get_title() == ("paired difference from policy=fcfs (same seed, same point): "
+                              "mean over n = 3 pairs ± 95 % Student-t interval")
+    # it is the sweep's own paired table, plotted
+    from serq.experiments.summary import paired
+
+    table = paired(rows, ["Lambda", "policy"], ["client.ttft.p99"], "policy", "fcfs")
+    assert [st["client.ttft.p99"].mean for _, st in table.points] == pytest.approx([0.14, 0.14])
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"hue": "Lambda", "baseline": "policy=fcfs"}, "--baseline `policy=fcfs` compares the values of axis `policy`: "
+                                                   "they are the lines, so --hue must be `policy`"),
+    ({"baseline": "Lambda=0.2", "hue": None}, "--baseline `Lambda=0.2` compares the values of axis `Lambda`, "
+                                              "which cannot also be --x"),
+    ({"baseline": "policy=lifo"}, "--baseline `policy=lifo`: `lifo` is not a value of axis `policy`"),
+])
+def test_a_bad_baseline_is_refused(kwargs, message):
+    with pytest.raises(UsageError) as err:
+        P.plot_sweep(ROWS, x="Lambda", y="client.ttft.p99", **kwargs)
+    assert err.value.message.startswith(message)
+
+
+def test_plot_reads_standard_input_and_writes_svg_to_standard_output(tmp_path):
+    needs_matplotlib()
+    import subprocess
+
+    P.plot_sweep(write_csv(tmp_path / "s.csv", ROWS), x="Lambda", y="client.ttft.p99", hue="policy",
+                 out=tmp_path / "f.svg")
+    jsonl = "".join(json.dumps(r) + "\n" for r in ROWS)
+    for data in (jsonl, (tmp_path / "s.csv").read_text()):  # JSON Lines or CSV, told apart by the first character
+        done = subprocess.run([sys.executable, "-m", "serq", "plot", "-", "--x", "Lambda", "--y", "client.ttft.p99",
+                               "--hue", "policy", "--out", "-"], input=data.encode(), capture_output=True)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout == (tmp_path / "f.svg").read_bytes()  # the figure the file gives, as SVG
+
+
+@pytest.mark.parametrize("args, line", [
+    (["--cdf", "--log-y"], "error: --cdf plots the `value` column of dump files: --log-y do not apply"),
+    (["--x", "Lambda", "--y", "client.ttft.p99", "--hue", "policy", "--slo", "client.ttft.p99=1"],
+     "error: invalid --slo `client.ttft.p99=1`"),
+    (["--x", "Lambda", "--y", "client.ttft.p99", "--hue", "policy", "--where", "policy"],
+     "error: invalid --where `policy`; expected COLUMN=VALUE"),
+])
+def test_every_option_is_checked_before_the_results_are_read(tmp_path, capsys, monkeypatch, args, line):
+    # the results file does not exist: the option's mistake is what is reported
+    code, err = cli(capsys, monkeypatch, "plot", str(tmp_path / "missing.jsonl"), *args, "--out", str(tmp_path / "f.png"))
+    assert code == 2 and err.startswith(line), err
