@@ -211,7 +211,7 @@ def run(
 ) -> None:
     """Simulate a program and print its report."""
     from . import api
-    from .sim.engines import load_engine_classes
+    from .sim.engines import check_stages, load_engine_classes
 
     _need_stdout("the report")
     try:
@@ -226,6 +226,8 @@ def run(
             raise UsageError("the program and --trace both read standard input: give one of them as a file")
         sets = parse_sets(set_)
         program = api.load(Path(file), sets=sets, trace=trace)
+        check_stages(program, [(kind, spec.partition("=")[0].strip()) for kind, given in
+                               (("engine", engine or []), ("policy", policy or [])) for spec in given if "=" in spec])
         engines = load_engine_classes(engine or [])
         if policy:
             from .policies import from_options
@@ -305,12 +307,15 @@ def sweep(
     arrivals: Optional[int] = typer.Option(None, min=1, metavar="N", help="Stop after exactly N open arrivals, then drain."),
     max_live: Optional[int] = MaxLiveOpt,
     trace: Optional[str] = typer.Option(None, metavar="F", help="Replace the workload's trace file."),
-    jobs: Optional[int] = typer.Option(None, min=1, help="Worker processes (default: the cores)."),
+    jobs: Optional[int] = typer.Option(None, min=1, help="Worker processes (default: this process, then the cores "
+                                       "once the runs left would take over a second)."),
     out: Optional[str] = typer.Option(None, metavar="FILE", help="Rows to FILE.jsonl or FILE.csv, as runs end."),
     resume: bool = typer.Option(False, "--resume", help="Skip the runs --out already holds."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
     show: Optional[List[str]] = typer.Option(None, metavar="FIGURE", help="A figure for the summary (repeatable)."),
     json_: bool = typer.Option(False, "--json", help="Print the summary (or the search) as JSON."),
+    csv_: bool = typer.Option(False, "--csv", help="Print the summary as CSV: a row per point, each figure's "
+                              "mean, half-width and n, and with --baseline its paired difference."),
     backend: str = typer.Option("local", help="local (a process pool) or ray."),
     address: Optional[str] = typer.Option(None, help="A Ray cluster to join (--backend ray)."),
     find_max: Optional[str] = typer.Option(None, metavar="NAME", help="Bisect NAME's START:STOP for the SLOs."),
@@ -329,7 +334,7 @@ def sweep(
     _need_stdout("the summary")
     opts = SweepOptions(file, set_ or [], seeds, policy or [], engine or [], horizon, warmup, arrivals, trace, jobs,
                         out, resume, quiet, [f for s in show or [] for f in s.split(",") if f], json_, backend,
-                        address, find_max, slo or [], slo_on, tol, max_live, find_min, baseline)
+                        address, find_max, slo or [], slo_on, tol, max_live, find_min, baseline, csv_)
     try:
         code = sweep_command(opts, lambda text: _emit(text, "the summary"), lambda line: typer.echo(line, err=True))
     except SerqError as err:

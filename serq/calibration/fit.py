@@ -81,7 +81,7 @@ def read_csv(path: str | os.PathLike[str]) -> tuple[list[str], dict[str, np.ndar
         else:
             f = open(name, newline="", encoding="utf-8")
     except (OSError, ValueError, AttributeError) as err:
-        raise SerqError(f"{name}: cannot read: {getattr(err, 'strerror', None) or err}") from None
+        raise SerqError(f"cannot read `{name}`: {getattr(err, 'strerror', None) or err}") from None
     with f:
         reader = csv.reader(f)
         try:

@@ -30,6 +30,16 @@ from ..errors import SerqError, UsageError
 BACKENDS = ("local", "ray")
 
 
+#: With the default worker count, a sweep's runs start in this process, and
+#: worker processes start for the rest only once the runs left are expected to
+#: take longer than this many seconds here (the mean of the runs so far times
+#: the runs left).  Starting two spawned workers costs about 0.5 s on a 2-core
+#: machine (each imports serq and numpy), so a sweep of short runs is faster
+#: in one process, and a long one gains nearly the cores (docs/experiments.md,
+#: "Workers").
+PARALLEL_AFTER = 1.0
+
+
 def default_jobs() -> int:
     """The cores this process may use."""
     try:
@@ -80,6 +90,22 @@ def _main_not_rerun() -> Iterator[None]:
         main.__dict__.update(saved)
 
 
+def _run_here_while_short(tasks: Sequence[Any], fn: Callable[[Any], Any],
+                          receive: Callable[[Any], None]) -> Sequence[Any]:
+    """Run ``tasks`` in this process, in order, until those left are expected
+    to take longer than :data:`PARALLEL_AFTER` seconds; return those left (none
+    when all ran here)."""
+    import time
+
+    start = time.perf_counter()
+    for k, task in enumerate(tasks):
+        receive(fn(task))
+        left = len(tasks) - k - 1
+        if left > 1 and (time.perf_counter() - start) / (k + 1) * left > PARALLEL_AFTER:
+            return tasks[k + 1:]
+    return ()
+
+
 def _ignore_sigint() -> None:
     """A worker's initializer: Ctrl-C is the parent's to handle."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -122,6 +148,10 @@ class Runner:
             for task in tasks:
                 receive(fn(task))
             return
+        if self.pool is None and self.jobs is None:  # the default: workers only once they pay
+            tasks = _run_here_while_short(tasks, fn, receive)
+            if not tasks:
+                return
         if self.pool is None:
             # SIGINT blocked while the workers start (they inherit the mask), so that a
             # Ctrl-C then cannot hit a worker before its initializer ignores it
@@ -192,5 +222,5 @@ def run_tasks(
     address: str | None = None,
 ) -> None:
     """One batch on a :class:`Runner` of its own."""
-    with Runner(min(jobs or default_jobs(), max(1, len(tasks))), backend, address) as runner:
+    with Runner(None if jobs is None else min(jobs, max(1, len(tasks))), backend, address) as runner:
         runner.run(tasks, fn, receive)

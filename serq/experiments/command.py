@@ -15,7 +15,7 @@ from typing import Any, Callable
 from ..errors import UsageError
 from ..report import _encode, shortest
 from .grid import Axis, parse_baseline, parse_class_axis, parse_seeds, parse_set_axis, parse_slo
-from .summary import check_show
+from .summary import check_show, summary_csv
 from .sweep import SweepInterrupted, SweepRunError, class_axes, make_plan, run_plan
 
 #: The exit status after Ctrl-C (128 + SIGINT), as a shell reports it.
@@ -50,6 +50,7 @@ class SweepOptions:
     max_live: int | None = None
     find_min: str | None = None
     baseline: str | None = None
+    csv: bool = False
 
     @property
     def search(self) -> tuple[str, str] | None:
@@ -143,6 +144,10 @@ def sweep_command(opts: SweepOptions, emit: Callable[[str], None], warn: Callabl
         raise UsageError("--slo, --slo-on and --tol go with --find-max NAME or --find-min NAME")
     if opts.resume and opts.out is None:
         raise UsageError("--resume needs --out FILE (the file to resume from)")
+    if opts.csv and opts.json:
+        raise UsageError("--csv and --json: give one of them")
+    if opts.csv and opts.search is not None:
+        raise UsageError("--csv prints a sweep's summary; --find-max and --find-min print a search (--json has it)")
     if opts.trace == "-":
         raise UsageError("--trace -: each run of a sweep reads the trace, and standard input can be read once",
                          helps=["save the trace to a file and give its name"])
@@ -197,6 +202,8 @@ def sweep_command(opts: SweepOptions, emit: Callable[[str], None], warn: Callabl
         if pairs is not None:
             data["paired"] = pairs.to_dict()
         emit(_encode(data))
+    elif opts.csv:
+        emit(summary_csv(summary, pairs))
     else:
         emit(summary.text() if pairs is None else summary.text() + "\n\n" + pairs.text())
     return 0

@@ -12,9 +12,13 @@ matplotlib is the extra ``serq[plot]``, imported only when a figure is drawn
 (reading and checking the input does not need it).  Output is PNG or SVG by
 the file's suffix, written atomically (:mod:`serq.files`); an SVG is byte
 for byte the same for the same input (fixed ``svg.hashsalt``, no date).
-Every mistake in the input is a :class:`~serq.errors.UsageError` of one line
-(exit 2 from the CLI); an output that cannot be written a
-:class:`~serq.errors.SerqError` (exit 1).
+A mistake in the options (an unknown column, a bad ``--slo``, ``--where`` or
+``--baseline``) is a :class:`~serq.errors.UsageError` of one line (exit 2 from
+the CLI, as in every command); an input that cannot be read or is not what it
+should be (a missing file, a line that is not a row, a sample that is not a
+number, no rows) and an output that cannot be written are a
+:class:`~serq.errors.SerqError` (exit 1, as ``serq run`` gives for its
+program).
 """
 
 from __future__ import annotations
@@ -94,11 +98,11 @@ def read_rows(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
         reader = csv.reader(io.StringIO(text))
         header = next(reader, None)
         if not header:
-            raise UsageError(f"`{shown}` is empty")
+            raise SerqError(f"`{shown}` is empty")
         return [{k: _cell(c) for k, c in zip(header, cells)} for cells in reader if cells]
     from .journal import jsonl_rows
 
-    return jsonl_rows(text, lambda n: UsageError(f"{shown}:{n}: not a row of a sweep (a JSON object on one line)"))
+    return jsonl_rows(text, lambda n: SerqError(f"{shown}:{n}: not a row of a sweep (a JSON object on one line)"))
 
 
 def _read_text(shown: str) -> str:
@@ -109,7 +113,7 @@ def _read_text(shown: str) -> str:
             return sys.stdin.buffer.read().decode("utf-8")
         return Path(shown).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError, AttributeError) as err:
-        raise UsageError(f"cannot read `{shown}`: {getattr(err, 'strerror', None) or err}") from None
+        raise SerqError(f"cannot read `{shown}`: {getattr(err, 'strerror', None) or err}") from None
 
 
 def _columns(rows: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -201,7 +205,7 @@ def plot_sweep(
         source = "the rows"
         rows = [dict(r) for r in getattr(rows_or_path, "rows", rows_or_path)]
     if not rows:
-        raise UsageError(f"no rows in {source}")
+        raise SerqError(f"no rows in {source}")
     columns = _columns(rows)
     filters = _filters(where)
     slos = parse_slos(slo, ys)
@@ -483,7 +487,10 @@ def _samples(shown: str) -> list[float]:
         raise UsageError(f"cannot read `{shown}`: --cdf reads the CSV files of a dump (time,session,turn,value)")
     reader = csv.reader(io.StringIO(_read_text(shown)))
     header = next(reader, None) or []
-    _need_column("value", header, f"`{shown}`")
+    try:
+        _need_column("value", header, f"`{shown}`")
+    except UsageError as err:  # (the file is not a dump's: an input's fault, not the command line's)
+        raise SerqError(err.message) from None
     col = header.index("value")
     values = []
     for n, cells in enumerate(reader, 2):
@@ -492,11 +499,11 @@ def _samples(shown: str) -> list[float]:
         try:
             v = float(cells[col])
         except (ValueError, IndexError):
-            raise UsageError(f"{shown}:{n}: `value` is not a number") from None
+            raise SerqError(f"{shown}:{n}: `value` is not a number") from None
         if v == v:
             values.append(v)
     if not values:
-        raise UsageError(f"`{shown}` has no samples")
+        raise SerqError(f"`{shown}` has no samples")
     return sorted(values)
 
 

@@ -198,6 +198,51 @@ def paired(rows: Sequence[Mapping[str, Any]], axes: Sequence[str], figures: Sequ
     return Paired(axis, value, [*others, axis], list(figures), points)
 
 
+def summary_csv(summary: Summary, pairs: Paired | None = None) -> str:
+    """The summary as one CSV table: a row per point (the axes, ``runs``), then
+    per figure ``FIGURE.mean``, ``FIGURE.ci`` (the 95 % half-width across
+    seeds) and ``FIGURE.n``; with ``pairs``, per figure ``FIGURE.diff``,
+    ``FIGURE.diff_ci`` and ``FIGURE.pairs``, the design's paired difference
+    from the baseline at its point (empty on the baseline's own rows).
+    Numbers in shortest form; a missing or infinite value is an empty cell."""
+    import csv
+    import io
+
+    from ..report import shortest
+
+    def num(x: float | int | None) -> str:
+        return "" if x is None or not math.isfinite(x) else shortest(x)
+
+    diffs: dict[tuple[str, ...], dict[str, Interval]] = {}
+    if pairs is not None:
+        for values, stats in pairs.points:
+            diffs[tuple(value_text(values[a]) for a in pairs.axes)] = stats
+    axes = [a for a in summary.axes if a != "runs"]
+    header = [*axes, "runs"]
+    for f in summary.figures:
+        header += [f"{f}.mean", f"{f}.ci", f"{f}.n"]
+    if pairs is not None:
+        for f in pairs.figures:
+            header += [f"{f}.diff", f"{f}.diff_ci", f"{f}.pairs"]
+    buf = io.StringIO()
+    out = csv.writer(buf, lineterminator="\n")
+    out.writerow(header)
+    for values, stats in summary.points:
+        cells = [value_text(values[a]) for a in axes] + [str(values["runs"])]
+        for f in summary.figures:
+            iv = stats[f]
+            cells += [num(iv.mean) if iv.n else "", num(iv.half) if iv.n else "", str(iv.n)]
+        if pairs is not None:
+            key = tuple(value_text(values[a]) for a in pairs.axes)
+            got = diffs.get(key)
+            for f in pairs.figures:
+                iv = got[f] if got is not None else None
+                cells += ["", "", ""] if iv is None else [num(iv.mean) if iv.n else "", num(iv.half) if iv.n else "",
+                                                         str(iv.n)]
+        out.writerow(cells)
+    return buf.getvalue()
+
+
 def find_baseline(rows: Sequence[Mapping[str, Any]], axes: Sequence[str], spec: str) -> tuple[str, Any]:
     """The axis and value ``spec`` (``AXIS=VALUE``, or a value one axis alone
     has) names among the values the ``rows`` hold on ``axes``."""

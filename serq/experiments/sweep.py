@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..errors import SerqError, UsageError, suggest
+from ..sim.engines import check_stages
 from ..report import row_label, shortest
 from .grid import MAX_POINTS, Axis, number_or_text, value_text
 from .summary import Paired, Summary, paired, report_columns, summarize
@@ -208,13 +209,11 @@ def make_plan(
         raise UsageError(f"axis `{next(a.name for a in axes if not a.values)}` has no values")
     base = api.load(ref[1], trace=trace)
     lets = list(base.constants)
-    steps = [s.name for s in base.stages if s.kind == "step"]
     for a in axes:
         if a.kind == "set" and a.target not in base.constants:
             raise _unknown_name("constant", a.target, lets, "--set overrides a `let`")
         if a.kind != "set":
-            if a.target not in steps:
-                raise _unknown_name("step stage", a.target, steps, f"--{a.kind} gives a step stage its scheduler")
+            check_stages(base, [(a.kind, a.target)])
             for spec in a.values:
                 try:
                     resolve_engine(a.kind, str(spec))
@@ -469,7 +468,8 @@ def sweep(
 ) -> SweepResult:
     """Run ``program`` at every point of ``grid`` (``let`` name → values) ×
     ``policies``/``engines`` (step stage → policy names / ``pkg.mod:Class``
-    paths) with every seed, on ``jobs`` processes (default: the cores).
+    paths) with every seed, on ``jobs`` processes (default: this process, then
+    the cores once the runs left would take over a second, as ``serq sweep``).
 
     Returns a :class:`SweepResult`; raises :class:`SerqError` for bad input or
     a failed run, :class:`SweepInterrupted` on Ctrl-C (``out`` then holds the

@@ -30,9 +30,9 @@ def build(sim: "Simulator", engines: Mapping[str, type]) -> None:
     and ``sim.engines`` (flat, in declaration order); ``engines`` gives step
     stages their classes by name (``--engine``)."""
     p = sim.program
-    unknown = sorted(set(engines) - {s.name for s in p.stages if s.kind == "step"})
-    if unknown:
-        raise SerqError(f"--engine `{unknown[0]}`: no step stage of that name")
+    from .engines import check_stages
+
+    check_stages(p, [("engine", name) for name in sorted(engines)])
     sim.pools = []
     for decl in p.pools:
         members = [Pool(sim, decl, label(decl.name, i, decl.size), i if decl.size is not None else None)

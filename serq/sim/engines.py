@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 from typing import Iterable
 
-from ..errors import UsageError
+from ..errors import UsageError, suggest
 from .stages.hooks import HOOKS, HookError, guard_hooks, overridden
 from .stages.step import StepEngine
 
@@ -48,3 +48,16 @@ def load_engine_classes(specs: Iterable[str]) -> dict[str, type[StepEngine]]:
             raise UsageError(f"invalid --engine `{spec}`; expected STAGE=package.module:Class (or a policy's name)")
         out[stage.strip()] = resolve(path.strip())
     return out
+
+
+def check_stages(program: object, options: Iterable[tuple[str, str]]) -> None:
+    """Each ``(option, stage)`` of ``--engine``/``--policy`` names a step stage of
+    ``program``: else a usage error with a did-you-mean (exit 2 in every command)."""
+    steps = [s.name for s in getattr(program, "stages", ()) if s.kind == "step"]
+    for option, stage in options:
+        if stage not in steps:
+            best = suggest(stage, steps)
+            helps = [f"did you mean `{best}`?"] if best else []
+            helps.append(f"--{option} gives a step stage its scheduler; the program has "
+                         + (", ".join(f"`{k}`" for k in steps) if steps else "none"))
+            raise UsageError(f"unknown step stage `{stage}`", helps=helps)

@@ -64,12 +64,29 @@ def test_the_command_prints_the_paired_table_and_json(tmp_path: Path) -> None:
     assert code == 0, text
     table = text.split("\n\n")[1].splitlines()
     assert table[0].startswith("paired differences from law=0")
-    assert table[1].split() == ["lam", "law", "pairs", "Δ", "observes.response.mean"]
+    assert table[1].split() == ["lam", "law", "pairs", "Δ", "observes.response.mean"]  # (an observe: no unit)
     assert [line.split()[:3] for line in table[3:]] == [["0.5", "1", "2"], ["0.7", "1", "2"]]
     code, text = cli_main(*args, "--json")
     data = json.loads(text)
     assert data["paired"]["baseline"] == {"law": 0}
     assert [(p["lam"], p["law"], p["pairs"]) for p in data["paired"]["points"]] == [(0.5, 1, 2), (0.7, 1, 2)]
+    # --csv: one table, a row per point, with each design's paired difference beside its own mean
+    code, text = cli_main(*args, "--csv")
+    assert code == 0, text
+    import csv
+    import io
+
+    rows = list(csv.DictReader(io.StringIO(text)))
+    fig = "observes.response.mean"
+    assert list(rows[0]) == ["lam", "law", "runs", f"{fig}.mean", f"{fig}.ci", f"{fig}.n",
+                             f"{fig}.diff", f"{fig}.diff_ci", f"{fig}.pairs"]
+    assert [(r["lam"], r["law"], r[f"{fig}.pairs"]) for r in rows] == \
+        [("0.5", "0", ""), ("0.5", "1", "2"), ("0.7", "0", ""), ("0.7", "1", "2")]
+    for r, p in zip((rows[1], rows[3]), data["paired"]["points"]):
+        assert float(r[f"{fig}.diff"]) == p[fig]["mean"] and float(r[f"{fig}.diff_ci"]) == p[fig]["ci"]
+    assert [float(r[f"{fig}.mean"]) for r in rows] == [p[fig]["mean"] for p in data["points"]]
+    code, text = cli_main(*args, "--csv", "--json")
+    assert code == 2 and "--csv and --json: give one of them" in text
 
 
 @pytest.mark.parametrize("baseline, message", [

@@ -218,11 +218,13 @@ def test_a_dumped_client_csv_plots(tmp_path):
     ("time,session,turn,val\n1,1,1,2\n", "unknown column `value` in `{p}`; did you mean `val`?"),
     ("time,session,turn,value\n1,1,1,x\n", "{p}:2: `value` is not a number"),
 ])
-def test_a_bad_dump_file_is_one_usage_error(tmp_path, content, message):
+def test_a_bad_dump_file_is_an_input_error(tmp_path, content, message):
+    # the input's fault (exit 1, as a program that does not load), not the command line's (exit 2)
     p = tmp_path / "x.csv"
     p.write_text(content)
-    with pytest.raises(UsageError) as err:
+    with pytest.raises(SerqError) as err:
         P.plot_cdf(p)
+    assert not isinstance(err.value, UsageError)
     assert err.value.message == message.format(p=p)
 
 
@@ -269,7 +271,7 @@ def test_a_bad_command_line_is_one_line_and_exit_2(tmp_path, capsys, monkeypatch
 def test_a_missing_results_file_and_an_unwritable_figure(tmp_path, capsys, monkeypatch):
     code, err = cli(capsys, monkeypatch, "plot", str(tmp_path / "no.jsonl"), "--x", "a", "--y", "b",
                     "--out", str(tmp_path / "f.png"))
-    assert (code, err) == (2, f"error: cannot read `{tmp_path / 'no.jsonl'}`: No such file or directory\n")
+    assert (code, err) == (1, f"cannot read `{tmp_path / 'no.jsonl'}`: No such file or directory\n")
     needs_matplotlib()
     s = write_jsonl(tmp_path / "s.jsonl", ROWS)
     code, err = cli(capsys, monkeypatch, "plot", str(s), "--x", "Lambda", "--y", "client.ttft.p99", "--hue", "policy",

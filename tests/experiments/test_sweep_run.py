@@ -318,3 +318,33 @@ def test_a_script_read_from_standard_input_can_sweep_on_spawned_workers(tmp_path
                           timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split()[0] == "4" and done.stderr == ""
+
+
+def _pid_after(seconds: float) -> int:
+    """A task for the runner: the process that ran it (after ``seconds`` of sleep)."""
+    time.sleep(seconds)
+    return os.getpid()
+
+
+def test_by_default_runs_start_here_and_workers_start_once_the_runs_left_would_take_long(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from serq.experiments import backends
+
+    def pids(tasks: list[float], jobs: int | None = None) -> list[int]:
+        got: list[int] = []
+        with backends.Runner(jobs) as runner:
+            runner.run(tasks, _pid_after, got.append)
+        return got
+
+    here = os.getpid()
+    # short runs (5 × 0.01 s = 0.05 s left after the first): all in this process, no pool started
+    assert pids([0.01] * 6) == [here] * 6
+    # with an explicit count, as given: a pool from the first run
+    if backends.default_jobs() < 2:
+        pytest.skip("one core: the default never starts workers")
+    assert here not in pids([0.0] * 4, jobs=2)
+    # long runs: the first here, and the rest on workers once 1 s of work is left (0.3 s × 5 = 1.5 s)
+    got = pids([0.3] * 6)
+    assert got[0] == here and here not in got[1:]
+    monkeypatch.setattr(backends, "PARALLEL_AFTER", 10.0)  # the same runs under a higher bar: all here
+    assert pids([0.3] * 6) == [here] * 6

@@ -75,6 +75,19 @@ def test_an_engine_class_is_chosen_by_module_path_on_the_command_line(tmp_path: 
     bad = subprocess.run([sys.executable, "-m", "serq", "run", str(prog), "--engine", "engine=mysched:NotAnEngine"],
                          capture_output=True, text=True, env=env)
     assert bad.returncode == 2 and "not a subclass" in bad.stderr and "Traceback" not in bad.stderr  # a command line's mistake
+    # a misspelt stage is the same mistake in `run` as in `sweep`: exit 2, the option named, a did-you-mean
+    for option, value in (("--engine", "engin=mysched:Spf"), ("--policy", "engin=sjf")):
+        for command in ("run", "sweep"):
+            bad = subprocess.run([sys.executable, "-m", "serq", command, str(prog), option, value, "--quiet"],
+                                 capture_output=True, text=True, env=env)
+            assert bad.returncode == 2, bad.stderr
+            assert bad.stderr.splitlines()[:3] == ["error: unknown step stage `engin`", "help: did you mean `engine`?",
+                                                   f"help: {option} gives a step stage its scheduler; the program has "
+                                                   "`engine`"]
+    from serq.errors import UsageError
+
+    with pytest.raises(UsageError, match="unknown step stage `engin`"):
+        serq.run(program=serq.load(THREE_REQUESTS), engines={"engin": ShortestPromptFirst})
 
 
 class Plain(StepEngine):
