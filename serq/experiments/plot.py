@@ -191,9 +191,10 @@ def plot_sweep(
 
     ``out`` (``.png`` or ``.svg``) is written atomically; the figure is
     returned (a :class:`matplotlib.figure.Figure`).  Raises
-    :class:`~serq.errors.UsageError` for a bad input (an unknown column, no
-    rows, matplotlib missing) and :class:`~serq.errors.SerqError` when ``out``
-    cannot be written."""
+    :class:`~serq.errors.UsageError` for a mistake in the arguments (an
+    unknown column, a bad ``slo`` or ``baseline``, matplotlib missing) and
+    :class:`~serq.errors.SerqError` for an input that cannot be read or holds
+    no rows, and when ``out`` cannot be written."""
     ys = [y] if isinstance(y, str) else list(y)
     if not ys:
         raise UsageError("nothing to plot: give a figure with --y")
@@ -221,6 +222,9 @@ def plot_sweep(
         if x == b_axis:
             raise UsageError(f"--baseline `{baseline}` compares the values of axis `{b_axis}`, "
                              "which cannot also be --x: plot another axis across")
+        if b_axis in filters:
+            raise UsageError(f"--baseline `{baseline}` compares the values of axis `{b_axis}`, "
+                             f"which --where {b_axis}=… would narrow to one: leave it out of --where")
         hue = b_axis
     for name, want in filters.items():
         rows = [r for r in rows if _canon(r.get(name)) == want]

@@ -236,9 +236,9 @@ def summary_csv(summary: Summary, pairs: Paired | None = None) -> str:
             key = tuple(value_text(values[a]) for a in pairs.axes)
             got = diffs.get(key)
             for f in pairs.figures:
-                iv = got[f] if got is not None else None
-                cells += ["", "", ""] if iv is None else [num(iv.mean) if iv.n else "", num(iv.half) if iv.n else "",
-                                                         str(iv.n)]
+                d = got[f] if got is not None else None
+                cells += ["", "", ""] if d is None else [num(d.mean) if d.n else "", num(d.half) if d.n else "",
+                                                        str(d.n)]
         out.writerow(cells)
     return buf.getvalue()
 

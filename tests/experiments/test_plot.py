@@ -393,6 +393,8 @@ def test_the_paired_panel_plots_each_designs_difference_from_the_baseline_with_0
     ({"baseline": "Lambda=0.2", "hue": None}, "--baseline `Lambda=0.2` compares the values of axis `Lambda`, "
                                               "which cannot also be --x"),
     ({"baseline": "policy=lifo"}, "--baseline `policy=lifo`: `lifo` is not a value of axis `policy`"),
+    ({"baseline": "policy=fcfs", "where": ["policy=sjf"]}, "--baseline `policy=fcfs` compares the values of axis "
+                                                           "`policy`, which --where policy=… would narrow to one"),
 ])
 def test_a_bad_baseline_is_refused(kwargs, message):
     with pytest.raises(UsageError) as err:

@@ -369,6 +369,30 @@ MUTATIONS = [
           "        return lam, rho, self.wait\n"),),
         ("tests/sim/test_spill.py::test_estimates_follow_the_completions_hand_computed",),
     ),
+    # -- issue 25 and the aggregates' flat call ---------------------------------------------------
+    Mutation(
+        "sum-aggregate-reversed",
+        "`sum j in n (…)` adds its terms from the last, rounding differently from the left fold",
+        (("serq/expr.py", "    acc = xs[0]\n    for x in xs[1:]:\n        acc = acc + x\n",
+          "    acc = xs[-1]\n    for x in reversed(xs[:-1]):\n        acc = acc + x\n"),),
+        ("tests/frontend/test_gauges_aggregates.py::test_a_sum_aggregate_adds_from_the_left",),
+    ),
+    Mutation(
+        "plot-bars-below-zero",
+        "a figure that cannot be negative has its error bar drawn below 0",
+        (("serq/experiments/plot.py", "        if floor and half == half and iv.mean - half < 0.0:\n",
+          "        if False:\n"),),
+        ("tests/experiments/test_plot.py::test_bars_of_a_figure_that_cannot_be_negative_stop_at_0_and_the_title_says_so",),
+    ),
+    Mutation(
+        "jobs-spawn-always",
+        "the default worker count starts the workers after the first run, however short the sweep",
+        (("serq/experiments/backends.py",
+          "        if left > 1 and (time.perf_counter() - start) / (k + 1) * left > PARALLEL_AFTER:\n",
+          "        if left > 1:\n"),),
+        ("tests/experiments/test_sweep_run.py::"
+         "test_by_default_runs_start_here_and_workers_start_once_the_runs_left_would_take_long",),
+    ),
 ]
 
 
