@@ -276,22 +276,26 @@ class Resolver:
             args = args[:1]
         if len(args) != 1:
             raise error(f"`{fn}` takes 1 argument(s), got {len(args)}", e.name_span, prefix=w.prefix)
-        a = args[0]
+        name, span, index = self.probe_target(fn, args[0], kind, w)
+        if kind == "pool":
+            return ir.Probe(fn, self.pool_ref(name, index, span, w), chain)
+        ref = self.stage_ref(name, index, span, w)
+        if fn == "budget_left" and self.stages[name].kind != "step":
+            raise error(f"`budget_left` expects a step stage here; `{name}` is a {self.stages[name].kind} stage",
+                        span, prefix=w.prefix)
+        return ir.Probe(fn, ref)
+
+    def probe_target(self, fn: str, a: A.Expr | None, kind: str, w: Where) -> tuple[str, Span, A.Expr | None]:
+        """The pool or stage (``kind``) a probe such as ``used(kv[j])`` or
+        ``est_wait(S)`` names: its name, the span to point at and its index
+        expression; something else there (a number, an attribute) is an error."""
         if not isinstance(a, (A.Name, A.Index)):
             raise error(f"`{fn}` expects a {kind} name here", a.span, prefix=w.prefix)  # type: ignore[union-attr]
         span = a.span if isinstance(a, A.Name) else a.name_span
-        index = a.index if isinstance(a, A.Index) else None
-        if kind == "pool":
-            if a.id not in self.pools and a.id in self.stages | self.attrs | self.lets:
-                raise error(f"`{fn}` expects a pool name here", span, prefix=w.prefix)
-            return ir.Probe(fn, self.pool_ref(a.id, index, span, w), chain)
-        if a.id not in self.stages and a.id in self.pools | self.attrs | self.lets:
-            raise error(f"`{fn}` expects a stage name here", span, prefix=w.prefix)
-        ref = self.stage_ref(a.id, index, span, w)
-        if fn == "budget_left" and self.stages[a.id].kind != "step":
-            raise error(f"`budget_left` expects a step stage here; `{a.id}` is a {self.stages[a.id].kind} stage",
-                        span, prefix=w.prefix)
-        return ir.Probe(fn, ref)
+        own, other = (self.pools, self.stages) if kind == "pool" else (self.stages, self.pools)
+        if a.id not in own and a.id in other | self.attrs | self.lets:
+            raise error(f"`{fn}` expects a {kind} name here", span, prefix=w.prefix)
+        return a.id, span, a.index if isinstance(a, A.Index) else None
 
     def estimate(self, e: A.Call, w: Where) -> ir.Expr:
         """``price(S, s_hit, ds)``, ``est_lambda(S)``, ``est_rho(S)``, ``est_wait(S)``: a
@@ -303,15 +307,10 @@ class Resolver:
                         helps=["`price(S, s_hit, ds)`: the price of a miss that lengthens a hit's service "
                                "`s_hit` by `ds` at stage `S`" if fn == "price" else
                                f"`{fn}(S)` reads stage `S`'s estimate"])
-        a = args[0]
-        if not isinstance(a, (A.Name, A.Index)):
-            raise error(f"`{fn}` expects a stage name here", a.span, prefix=w.prefix)  # type: ignore[union-attr]
-        span = a.span if isinstance(a, A.Name) else a.name_span
-        if a.id not in self.stages and a.id in self.pools | self.attrs | self.lets:
-            raise error(f"`{fn}` expects a stage name here", span, prefix=w.prefix)
+        name, span, index = self.probe_target(fn, args[0], "stage", w)
         if w.only:
             self.defer(error(w.only, e.name_span, prefix=w.prefix))
-        ref = self.stage_ref(a.id, a.index if isinstance(a, A.Index) else None, span, w)
+        ref = self.stage_ref(name, index, span, w)
         self.estimated.add(ref.stage)
         rest = tuple(self.resolve(x, w) for x in args[1:])  # type: ignore[arg-type]
         return ir.Probe(fn, ref, rest)
