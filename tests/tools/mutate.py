@@ -195,8 +195,8 @@ MUTATIONS = [
         "aggregate-max-is-sum",
         "`max j in n (e)` adds its terms",
         (("serq/frontend/resolve.py",
-          "            out = ir.Binary(\"+\", out, t) if e.op == \"sum\" else ir.Call(e.op, (out, t))\n",
-          "            out = ir.Binary(\"+\", out, t) if e.op != \"min\" else ir.Call(e.op, (out, t))\n"),),
+          "        return terms[0] if len(terms) == 1 else ir.Call(e.op, tuple(terms))\n",
+          "        return terms[0] if len(terms) == 1 else ir.Call(\"sum\" if e.op == \"max\" else e.op, tuple(terms))\n"),),
         ("tests/frontend/test_gauges_aggregates.py::test_an_aggregate_is_its_terms_written_out",),
     ),
     Mutation(
