@@ -172,7 +172,7 @@ MaxLiveOpt = typer.Option(None, "--max-live", min=1, metavar="N",
 
 @app.command()
 def check(
-    file: str = typer.Argument(..., metavar="FILE", help="A .sq program."),
+    file: str = typer.Argument(..., metavar="FILE", help="A .sq program (- reads standard input)."),
     set_: Optional[List[str]] = SetOpt,
 ) -> None:
     """Validate a program without running it."""
@@ -188,14 +188,15 @@ def check(
 
 @app.command()
 def run(
-    file: str = typer.Argument(..., metavar="FILE", help="A .sq program."),
+    file: str = typer.Argument(..., metavar="FILE", help="A .sq program (- reads standard input)."),
     horizon: Optional[float] = typer.Option(None, metavar="T", help="Simulated end time (overrides run { horizon })."),
     warmup: Optional[float] = typer.Option(None, metavar="T", help="Statistics start here (overrides run { warmup })."),
     seed: Optional[int] = typer.Option(None, min=0, metavar="N", help="Random seed, an unsigned integer."),
     arrivals: Optional[int] = typer.Option(None, min=1, metavar="N", help="Stop after exactly N open arrivals, then drain."),
     max_live: Optional[int] = MaxLiveOpt,
     set_: Optional[List[str]] = SetOpt,
-    trace: Optional[str] = typer.Option(None, metavar="F", help="Replace the workload's trace file."),
+    trace: Optional[str] = typer.Option(None, metavar="F",
+                                        help="Replace the workload's trace file (- reads standard input)."),
     json_: bool = typer.Option(False, "--json", help="Print the report as JSON."),
     dump: Optional[str] = typer.Option(None, metavar="DIR", help="Write one CSV per observation into DIR."),
     steps: bool = typer.Option(False, "--steps", help="With --dump: write DIR/STAGE.steps.csv, one row per "
@@ -261,10 +262,10 @@ def run(
 
 @app.command()
 def draw(
-    file: str = typer.Argument(..., metavar="FILE", help="A .sq program."),
+    file: str = typer.Argument(..., metavar="FILE", help="A .sq program (- reads standard input)."),
     set_: Optional[List[str]] = SetOpt,
     format_: str = typer.Option("tikz", "--format", help="svg or tikz."),
-    out: Optional[str] = typer.Option(None, metavar="PATH", help="Write to PATH instead of stdout."),
+    out: Optional[str] = typer.Option(None, metavar="PATH", help="Write to PATH instead of stdout (- is stdout)."),
 ) -> None:
     """Draw the deployment: pools, stages, the session's flow and what each hold spans."""
     from . import api
@@ -295,7 +296,7 @@ def draw(
 
 @app.command()
 def sweep(
-    file: str = typer.Argument(..., metavar="FILE", help="A .sq program."),
+    file: str = typer.Argument(..., metavar="FILE", help="A .sq program (- reads standard input)."),
     set_: Optional[List[str]] = typer.Option(
         None, "--set", metavar="NAME=VALUES",
         help="An axis: START:STOP:STEP, A,B,C or one value (repeatable; several make a product)."),
@@ -344,7 +345,8 @@ def sweep(
 
 @app.command()
 def plot(
-    files: List[str] = typer.Argument(..., metavar="RESULTS | CSV...", help="A sweep's .jsonl/.csv, or dump CSVs."),
+    files: List[str] = typer.Argument(..., metavar="RESULTS | CSV...",
+                                      help="A sweep's .jsonl/.csv (- reads standard input), or dump CSVs."),
     x: Optional[str] = typer.Option(None, "--x", metavar="COLUMN", help="The axis across (e.g. Lambda)."),
     y: Optional[List[str]] = typer.Option(None, "--y", metavar="COLUMN", help="A figure (repeatable: one panel each)."),
     hue: Optional[str] = typer.Option(None, metavar="COLUMN", help="One line per value of COLUMN (e.g. policy)."),
@@ -358,7 +360,8 @@ def plot(
     baseline: Optional[str] = typer.Option(None, "--baseline", metavar="AXIS=VALUE",
                                            help="Plot each other design's paired difference from this one "
                                                 "(same seed, same point), with 0 marked."),
-    out: str = typer.Option(..., metavar="FIG.png|FIG.svg", help="The figure, PNG or SVG by suffix."),
+    out: str = typer.Option(..., metavar="FIG.png|FIG.svg",
+                            help="The figure, PNG or SVG by suffix (- writes SVG to standard output)."),
 ) -> None:
     """Plot a sweep's figures across seeds, or CDFs of a dump's samples (needs matplotlib: the plot extra)."""
     from .experiments.plot import command
@@ -378,7 +381,8 @@ app.add_typer(trace_app, name="trace")
 def trace_import(
     format_: str = typer.Argument(..., metavar="FORMAT", help="splitwise (vidur), azure, mooncake or burstgpt."),
     src: str = typer.Argument(..., metavar="IN", help="The source trace (- for stdin; .gz is gunzipped)."),
-    out: str = typer.Option(..., "-o", "--out", metavar="OUT.csv", help="The serQ trace to write."),
+    out: str = typer.Option(..., "-o", "--out", metavar="OUT.csv",
+                            help="The serQ trace to write (- for standard output)."),
     limit: Optional[int] = typer.Option(None, min=1, metavar="N", help="Keep the first N requests (of the window)."),
     start: float = typer.Option(0.0, metavar="S", help="Skip the requests before S seconds into the trace."),
     duration: Optional[float] = typer.Option(None, metavar="D", help="Keep D seconds from --start."),
@@ -411,7 +415,8 @@ def trace_import(
 
 @app.command()
 def fit(
-    file: str = typer.Argument(..., metavar="STEPS.csv", help="A step log: duration and context variables."),
+    file: str = typer.Argument(..., metavar="STEPS.csv",
+                               help="A step log: duration and context variables (- reads standard input)."),
     terms: Optional[str] = typer.Option(None, metavar="c,decoders,...", help="A linear model of these columns "
                                         "(c: the constant; default c,tokens)."),
     roofline: bool = typer.Option(False, "--roofline", help="Fit c0 + max(omega + beta*kv, a*tokens) instead."),
