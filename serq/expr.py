@@ -94,6 +94,12 @@ arguments, from ``max|min|sum j in n (…)``): one flat call, not a chain as
 deep as the terms are many."""
 
 
+def is_aggregate(e: ir.Call) -> bool:
+    """A call of an aggregate's terms: ``sum``, or ``min``/``max`` with other
+    than the two arguments a program can write."""
+    return e.fn == "sum" or (e.fn in ("min", "max") and len(e.args) != 2)
+
+
 def f_floor(x: float) -> float:
     return x if x != x or x in (INF, -INF) else float(math.floor(x))
 
@@ -236,7 +242,7 @@ def fold(e: ir.Expr) -> float:
     if isinstance(e, ir.Cond):
         return fold(e.a) if fold(e.c) != 0.0 else fold(e.b)
     if isinstance(e, ir.Call):
-        fn = AGGREGATES[e.fn] if e.fn in AGGREGATES and len(e.args) != 2 or e.fn == "sum" else PURE_FUNCTIONS[e.fn][1]
+        fn = AGGREGATES[e.fn] if is_aggregate(e) else PURE_FUNCTIONS[e.fn][1]
         return float(fn(*(fold(x) for x in e.args)))
     raise NotConstant(e)
 
@@ -408,15 +414,8 @@ def source(e: ir.Expr, f: Frame) -> str:
     if isinstance(e, ir.Cond):
         return f"({source(e.a, f)} if {source(e.c, f)} != 0.0 else {source(e.b, f)})"
     if isinstance(e, ir.Call):
-        if e.fn == "sum" or (e.fn in ("min", "max") and len(e.args) != 2):  # an aggregate's terms
+        if is_aggregate(e):  # an aggregate's terms: one flat call
             return f"_{e.fn}n({', '.join(source(x, f) for x in e.args)})"
-        if e.fn in ("min", "max") and isinstance(e.args[0], ir.Call) and e.args[0].fn == e.fn:
-            terms = [e.args[1]]  # a chain min(min(min(a, b), c), d) (an aggregate): one call
-            while isinstance(e.args[0], ir.Call) and e.args[0].fn == e.fn:
-                e = e.args[0]
-                terms.append(e.args[1])
-            terms.append(e.args[0])
-            return f"_{e.fn}n({', '.join(source(x, f) for x in reversed(terms))})"
         args = ", ".join(source(x, f) for x in e.args)
         return f"{_CALL_NAMES[e.fn]}({args})"
     if isinstance(e, ir.Draw):

@@ -67,13 +67,14 @@ def _target_fd(path: str | os.PathLike[str]) -> Iterator[int]:
     regular file (or the missing one; symbolic links followed) when the block
     ends normally and removed when it raises.  Folders, block devices and
     sockets are refused."""
-    alias = _own_fd(path)
     if os.fspath(path) == "-":  # standard output (flushed first: what was printed comes before)
         import sys
 
         if sys.stdout is not None:
             sys.stdout.flush()
-        alias = 1
+        alias: int | None = 1
+    else:
+        alias = _own_fd(path)
     if alias is not None:
         fd = os.dup(alias)
         try:

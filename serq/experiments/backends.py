@@ -33,10 +33,10 @@ BACKENDS = ("local", "ray")
 #: With the default worker count, a sweep's runs start in this process, and
 #: worker processes start for the rest only once the runs left are expected to
 #: take longer than this many seconds here (the mean of the runs so far times
-#: the runs left).  Starting two spawned workers costs about 0.5 s on a 2-core
-#: machine (each imports serq and numpy), so a sweep of short runs is faster
-#: in one process, and a long one gains nearly the cores (docs/experiments.md,
-#: "Workers").
+#: the runs left).  Starting two spawned workers that import the simulator
+#: takes 0.25–0.34 s on a 2-core machine (docs/experiments.md, "Workers by
+#: default"), so a sweep of short runs is faster in one process, and a long
+#: one gains nearly the cores.
 PARALLEL_AFTER = 1.0
 
 

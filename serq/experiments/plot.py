@@ -395,11 +395,9 @@ def _bars(ivs: Sequence[Interval], floor: bool) -> tuple[list[float], list[float
 
 
 def _draw_sweep(series: Any, x: str, ys: list[str], hue: str | None, out: Any, fmt: str | None,
-                title: str | None = None, style: Style | None = None) -> Any:
+                title: str, style: Style) -> Any:
     from ..units import describe
 
-    style = style or Style()
-    title = title or _title(series, hue)
     Figure, rc_context = _matplotlib()
     all_x = [xv for points in series.values() for xv, _ in points]
     numeric = all(_is_number(v) for v in all_x)

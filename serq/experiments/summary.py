@@ -210,8 +210,10 @@ def summary_csv(summary: Summary, pairs: Paired | None = None) -> str:
 
     from ..report import shortest
 
-    def num(x: float | int | None) -> str:
-        return "" if x is None or not math.isfinite(x) else shortest(x)
+    def cells(iv: Interval | None) -> list[str]:  # mean, half-width, n; empty where there is none
+        if iv is None:
+            return ["", "", ""]
+        return [shortest(x) if math.isfinite(x) else "" for x in (iv.mean, iv.half)] + [str(iv.n)]
 
     diffs: dict[tuple[str, ...], dict[str, Interval]] = {}
     if pairs is not None:
@@ -228,18 +230,14 @@ def summary_csv(summary: Summary, pairs: Paired | None = None) -> str:
     out = csv.writer(buf, lineterminator="\n")
     out.writerow(header)
     for values, stats in summary.points:
-        cells = [value_text(values[a]) for a in axes] + [str(values["runs"])]
+        row = [value_text(values[a]) for a in axes] + [str(values["runs"])]
         for f in summary.figures:
-            iv = stats[f]
-            cells += [num(iv.mean) if iv.n else "", num(iv.half) if iv.n else "", str(iv.n)]
+            row += cells(stats[f])
         if pairs is not None:
-            key = tuple(value_text(values[a]) for a in pairs.axes)
-            got = diffs.get(key)
+            got = diffs.get(tuple(value_text(values[a]) for a in pairs.axes))
             for f in pairs.figures:
-                d = got[f] if got is not None else None
-                cells += ["", "", ""] if d is None else [num(d.mean) if d.n else "", num(d.half) if d.n else "",
-                                                        str(d.n)]
-        out.writerow(cells)
+                row += cells(got[f] if got is not None else None)
+        out.writerow(row)
     return buf.getvalue()
 
 

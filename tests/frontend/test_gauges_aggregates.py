@@ -193,3 +193,17 @@ run { horizon 2000; seed 1; }
     # any one member holds (most of the 4096 hold nothing)
     assert abs(g["total"]["mean"] - 1.0) < g["total"]["ci"] + 0.05
     assert g["spread"]["min"] == 0.0 and g["spread"]["max"] in (1.0, 2.0, 3.0)
+
+
+def test_nested_aggregates_keep_every_term() -> None:
+    # max over 2 of a max over 3: the one non-zero term is the inner first call's last (j = 0, k = 2); it
+    # was lost once, when the compiler still folded min(min(a, b), c) chains as if every call took two
+    program = """
+pool kv { cap 100; }
+stage svc : fifo;
+workload { arrive poisson(1); }
+session { hold kv (1) { run svc (0.1); } observe x = max j in 2 (max k in 3 (k == 2 && j == 0 ? serial * 0 + 50 : 0)); }
+run { horizon 20; seed 1; }
+"""
+    x = serq.run(serq.load(program)).observes["x"]
+    assert x.count > 5 and x.mean == 50.0 and x.p99 == 50.0
