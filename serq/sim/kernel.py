@@ -123,7 +123,7 @@ class Kernel(simpy.Environment):
         t._ok = True
         when = self._now + delay
         lazy = self.lazy
-        if lazy is not None and when in lazy.ends:
+        if lazy is not None and when <= lazy.latest:
             lazy.tie(when)
         heappush(self._queue, (when, NORMAL, next(self._eid), t))
         return t
@@ -154,7 +154,7 @@ class Kernel(simpy.Environment):
     def timer_at(self, when: float, callbacks: list[Any]) -> Timeout:
         """A timer that fires at the instant ``when`` exactly (not ``now + (when − now)``)."""
         lazy = self.lazy
-        if lazy is not None and when in lazy.ends:
+        if lazy is not None and when <= lazy.latest:
             lazy.tie(when)
         return self.timer_entry(when, callbacks)[3]  # type: ignore[return-value]
 

@@ -18,7 +18,7 @@ pass over other engines' events".
 from __future__ import annotations
 
 import math
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from typing import TYPE_CHECKING, Any
 
 from .. import expr, ir
@@ -65,8 +65,9 @@ class LazyRuns:
     def __init__(self, sim: "Simulator") -> None:
         self.sim = sim
         self.env = sim.env
-        #: every iteration end of every passing run (no two runs share one)
-        self.ends: set[float] = set()
+        #: the latest iteration end of any passing run (−inf with none): a timer set
+        #: later than this cannot tie with one (each run keeps its ends, sorted: ``run.ends``)
+        self.latest = -math.inf
         #: no passing run has a growth to replay before this time
         self.soonest = math.inf
         #: engines whose run passes over other events now
@@ -95,20 +96,22 @@ class LazyRuns:
         that leaves one iteration.  Passing runs that share a pool with it are
         cut to their iteration in flight (each plans as if alone)."""
         ends = run.end_list()
-        taken = self.ends
         last = ends[-1]
-        times = {e[0] for e in self.env.queue if now < e[0] <= last}
-        size = len(taken)
-        taken.update(ends)  # (taken as it will be, in one pass: a tie is a size short, or a queued time)
-        if len(taken) != size + len(ends) or not times.isdisjoint(ends):
-            taken = self.ends = set()  # the others' ends alone again
-            for other in self.engines:
-                taken.update(other.run.ends)  # type: ignore[union-attr, arg-type]
-            i = next(i for i, t in enumerate(ends) if t in times or t in taken)
-            if i < 2:
+        tie = len(ends)  # the first end that ties: a queued time, or another passing run's end
+        for e in self.env.queue:
+            t = e[0]
+            if now < t <= last:
+                j = bisect_left(ends, t)
+                if j < tie and ends[j] == t:
+                    tie = j
+        for other in self.engines:
+            j = _first_common(ends, other.run.ends)  # type: ignore[union-attr, arg-type]
+            if j < tie:
+                tie = j
+        if tie < len(ends):
+            if tie < 2:
                 return None
-            run.cut(i, ends)
-            taken.update(ends)
+            run.cut(tie, ends)
         run.ends = ends
         grows, watch = self._pools(engine, run)
         self.admitted += 1
@@ -122,13 +125,14 @@ class LazyRuns:
             # runs keep cutting each other short: from now on they stop at the next event again, and
             # the passing runs end with their iterations in flight (none has a growth after now)
             self.off = True
-            self.ends.difference_update(ends)
             self.catch_up(now)
             for other in self.engines[:]:
                 self.cut(other)
             return None
         run.watch = watch
         run.grows = grows
+        if run.end > self.latest:
+            self.latest = run.end
         return run
 
     def _pools(self, engine: "StepEngine", run: "DecodeRun") -> tuple[frozenset[int], frozenset[int]]:
@@ -147,7 +151,7 @@ class LazyRuns:
     def register(self, engine: "StepEngine", run: "DecodeRun", entry: Any) -> None:
         """``run`` is in flight, its timer ``entry`` in the queue."""
         run.entry = entry
-        assert run.ends is not None  # (already among `ends`: admit put them there)
+        assert run.ends is not None  # (admit set them)
         self.engines.append(engine)
         if run.events and run.events[0][3] < self.soonest:
             self.soonest = run.events[0][3]
@@ -163,9 +167,9 @@ class LazyRuns:
         pools are no longer watched for it."""
         run = engine.run
         assert run is not None and run.ends is not None
-        self.ends.difference_update(run.ends)
         run.ends = None
         self.engines.remove(engine)
+        self._latest()
         by_id = self.sim.pool_by_id
         for pid in run.watch:
             pool = by_id[pid]
@@ -321,14 +325,23 @@ class LazyRuns:
                 self._shorten(engine, run, max(self.committed(engine) + 1, j))
                 return
 
+    def _latest(self) -> None:
+        """``latest`` again, after a run ended or was cut."""
+        latest = -math.inf
+        for engine in self.engines:
+            end = engine.run.end  # type: ignore[union-attr]
+            if end > latest:
+                latest = end
+        self.latest = latest
+
     def _shorten(self, engine: "StepEngine", run: "DecodeRun", length: int) -> None:
         """Cut ``run`` to ``length`` iterations and move its timer to the new end."""
         if length >= run.length:
             return
         ends = run.ends
         assert ends is not None
-        self.ends.difference_update(ends[length:])
         run.cut(length, ends)
+        self._latest()
         env = self.env
         env.unschedule(run.entry)
         epoch = run.entry[3].epoch
@@ -349,6 +362,19 @@ class LazyRuns:
         run = engine.run
         assert run is not None and run.ends is not None
         return bisect_left(run.ends, self.env.now)
+
+
+def _first_common(ends: list[float], other: list[float]) -> int:
+    """The index in ``ends`` of the first end that is also one of ``other``'s
+    (both sorted), or ``len(ends)``: only the span where the two overlap is
+    compared."""
+    lo = ends[0] if ends[0] > other[0] else other[0]
+    hi = ends[-1] if ends[-1] < other[-1] else other[-1]
+    if lo > hi:
+        return len(ends)
+    a, b = bisect_left(ends, lo), bisect_right(ends, hi)
+    common = set(other[bisect_left(other, lo):bisect_right(other, hi)]).intersection(ends[a:b])
+    return bisect_left(ends, min(common)) if common else len(ends)
 
 
 def _first_two(state: tuple) -> tuple[float, int]:
