@@ -4,11 +4,11 @@ the runs do pass over events (else the cluster is as slow as before)."""
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import math
 import pytest
 
 import serq
