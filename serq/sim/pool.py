@@ -313,31 +313,19 @@ class Pool(BaseResource):
         victims serves every growth (:meth:`PrefixCache.victims`)."""
         if not needs:
             return
-        if self.gauged:  # the gauges that read the pool are read after each growth, at its time
-            gauges = self.sim.gauges
-            capture = gauges.capture
-            if capture is not None:  # (read later, in time order with other runs' growths: serq/sim/lazy.py)
-                states, before = capture
-                d = self.__dict__
-                if id(self) not in before:
-                    before[id(self)] = (self, d["used"], d["cache"].total)
-                engine = gauges.replaying
-                for need, now in zip(needs, times):
-                    self.allocate(need, now)
-                    states.append((now, len(states), self, engine, d["used"], d["cache"].total))
-                return
-            sample = gauges.sample_part
-            part = self.gauge_part
-            for need, now in zip(needs, times):
-                self.allocate(need, now)
-                sample(part, now)
-            return
         ua, ca, qa, ha = self.used_avg, self.cached_avg, self.queue_avg, self.holders_avg
         last = ua.last
         if not (ca.last == last and qa.last == last and ha.last == last) or self.cache.spill is not None:
             for need, now in zip(needs, times):
+                prior = (self.used, self.cache.total)
                 self.allocate(need, now)
+                if self.gauged:
+                    self._gauge_growths([now], [(self.used, self.cache.total)], prior)
             return
+        # the gauges that read the pool are read after each growth, at its time: they read its
+        # `used` alone (a gauge's `cachedin` is 0), so the states after each growth are kept
+        after: list[tuple[float, float]] | None = [] if self.gauged else None
+        before = (self.used, self.cache.total)
         cache = self.cache
         cap = self.cap
         limit = cap + EPS
@@ -376,11 +364,44 @@ class Pool(BaseResource):
             hi += hv * dt
             hv = hn
             last = now
+            if after is not None:
+                after.append((used, total))
         self.used = used
         ua.integral, ua.last, ua.value = ui, last, uv
         ca.integral, ca.last, ca.value = ci, last, cv
         qa.integral, qa.last, qa.value = qi, last, qv
         ha.integral, ha.last, ha.value = hi, last, hv
+        if after is not None:
+            self.sim.gauges.dirty = True  # (as `record` says after each growth)
+            self._gauge_growths(times, after, before)
+
+    def _gauge_growths(self, times: list[float], after: list[tuple[float, float]],
+                       before: tuple[float, float]) -> None:
+        """The gauges that read this pool, read after its growths at ``times``
+        (``after``: its ``used`` and cached total after each; ``before``: before
+        the first).  While passing
+        runs' growths are replayed run by run (serq/sim/lazy.py) the states are
+        kept, to be read later in time order with other runs'; else they are
+        read now, each on the pool as it was then, and the pool's state is the
+        last again."""
+        gauges = self.sim.gauges
+        d = self.__dict__
+        capture = gauges.capture
+        if capture is not None:
+            states, first = capture
+            if id(self) not in first:
+                first[id(self)] = (self, *before)
+            engine = gauges.replaying
+            for now, (used, total) in zip(times, after):
+                states.append((now, len(states), self, engine, used, total))
+            return
+        used = d["used"]
+        sample = gauges.sample_part
+        part = self.gauge_part
+        for now, (u, _total) in zip(times, after):
+            d["used"] = u
+            sample(part, now)
+        d["used"] = used
 
     # -- the queue -------------------------------------------------------------
 
