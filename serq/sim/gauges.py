@@ -20,7 +20,6 @@ least and greatest value held for a positive time inside the span.  Sums are
 from __future__ import annotations
 
 import math
-from bisect import bisect_right
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..report import GaugeSummary
@@ -82,7 +81,16 @@ class Gauges:
         """:meth:`sample` after a growth in one pool: only the gauges that read
         it can have moved (``part``: those gauges compiled, and their indices)."""
         read, idx = part
-        values = self._read(read)
+        engine = self.replaying  # (`_read`, inline: this runs at every growth of a gauged pool)
+        if engine is None:
+            values = read(None)
+        else:
+            was = engine.iterating
+            engine.iterating = True
+            try:
+                values = read(None)
+            finally:
+                engine.iterating = was
         last = self.last
         if last is None:
             self.sample(now)
@@ -145,25 +153,29 @@ def summarize(name: str, pts: list[tuple[float, float]], start: float, end: floa
     edges = [start + i * width for i in range(BATCHES)] + [end]
     pieces: list[list[float]] = [[] for _ in range(BATCHES)]
     held: list[float] = []
-    n = len(pts)
-    for k in range(n):
-        t, v = pts[k]
+    top_w = BATCHES - 1
+    w = 0  # the window the piece starts in: the last edge ≤ its start (the starts only grow)
+    nexts = [p[0] for p in pts]
+    nexts[:-1] = nexts[1:]
+    nexts[-1] = end
+    for (t, v), hi in zip(pts, nexts):  # (a value holds until the next change point, or the end)
         lo = t if t > start else start
-        hi = pts[k + 1][0] if k + 1 < n else end
         if hi > end:
             hi = end
         if not hi > lo:
             continue
         held.append(v)
-        w = min(bisect_right(edges, lo) - 1, BATCHES - 1)
-        while True:  # the windows [lo, hi) meets
-            top = edges[w + 1]
-            if hi <= top or w == BATCHES - 1:
-                pieces[w].append(v * (hi - lo))
-                break
-            pieces[w].append(v * (top - lo))
-            lo = top
+        while w < top_w and edges[w + 1] <= lo:
             w += 1
+        k = w
+        while True:  # the windows [lo, hi) meets
+            top = edges[k + 1]
+            if hi <= top or k == top_w:
+                pieces[k].append(v * (hi - lo))
+                break
+            pieces[k].append(v * (top - lo))
+            lo = top
+            k += 1
     mean = _fsum([x for p in pieces for x in p]) / span
     means = [_fsum(p) / (edges[i + 1] - edges[i]) for i, p in enumerate(pieces)]
     m = _fsum(means) / BATCHES

@@ -106,6 +106,41 @@ def test_the_interval_is_batch_means_over_20_windows() -> None:
     assert s.ci == pytest.approx(2.093 * sd / math.sqrt(20), rel=1e-12)
 
 
+def _windows_by_hand(pts: list[tuple[float, float]], start: float, end: float) -> tuple[float, list[float]]:
+    """The mean and the 20 window means of a piecewise-constant signal, each
+    window's area taken piece by piece (every piece cut at the window's edges)."""
+    width = (end - start) / 20
+    edges = [start + i * width for i in range(20)] + [end]
+    areas: list[list[float]] = [[] for _ in range(20)]
+    for k, (t, v) in enumerate(pts):
+        t_next = pts[k + 1][0] if k + 1 < len(pts) else end
+        for w in range(20):
+            lo, hi = max(t, start, edges[w]), min(t_next, end) if w == 19 else min(t_next, end, edges[w + 1])
+            if hi > lo:
+                areas[w].append(v * (hi - lo))
+    means = [math.fsum(a) / (edges[w + 1] - edges[w]) for w, a in enumerate(areas)]
+    return math.fsum(x for a in areas for x in a) / (end - start), means
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_summary_is_the_windows_areas(seed: int) -> None:
+    """`summarize` walks the change points once, a window after another: the
+    same areas as cutting every piece at every window's edges."""
+    import random
+
+    rng = random.Random(seed)
+    start = rng.choice([0.0, rng.uniform(0.0, 50.0)])
+    end = start + rng.choice([rng.uniform(0.1, 100.0), 1e-6])
+    times = sorted(rng.choice([rng.uniform(-10.0, 150.0), round(rng.uniform(0.0, 100.0), 1), start, end])
+                   for _ in range(rng.randint(1, 80)))
+    pts = [(t, rng.choice([rng.uniform(-5.0, 5.0), 0.0, 3.0])) for t in times]
+    s = summarize("g", pts, start, end)
+    mean, means = _windows_by_hand(pts, start, end)
+    assert s.mean == mean
+    m = math.fsum(means) / 20
+    assert s.ci == 2.093 * math.sqrt(math.fsum((x - m) * (x - m) for x in means) / 19 / 20)
+
+
 def test_the_report_shows_the_gauge_table_and_json() -> None:
     r = run(ROUTED + "gauge total = sum k in 2 (used(kv[k]));", horizon=400.0, warmup=10.0)
     lines = r.text().splitlines()
