@@ -44,6 +44,21 @@ def member(i: float, n: int, label: str) -> int:
     return int(i)
 
 
+class Members(dict):
+    """An array's members by index, for compiled code: ``members[i]`` is one
+    dictionary lookup (a float index equal to a whole number finds its member,
+    as ``0.0 == 0`` hash alike); any other index raises :func:`member`'s error."""
+
+    __slots__ = ("label",)
+
+    def __init__(self, members: list, label: str) -> None:
+        super().__init__(enumerate(members))
+        self.label = label
+
+    def __missing__(self, key: Any) -> Any:
+        return self[member(key, len(self), self.label)]  # (raises: a whole number in range is a key)
+
+
 def pool_source(sim: "Simulator", ref: ir.PoolRef, f: Frame) -> str:
     """Compiled code's name for a pool, or for the member an index picks."""
     return _member_source(sim.pools[ref.pool], sim.program.pools[ref.pool].name, ref.index, f, "P")
@@ -59,8 +74,11 @@ def _member_source(members: list, name: str, index: ir.Expr | None, f: Frame, hi
         return f.bind(members[0], hint)
     if isinstance(index, ir.Num) and 0 <= index.value < len(members) and float(index.value).is_integer():
         return f.bind(members[int(index.value)], hint)  # a member named by a number (a gauge's, say): bound once
-    f.ns["_member"] = member
-    return f"{f.bind(members, hint + 'A')}[_member({source(index, f)}, {len(members)}, {name + '[…]'!r})]"
+    by_index = f.ns.setdefault("__members__", {})
+    table = by_index.get(id(members))
+    if table is None:
+        table = by_index[id(members)] = Members(members, name + "[…]")
+    return f"{f.bind(table, hint + 'A')}[{source(index, f)}]"
 
 
 class SessionCode:
@@ -313,5 +331,5 @@ class Compiler:
             pool = members[0]
             return lambda s: pool
         index = self.fn(ref.index)
-        label = f"{self.sim.program.pools[ref.pool].name}[…]"
-        return lambda s: members[member(index(s), len(members), label)]
+        table = Members(members, f"{self.sim.program.pools[ref.pool].name}[…]")
+        return lambda s: table[index(s)]

@@ -36,3 +36,22 @@ def test_a_negative_amount_of_work_is_a_run_time_error() -> None:
     with pytest.raises(serq.SerqError, match=r"the amount is -5, not a number of units, tokens or seconds"):
         serq.run(serq.load("stage d : delay;\nworkload { arrive batch(1); init { set z = 0; } }\n"
                            "session { run d (z - 5); }\nrun { horizon 5; }"))
+
+
+@pytest.mark.parametrize("index, shown", [("2", "2"), ("0.5", "0.5"), ("0/0", "NaN"), ("-1", "-1"), ("1/0", "inf")])
+@pytest.mark.parametrize("use", ["hold kv[i] (1) { }", "run s[i] (1);", "set x = used(kv[i]);"])
+def test_an_index_outside_its_array_is_a_run_time_error(index: str, shown: str, use: str) -> None:
+    """A member picked at run time is a whole number 0 … n−1; anything else
+    stops the run with the index's value and the array's range."""
+    program = (f"stage s[2] : delay;\npool kv[2] {{ cap 5; }}\nworkload {{ arrive poisson(1); }}\n"
+               f"session {{ set i = {index}; {use} }}\nrun {{ horizon 10; }}")
+    with pytest.raises(serq.SerqError, match=rf"index `(kv|s)\[…\]` is {shown}: a member of an array of 2 is 0 to 1"):
+        serq.run(serq.load(program))
+
+
+@pytest.mark.parametrize("index", ["1", "1.0", "-0.0", "2 - 1"])
+def test_an_index_equal_to_a_whole_number_picks_that_member(index: str) -> None:
+    program = (f"stage s[2] : delay;\nworkload {{ arrive poisson(1); }}\n"
+               f"session {{ set i = {index}; run s[i] (1); }}\nrun {{ horizon 10; }}")
+    done = [s.completed for s in serq.run(serq.load(program)).stages]
+    assert done == ([10, 0] if index == "-0.0" else [0, 10])
