@@ -112,6 +112,42 @@ class Gauges:
             _record(points[i], float(x), now)
         self.last = tuple(merged)
 
+    def sample_growths(self, pool: Any, times: list[float], useds: list[float]) -> None:
+        """:meth:`sample_part` after each growth of ``pool`` (the gauges read its
+        ``used`` alone): ``used`` is ``useds[j]`` at ``times[j]``; the pool's
+        ``used`` as it is now is put back at the end.  One gauge reading the
+        pool (the usual case) is read in one loop."""
+        part = pool.gauge_part
+        read, idx = part
+        d = pool.__dict__
+        used = d["used"]
+        engine = self.replaying
+        was = engine.iterating if engine is not None else False
+        if engine is not None:
+            engine.iterating = True
+        try:
+            last = self.last
+            if len(idx) != 1 or last is None:
+                for now, u in zip(times, useds):
+                    d["used"] = u
+                    self.sample_part(part, now)
+                return
+            i = idx[0]
+            pts = self.points[i]
+            x0 = last[i]
+            for now, u in zip(times, useds):
+                d["used"] = u
+                x = read(None)[0]
+                if not x0 == x:  # (a NaN is never equal: recorded each time, as sample_part does)
+                    _record(pts, float(x), now)
+                    x0 = x
+            if x0 is not last[i]:
+                self.last = last[:i] + (x0,) + last[i + 1:]
+        finally:
+            d["used"] = used
+            if engine is not None:
+                engine.iterating = was
+
     def summaries(self, start: float, end: float) -> list[GaugeSummary]:
         return [summarize(name, pts, start, end) for name, pts in zip(self.names, self.points)]
 

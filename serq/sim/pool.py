@@ -385,7 +385,6 @@ class Pool(BaseResource):
         read now, each on the pool as it was then, and the pool's state is the
         last again."""
         gauges = self.sim.gauges
-        d = self.__dict__
         capture = gauges.capture
         if capture is not None:
             states, first = capture
@@ -395,13 +394,7 @@ class Pool(BaseResource):
             for now, (used, total) in zip(times, after):
                 states.append((now, len(states), self, engine, used, total))
             return
-        used = d["used"]
-        sample = gauges.sample_part
-        part = self.gauge_part
-        for now, (u, _total) in zip(times, after):
-            d["used"] = u
-            sample(part, now)
-        d["used"] = used
+        gauges.sample_growths(self, times, [u for u, _total in after])
 
     # -- the queue -------------------------------------------------------------
 
