@@ -180,8 +180,8 @@ MUTATIONS = [
     Mutation(
         "gauge-skips-run-growths",
         "a coalesced run's growths are not read by the gauges (the run replays in one step)",
-        (("serq/sim/pool.py", "        if self.gauged:  # the gauges that read the pool are read after each growth, at its time\n",
-          "        if False:  # the gauges that read the pool are read after each growth, at its time\n"),),
+        (("serq/sim/pool.py", "        after: list[tuple[float, float]] | None = [] if self.gauged else None\n",
+          "        after: list[tuple[float, float]] | None = None\n"),),
         ("tests/sim/test_gauges.py::test_coalesced_runs_give_the_gauges_of_iteration_by_iteration",),
     ),
     Mutation(
@@ -246,8 +246,8 @@ MUTATIONS = [
     Mutation(
         "lazy-runs-share-ends",
         "a run is planned through an end that ties with another passing run's end",
-        (("serq/sim/lazy.py", "        if len(taken) != size + len(ends) or not times.isdisjoint(ends):\n",
-          "        if not times.isdisjoint(ends):\n"),),
+        (("serq/sim/lazy.py", "            j = _first_common(ends, other.run.ends)  # type: ignore[union-attr, arg-type]\n",
+          "            j = len(ends)\n"),),
         ("tests/sim/test_lazy_runs.py::test_no_event_ever_falls_on_a_passing_runs_iteration_end",),
     ),
     Mutation(
@@ -260,9 +260,21 @@ MUTATIONS = [
     Mutation(
         "lazy-plan-ignores-queued-ties",
         "a run is planned through an end that ties with an event already in the queue",
-        (("serq/sim/lazy.py", "        times = {e[0] for e in self.env.queue if now < e[0] <= last}\n",
-          "        times: set[float] = set()\n"),),
+        (("serq/sim/lazy.py", "            if now < t <= last:\n",
+          "            if False:\n"),),
         ("tests/sim/test_lazy_runs.py::test_no_event_ever_falls_on_a_passing_runs_iteration_end",),
+    ),
+    Mutation(
+        "lazy-timers-miss-run-ends",
+        "a timer set on a passing run's iteration end does not cut the run (its latest end is not kept)",
+        (("serq/sim/lazy.py", "        if run.end > self.latest:\n", "        if False:\n"),),
+        ("tests/sim/test_lazy_runs.py::test_no_event_ever_falls_on_a_passing_runs_iteration_end",),
+    ),
+    Mutation(
+        "index-outside-array-picks-first",
+        "a run-time index outside its array (or not a whole number) picks member 0 instead of stopping the run",
+        (("serq/sim/compile.py", "        return self[member(key, len(self), self.label)]", "        return self[0]"),),
+        ("tests/sim/test_guards.py::test_an_index_outside_its_array_is_a_run_time_error",),
     ),
     # -- issue 23: leases, transfers, flows, queue stations -----------------------------------
     Mutation(
