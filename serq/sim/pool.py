@@ -379,11 +379,10 @@ class Pool(BaseResource):
                        before: tuple[float, float]) -> None:
         """The gauges that read this pool, read after its growths at ``times``
         (``after``: its ``used`` and cached total after each; ``before``: before
-        the first).  While passing
-        runs' growths are replayed run by run (serq/sim/lazy.py) the states are
-        kept, to be read later in time order with other runs'; else they are
-        read now, each on the pool as it was then, and the pool's state is the
-        last again."""
+        the first).  While passing runs' growths are replayed run by run
+        (serq/sim/lazy.py) the states are kept, to be read later in time order
+        with other runs'; else they are read now, each on the pool's ``used`` as
+        it was then (:meth:`Gauges.sample_growths`)."""
         gauges = self.sim.gauges
         capture = gauges.capture
         if capture is not None:
