@@ -66,7 +66,7 @@ class LazyRuns:
         self.sim = sim
         self.env = sim.env
         #: the latest iteration end of any passing run (−inf with none): a timer set
-        #: later than this cannot tie with one (each run keeps its ends, sorted: ``run.ends``)
+        #: later than this cannot tie with one (``DecodeRun.end_index`` finds a tie)
         self.latest = -math.inf
         #: no passing run has a growth to replay before this time
         self.soonest = math.inf
@@ -95,24 +95,25 @@ class LazyRuns:
         with an event in the queue or another passing run's end; None when
         that leaves one iteration.  Passing runs that share a pool with it are
         cut to their iteration in flight (each plans as if alone)."""
-        ends = run.end_list()
-        last = ends[-1]
-        tie = len(ends)  # the first end that ties: a queued time, or another passing run's end
+        last = run.end
+        tie = run.length  # the first end that ties: a queued time, or another passing run's end
         for e in self.env.queue:
             t = e[0]
             if now < t <= last:
-                j = bisect_left(ends, t)
-                if j < tie and ends[j] == t:
+                j = run.end_index(t)
+                if 0 <= j < tie:
                     tie = j
-        for other in self.engines:
-            j = _first_common(ends, other.run.ends)  # type: ignore[union-attr, arg-type]
-            if j < tie:
-                tie = j
-        if tie < len(ends):
+        for other in self.engines:  # (another run's ends are made only where the two overlap)
+            orun = other.run
+            if orun.first <= last and run.first <= orun.end:  # type: ignore[union-attr]
+                j = _first_common(run.all_ends(), orun.all_ends())  # type: ignore[union-attr]
+                if j < tie:
+                    tie = j
+        if tie < run.length:
             if tie < 2:
                 return None
-            run.cut(tie, ends)
-        run.ends = ends
+            run.cut(tie, run.all_ends())
+        run.passing = True
         grows, watch = self._pools(engine, run)
         self.admitted += 1
         for other in self.engines[:]:
@@ -151,7 +152,7 @@ class LazyRuns:
     def register(self, engine: "StepEngine", run: "DecodeRun", entry: Any) -> None:
         """``run`` is in flight, its timer ``entry`` in the queue."""
         run.entry = entry
-        assert run.ends is not None  # (admit set them)
+        assert run.passing  # (admit said so)
         self.engines.append(engine)
         if run.events and run.events[0][3] < self.soonest:
             self.soonest = run.events[0][3]
@@ -166,7 +167,8 @@ class LazyRuns:
         """``engine``'s run is over (at its end, or cut to one iteration): its
         pools are no longer watched for it."""
         run = engine.run
-        assert run is not None and run.ends is not None
+        assert run is not None and run.passing
+        run.passing = False
         run.ends = None
         self.engines.remove(engine)
         self._latest()
@@ -297,7 +299,7 @@ class LazyRuns:
         """End ``engine``'s passing run with the iteration in flight now (its
         growths before now replayed: the caller catches up first)."""
         run = engine.run
-        assert run is not None and run.ends is not None
+        assert run is not None and run.passing
         self._shorten(engine, run, self.committed(engine) + 1)
 
     def materialize(self, engine: "StepEngine") -> None:
@@ -319,9 +321,9 @@ class LazyRuns:
         as it would have one iteration at a time)."""
         for engine in self.engines:
             run = engine.run
-            assert run is not None and run.ends is not None
-            j = bisect_left(run.ends, t)
-            if j < len(run.ends) and run.ends[j] == t:  # (iteration j + 1 ends at t)
+            assert run is not None and run.passing
+            j = run.end_index(t)
+            if j >= 0:  # (iteration j + 1 ends at t)
                 self._shorten(engine, run, max(self.committed(engine) + 1, j))
                 return
 
@@ -338,8 +340,7 @@ class LazyRuns:
         """Cut ``run`` to ``length`` iterations and move its timer to the new end."""
         if length >= run.length:
             return
-        ends = run.ends
-        assert ends is not None
+        ends = run.all_ends()
         run.cut(length, ends)
         self._latest()
         env = self.env
@@ -360,8 +361,8 @@ class LazyRuns:
         """Iterations of ``engine``'s passing run that have ended by now (the
         next is in flight: no event falls on an iteration's end)."""
         run = engine.run
-        assert run is not None and run.ends is not None
-        return bisect_left(run.ends, self.env.now)
+        assert run is not None and run.passing
+        return bisect_left(run.all_ends(), self.env.now)
 
 
 def _first_common(ends: list[float], other: list[float]) -> int:

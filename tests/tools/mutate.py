@@ -246,8 +246,8 @@ MUTATIONS = [
     Mutation(
         "lazy-runs-share-ends",
         "a run is planned through an end that ties with another passing run's end",
-        (("serq/sim/lazy.py", "            j = _first_common(ends, other.run.ends)  # type: ignore[union-attr, arg-type]\n",
-          "            j = len(ends)\n"),),
+        (("serq/sim/lazy.py", "                j = _first_common(run.all_ends(), orun.all_ends())  # type: ignore[union-attr]\n",
+          "                j = run.length\n"),),
         ("tests/sim/test_lazy_runs.py::test_no_event_ever_falls_on_a_passing_runs_iteration_end",),
     ),
     Mutation(

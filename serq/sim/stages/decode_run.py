@@ -15,6 +15,7 @@ runs").  What repeats is folded in C (``accumulate``, ``reduce``,
 from __future__ import annotations
 
 import sys
+from bisect import bisect_left
 from functools import reduce
 from itertools import accumulate, islice, repeat
 from math import fmod, frexp, ulp
@@ -52,7 +53,7 @@ class DecodeRun:
     does not fit; ``budget``, the budget of every iteration."""
 
     __slots__ = ("start", "cost", "budget", "length", "end", "first", "segs", "events", "final", "head",
-                 "blocking", "grown", "watch", "grows", "ends", "entry")
+                 "blocking", "grown", "watch", "grows", "passing", "ends", "entry")
 
     def __init__(self, start: float, cost: float, budget: float, head: Any, blocking: int) -> None:
         self.start = start
@@ -73,8 +74,10 @@ class DecodeRun:
         #: header, ``budget``/``chunk``/``cost``), set by the planner
         self.watch: frozenset[int] = frozenset()
         self.grows: frozenset[int] = frozenset()  # (the pools its jobs grow, for a passing run)
-        #: for a run that passes over other events: the ends of its iterations, and
-        #: the heap entry of its timer
+        #: whether it passes over other events (:mod:`serq.sim.lazy`); then ``ends``, the
+        #: ends of its iterations once some use needed them all (:meth:`all_ends`), and
+        #: ``entry``, the heap entry of its timer
+        self.passing = False
         self.ends: list[float] | None = None
         self.entry: Any = None
 
@@ -188,6 +191,33 @@ class DecodeRun:
         for c, n, t0, _t1 in self.segs:
             ends.extend(islice(accumulate(repeat(c, n), add, initial=t0), 1, None))
         return ends
+
+    def all_ends(self) -> list[float]:
+        """:meth:`end_list`, made once and kept (:meth:`cut` cuts it too)."""
+        ends = self.ends
+        if ends is None:
+            ends = self.ends = self.end_list()
+        return ends
+
+    def end_index(self, t: float) -> int:
+        """The index of the iteration end equal to ``t`` in :meth:`end_list`'s
+        order, or −1 when no iteration ends at ``t``; worked out from the
+        segments without making the list (:func:`_step_index`)."""
+        ends = self.ends
+        if ends is not None:
+            j = bisect_left(ends, t)
+            return j if j < len(ends) and ends[j] == t else -1
+        if t == self.first:
+            return 0
+        if not t > self.first:
+            return -1
+        j = 0  # the index of the end before the segment (its t0)
+        for c, n, t0, t1 in self.segs:
+            if t <= t1:
+                k = _step_index(c, n, t0, t1, t)
+                return j + k if k > 0 else -1
+            j += n
+        return -1
 
     def cut(self, length: int, ends: list[float]) -> None:
         """Keep the first ``length`` iterations (``ends``, :meth:`end_list`, is
@@ -340,6 +370,29 @@ def _fold_runs2(runs: list[list], a: float, b: float) -> tuple[float, float]:
             a = fold_same(x, c, a)
             b = fold_same(x, c, b)
     return a, b
+
+
+def _step_index(c: float, n: int, t0: float, t1: float, t: float) -> int:
+    """The ``k`` in 1 … n for which ``t`` is the ``k``-th end of a segment of
+    ``n`` iterations of cost ``c`` after the end ``t0`` (its last ``t1``),
+    or 0; ``t0 < t ≤ t1``.  Where :func:`_length_runs` finds one length ``s``
+    for every iteration (``t0`` and ``t1`` in one binade, ``c`` not halfway
+    between two multiples of the ulp), the ``k``-th end is exactly ``t0 + k·s``
+    and ``t − t0`` is exact: ``t`` is an end when that difference is a whole
+    multiple of ``s``.  Else the ends are added up one by one."""
+    if t0 >= _NORMAL and frexp(t0)[1] == frexp(t1)[1]:
+        u = ulp(t0)
+        if fmod(c, u) * 2.0 != u:
+            s = (t0 + c) - t0
+            if s > 0.0:
+                d = t - t0
+                if fmod(d, s) != 0.0:
+                    return 0
+                k = d / s
+                return int(k) if 1.0 <= k <= n else 0
+    ends = list(accumulate(repeat(c, n), add, initial=t0))
+    k = bisect_left(ends, t)
+    return k if 0 < k <= n and ends[k] == t else 0
 
 
 def _length_runs(segs: list[list]) -> list[list]:

@@ -178,7 +178,7 @@ class StepEngine(Stage):
         (serq/sim/lazy.py), less a token for each iteration ended by now, whose
         tokens are not committed yet."""
         run = self.run
-        if run is not None and run.ends is not None:
+        if run is not None and run.passing:
             done = self.sim.lazy.committed(self)
             return [minus(j.work, 1.0, done) for j in self.residents]
         return [j.work for j in self.residents]
@@ -188,11 +188,11 @@ class StepEngine(Stage):
         if self.admitting_left is not None:
             return self.admitting_left
         run = self.run
-        if run is not None and run.ends is not None and self.memory is not None:  # `budget` and `chunk`
+        if run is not None and run.passing and self.memory is not None:  # `budget` and `chunk`
             self.sim.lazy.read(self.memory)  # may read the memory the residents hold: its growths first
         ctx = _BudgetView(self)
         budget, chunk = self.budget_fn(ctx), self.chunk_fn(ctx)
-        if run is not None and run.ends is not None:  # every resident decodes; the engine's own
+        if run is not None and run.passing:  # every resident decodes; the engine's own
             want = fold((1.0 if w > 1.0 else w for w in self._work_now()), 0.0)  # plan_tokens: min(1, left)
         else:
             want = fold((self.plan_tokens(j, chunk) for j in self.residents), 0.0)
@@ -205,7 +205,7 @@ class StepEngine(Stage):
         if work == 0.0:
             return self.immediate()
         run = self.run
-        if run is not None and run.ends is not None:  # a new resident: the passing run ends with its iteration
+        if run is not None and run.passing:  # a new resident: the passing run ends with its iteration
             lazy = self.sim.lazy
             lazy.catch_up(self.env.now)
             lazy.cut(self)
@@ -234,7 +234,7 @@ class StepEngine(Stage):
         if job.done:
             return
         run = self.run
-        if run is not None and run.ends is not None:  # its tokens so far are committed first
+        if run is not None and run.passing:  # its tokens so far are committed first
             self.sim.lazy.materialize(self)
         job.done = True
         i = self.residents.index(job)
@@ -612,7 +612,7 @@ class StepEngine(Stage):
         assign = self.assign
         run = self.run
         if run is not None:
-            if run.ends is not None:  # a run that passed over other events: no longer watched (with gauges,
+            if run.passing:  # a run that passed over other events: no longer watched (with gauges,
                 self.sim.lazy.finish(self)  # every run's growths before now are replayed first)
             gauges = self.sim.gauges
             if gauges is not None:  # a gauge read at a growth sees the run's iteration in flight

@@ -257,3 +257,48 @@ def test_evict_by_keys_keep_runs_and_the_report(tmp_path: Path, keys: str, monke
     kv = fast.pool("kv")
     assert kv.evicted_units > 0
     assert sum(taken) > 0, "no eviction happened inside a coalesced run"
+
+
+def _planned(first: float, pieces: list[tuple[float, int]]) -> "DecodeRun":
+    """A run whose iterations after the first cost ``c`` ``n`` times in turn, for each piece."""
+    from serq.sim.stages.decode_run import DecodeRun
+
+    run = DecodeRun(first - 1e-3, 1e-3, 1.0, None, 0)
+    run.first = first
+    t = first
+    for c, n in pieces:
+        t1 = t
+        for _ in range(n):
+            t1 += c
+        run.segs.append([c, n, t, t1])
+        t = t1
+    run.length = 1 + sum(n for _c, n in pieces)
+    run.end = t
+    return run
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_a_runs_end_index_is_where_its_list_of_ends_has_the_time(seed: int) -> None:
+    """`DecodeRun.end_index` works a time's place out of the segments (one
+    multiple of an exact step inside a binade, the ends added up elsewhere):
+    the same answer as looking the time up in the list of every end, for the
+    ends themselves, their neighbouring floats and times between ends, with
+    runs that cross binades, costs that are no multiple of an ulp and times
+    near 0."""
+    import math
+
+    rng = random.Random(seed)
+    first = rng.choice([rng.uniform(0.0, 3.0), rng.uniform(1000.0, 1100.0), 2.0 ** rng.randint(-3, 12) - 1e-3,
+                        rng.uniform(0.0, 1e-300)])
+    pieces = [(rng.choice([rng.uniform(1e-5, 1e-3), 2.0 ** -12, 0.1, 1e-4 * rng.randint(1, 9)]), rng.randint(1, 200))
+              for _ in range(rng.randint(1, 12))]
+    run = _planned(first, pieces)
+    ends = run.end_list()
+    assert len(ends) == run.length and ends[-1] == run.end
+    probes = set(ends) | {math.nextafter(e, math.inf) for e in ends} | {math.nextafter(e, 0.0) for e in ends}
+    probes |= {(a + b) / 2 for a, b in zip(ends, ends[1:])} | {first - 1.0, run.end + 1.0}
+    for t in probes:
+        want = ends.index(t) if t in ends else -1
+        assert run.end_index(t) == want, (t, want)
+    run.all_ends()  # made once and kept: the lookup reads the list then
+    assert all(run.end_index(t) == i for i, t in enumerate(ends))
