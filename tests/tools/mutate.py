@@ -276,6 +276,13 @@ MUTATIONS = [
         (("serq/sim/compile.py", "        return self[member(key, len(self), self.label)]", "        return self[0]"),),
         ("tests/sim/test_guards.py::test_an_index_outside_its_array_is_a_run_time_error",),
     ),
+    Mutation(
+        "end-index-across-binades",
+        "a run's end is looked up as a multiple of one step even where the segment crosses a binade",
+        (("serq/sim/stages/decode_run.py", "    if t0 >= _NORMAL and frexp(t0)[1] == frexp(t1)[1]:\n",
+          "    if t0 >= _NORMAL:\n"),),
+        ("tests/sim/stages/test_coalesce_runs.py::test_a_runs_end_index_is_where_its_list_of_ends_has_the_time",),
+    ),
     # -- issue 23: leases, transfers, flows, queue stations -----------------------------------
     Mutation(
         "lease-is-a-victim",
