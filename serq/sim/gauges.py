@@ -213,9 +213,13 @@ def summarize(name: str, pts: list[tuple[float, float]], start: float, end: floa
             lo = top
             k += 1
     mean = _fsum([x for p in pieces for x in p]) / span
-    means = [_fsum(p) / (edges[i + 1] - edges[i]) for i, p in enumerate(pieces)]
-    m = _fsum(means) / BATCHES
-    s2 = _fsum([(x - m) * (x - m) for x in means]) / (BATCHES - 1)
-    ci = T_19 * math.sqrt(s2 / BATCHES) if s2 == s2 else NAN
+    widths = [edges[i + 1] - edges[i] for i in range(BATCHES)]
+    if min(widths) > 0.0:
+        means = [_fsum(p) / d for p, d in zip(pieces, widths)]
+        m = _fsum(means) / BATCHES
+        s2 = _fsum([(x - m) * (x - m) for x in means]) / (BATCHES - 1)
+        ci = T_19 * math.sqrt(s2 / BATCHES) if s2 == s2 else NAN
+    else:  # a span too short beside its start for 20 windows of it to be told apart: no interval
+        ci = math.inf
     vals = [v for v in held if v == v]
     return GaugeSummary(name, mean, ci, min(vals) if vals else NAN, max(vals) if vals else NAN, frozen)

@@ -210,3 +210,14 @@ def test_the_last_reading_of_an_instant_stands() -> None:
         state["v"] = v
         g.sample(t)
     assert g.points == [[(0.0, 3.0), (1.0, 4.0)]]
+
+
+def test_a_span_too_short_for_twenty_windows_has_no_interval() -> None:
+    """Warm-up 10^6 s and a span of 10^-9 s: the windows' edges are one float
+    (a twentieth of the span is below the clock's resolution there), so the
+    time average stands and the batch-means interval is +inf, not a crash."""
+    s = summarize("g", [(0.0, 2.0), (1e6, 4.0)], 1e6, 1e6 + 1e-9)
+    assert s.mean == pytest.approx(4.0, rel=1e-6) and math.isinf(s.ci) and (s.min, s.max) == (4.0, 4.0)
+    r = run("pool kv { cap 5; }\nworkload { arrive poisson(1); }\nsession { hold kv (1) { } }\n"
+            "gauge u = used(kv);\nrun { horizon 10; }", warmup=1e6, horizon=1e6 + 1e-9)
+    assert math.isinf(r.gauges["u"].ci)
