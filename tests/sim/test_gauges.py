@@ -218,6 +218,6 @@ def test_a_span_too_short_for_twenty_windows_has_no_interval() -> None:
     time average stands and the batch-means interval is +inf, not a crash."""
     s = summarize("g", [(0.0, 2.0), (1e6, 4.0)], 1e6, 1e6 + 1e-9)
     assert s.mean == pytest.approx(4.0, rel=1e-6) and math.isinf(s.ci) and (s.min, s.max) == (4.0, 4.0)
-    r = run("pool kv { cap 5; }\nworkload { arrive poisson(1); }\nsession { hold kv (1) { } }\n"
+    r = run("pool kv { cap 5; }\nworkload { arrive poisson(0.0001); }\nsession { hold kv (1) { } }\n"
             "gauge u = used(kv);\nrun { horizon 10; }", warmup=1e6, horizon=1e6 + 1e-9)
     assert math.isinf(r.gauges["u"].ci)

@@ -185,10 +185,16 @@ MUTATIONS = [
         ("tests/sim/test_gauges.py::test_coalesced_runs_give_the_gauges_of_iteration_by_iteration",),
     ),
     Mutation(
+        "gauge-short-span-divides-by-zero",
+        "a gauge over a span too short for 20 windows divides by a window of no width",
+        (("serq/sim/gauges.py", "    if min(widths) > 0.0:\n", "    if True:\n"),),
+        ("tests/sim/test_gauges.py::test_a_span_too_short_for_twenty_windows_has_no_interval",),
+    ),
+    Mutation(
         "gauge-ci-over-all-windows-but-one",
         "the gauge's batch means drop the last window",
-        (("serq/sim/gauges.py", "    means = [_fsum(p) / (edges[i + 1] - edges[i]) for i, p in enumerate(pieces)]\n",
-          "    means = [_fsum(p) / (edges[i + 1] - edges[i]) for i, p in enumerate(pieces[:-1])] * 2\n"),),
+        (("serq/sim/gauges.py", "        means = [_fsum(p) / d for p, d in zip(pieces, widths)]\n",
+          "        means = [_fsum(p) / d for p, d in zip(pieces[:-1], widths)] * 2\n"),),
         ("tests/sim/test_gauges.py::test_the_interval_is_batch_means_over_20_windows",),
     ),
     Mutation(
