@@ -81,16 +81,7 @@ class Gauges:
         """:meth:`sample` after a growth in one pool: only the gauges that read
         it can have moved (``part``: those gauges compiled, and their indices)."""
         read, idx = part
-        engine = self.replaying  # (`_read`, inline: this runs at every growth of a gauged pool)
-        if engine is None:
-            values = read(None)
-        else:
-            was = engine.iterating
-            engine.iterating = True
-            try:
-                values = read(None)
-            finally:
-                engine.iterating = was
+        values = self._read(read)
         last = self.last
         if last is None:
             self.sample(now)

@@ -371,8 +371,6 @@ def _first_common(ends: list[float], other: list[float]) -> int:
     compared."""
     lo = ends[0] if ends[0] > other[0] else other[0]
     hi = ends[-1] if ends[-1] < other[-1] else other[-1]
-    if lo > hi:
-        return len(ends)
     a, b = bisect_left(ends, lo), bisect_right(ends, hi)
     common = set(other[bisect_left(other, lo):bisect_right(other, hi)]).intersection(ends[a:b])
     return bisect_left(ends, min(common)) if common else len(ends)

@@ -285,8 +285,8 @@ MUTATIONS = [
     Mutation(
         "end-index-across-binades",
         "a run's end is looked up as a multiple of one step even where the segment crosses a binade",
-        (("serq/sim/stages/decode_run.py", "    if t0 >= _NORMAL and frexp(t0)[1] == frexp(t1)[1]:\n",
-          "    if t0 >= _NORMAL:\n"),),
+        (("serq/sim/stages/decode_run.py", "    if not (t0 >= _NORMAL and frexp(t0)[1] == frexp(t1)[1]):\n",
+          "    if not t0 >= _NORMAL:\n"),),
         ("tests/sim/stages/test_coalesce_runs.py::test_a_runs_end_index_is_where_its_list_of_ends_has_the_time",),
     ),
     # -- issue 23: leases, transfers, flows, queue stations -----------------------------------

@@ -372,24 +372,34 @@ def _fold_runs2(runs: list[list], a: float, b: float) -> tuple[float, float]:
     return a, b
 
 
+def _one_step(c: float, t0: float, t1: float) -> bool:
+    """Whether every iteration of a segment (cost ``c``, from the end ``t0`` to
+    ``t1``) has the one length ``(t0 + c) − t0``: ``t0`` and ``t1`` lie in one
+    binade ``[2^p, 2^(p+1))`` and ``c`` is not halfway between two multiples
+    of its ulp ``u`` (each end is then ``fl(e + c)`` with ``e`` a multiple of
+    ``u``, ``e`` plus the multiple of ``u`` nearest ``c``; see
+    :func:`serq.sim.stats.fold_same`)."""
+    if not (t0 >= _NORMAL and frexp(t0)[1] == frexp(t1)[1]):
+        return False
+    u = ulp(t0)
+    return fmod(c, u) * 2.0 != u
+
+
 def _step_index(c: float, n: int, t0: float, t1: float, t: float) -> int:
     """The ``k`` in 1 … n for which ``t`` is the ``k``-th end of a segment of
     ``n`` iterations of cost ``c`` after the end ``t0`` (its last ``t1``),
-    or 0; ``t0 < t ≤ t1``.  Where :func:`_length_runs` finds one length ``s``
-    for every iteration (``t0`` and ``t1`` in one binade, ``c`` not halfway
-    between two multiples of the ulp), the ``k``-th end is exactly ``t0 + k·s``
+    or 0; ``t0 < t ≤ t1``.  Where every iteration has one length ``s``
+    (:func:`_one_step`), the ``k``-th end is exactly ``t0 + k·s``
     and ``t − t0`` is exact: ``t`` is an end when that difference is a whole
     multiple of ``s``.  Else the ends are added up one by one."""
-    if t0 >= _NORMAL and frexp(t0)[1] == frexp(t1)[1]:
-        u = ulp(t0)
-        if fmod(c, u) * 2.0 != u:
-            s = (t0 + c) - t0
-            if s > 0.0:
-                d = t - t0
-                if fmod(d, s) != 0.0:
-                    return 0
-                k = d / s
-                return int(k) if 1.0 <= k <= n else 0
+    if _one_step(c, t0, t1):
+        s = (t0 + c) - t0
+        if s > 0.0:
+            d = t - t0
+            if fmod(d, s) != 0.0:
+                return 0
+            k = d / s
+            return int(k) if 1.0 <= k <= n else 0
     ends = list(accumulate(repeat(c, n), add, initial=t0))
     k = bisect_left(ends, t)
     return k if 0 < k <= n and ends[k] == t else 0
@@ -407,11 +417,9 @@ def _length_runs(segs: list[list]) -> list[list]:
     are added again one by one and each length is computed."""
     out: list[list] = []
     for c, n, t0, t1 in segs:
-        if n > 1:
-            u = ulp(t0)
-            if not (t0 >= _NORMAL and frexp(t0)[1] == frexp(t1)[1] and fmod(c, u) * 2.0 != u):
-                ends = list(accumulate(repeat(c, n), add, initial=t0))
-                out.extend([x, 1] for x in map(sub, islice(ends, 1, None), ends))
-                continue
+        if n > 1 and not _one_step(c, t0, t1):
+            ends = list(accumulate(repeat(c, n), add, initial=t0))
+            out.extend([x, 1] for x in map(sub, islice(ends, 1, None), ends))
+            continue
         out.append([(t0 + c) - t0, n])
     return out
