@@ -18,7 +18,7 @@ pass over other engines' events".
 from __future__ import annotations
 
 import math
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left
 from typing import TYPE_CHECKING, Any
 
 from .. import expr, ir
@@ -103,10 +103,10 @@ class LazyRuns:
                 j = run.end_index(t)
                 if 0 <= j < tie:
                     tie = j
-        for other in self.engines:  # (another run's ends are made only where the two overlap)
+        for other in self.engines:  # (worked out from the two runs' segments where they overlap)
             orun = other.run
             if orun.first <= last and run.first <= orun.end:  # type: ignore[union-attr]
-                j = _first_common(run.all_ends(), orun.all_ends())  # type: ignore[union-attr]
+                j = run.first_common(orun)  # type: ignore[arg-type]
                 if j < tie:
                     tie = j
         if tie < run.length:
@@ -363,17 +363,6 @@ class LazyRuns:
         run = engine.run
         assert run is not None and run.passing
         return bisect_left(run.all_ends(), self.env.now)
-
-
-def _first_common(ends: list[float], other: list[float]) -> int:
-    """The index in ``ends`` of the first end that is also one of ``other``'s
-    (both sorted), or ``len(ends)``: only the span where the two overlap is
-    compared."""
-    lo = ends[0] if ends[0] > other[0] else other[0]
-    hi = ends[-1] if ends[-1] < other[-1] else other[-1]
-    a, b = bisect_left(ends, lo), bisect_right(ends, hi)
-    common = set(other[bisect_left(other, lo):bisect_right(other, hi)]).intersection(ends[a:b])
-    return bisect_left(ends, min(common)) if common else len(ends)
 
 
 def _first_two(state: tuple) -> tuple[float, int]:

@@ -284,8 +284,20 @@ class Pool(BaseResource):
             now = self.sim.env.now
         if self.gauge_read:
             self.sim.gauges.dirty = True
-        TimeAverage.set_all(now, self._averages, (self.used, self.cache.total, len(self.put_queue),
-                                                  len(self.holders)))
+        # `set(now, value)` of the four time averages, written out: it is hot
+        u, c, q, h = self._averages
+        u.integral += u.value * (now - u.last)
+        u.last = now
+        u.value = self.used
+        c.integral += c.value * (now - c.last)
+        c.last = now
+        c.value = self.cache.total
+        q.integral += q.value * (now - q.last)
+        q.last = now
+        q.value = len(self.put_queue)
+        h.integral += h.value * (now - h.last)
+        h.last = now
+        h.value = len(self.holders)
 
     def make_room(self, need: float, now: float | None = None) -> None:
         """Evict cached units until ``need`` more fit beside what is used (§3.3),

@@ -159,15 +159,6 @@ class TimeAverage:
         self.last = now
         self.value = v + delta
 
-    @staticmethod
-    def set_all(now: float, averages: tuple["TimeAverage", ...], values: tuple[float, ...]) -> None:
-        """``a.set(now, v)`` for each pair, in one call: signals that change
-        together (a pool's four)."""
-        for a, v in zip(averages, values):
-            a.integral += a.value * (now - a.last)
-            a.last = now
-            a.value = v
-
     def reset(self, now: float) -> None:
         """Restart the integral at ``now`` (end of warm-up); the value is kept."""
         self.integral = 0.0

@@ -252,7 +252,7 @@ MUTATIONS = [
     Mutation(
         "lazy-runs-share-ends",
         "a run is planned through an end that ties with another passing run's end",
-        (("serq/sim/lazy.py", "                j = _first_common(run.all_ends(), orun.all_ends())  # type: ignore[union-attr]\n",
+        (("serq/sim/lazy.py", "                j = run.first_common(orun)  # type: ignore[arg-type]\n",
           "                j = run.length\n"),),
         ("tests/sim/test_lazy_runs.py::test_no_event_ever_falls_on_a_passing_runs_iteration_end",),
     ),
