@@ -420,13 +420,24 @@ class PrefixCache:
         entries = self.entries
         limit = cap + EPS
         out = []
+        b = self.block
+        bi = int(b)  # type: ignore[arg-type]
         for need in needs:
             while used + self.total + need > limit and entries:
                 key = next(iter(entries))
+                e = entries[key]
                 if self.evicted_units > _BIG:  # the sums may no longer be exact: piece by piece
-                    self._drain(entries, key, entries[key], used, need, cap)
+                    self._drain(entries, key, e, used, need, cap)
+                    continue
+                short = int(used + self.total + need - cap)
+                k = -(-short // bi)
+                if k * bi < e.size:  # part of the oldest entry covers it (`_take_blocks`, inline: it is hot)
+                    taken = k * b  # type: ignore[operator]
+                    e.size -= taken
+                    self.total -= taken
+                    self.evicted_units += taken
                 else:
-                    self._take_blocks(entries, key, entries[key], int(used + self.total + need - cap))
+                    self._take_blocks(entries, key, e, short)
             out.append(self.total)
             used += need
         return out

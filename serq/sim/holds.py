@@ -31,6 +31,10 @@ class Holds:
         self.next_adm = 0  # the order of admissions (a session's ``adm_seq``: vLLM's `running` order)
         self.next_release = 0  # the order of releases (an LRU cache entry's age)
         self.probing: HoldRequest | None = None  # a hold whose header `enqueue` reads (a shared cache's `cachedin`)
+        self.stalled = 0  # the stalled growths in every pool's `growers` (none: a pass skips them)
+        #: the pools whose queue a pass admits from (no ``admit via``), in declaration order (the
+        #: simulator sets it once the pools are made)
+        self.passed: list[Pool] = []
 
     # -- holds: join, admit, release (§2.2–§2.6) ----------------------------------------------
 
@@ -240,6 +244,11 @@ class Holds:
     def try_admit_all(self) -> None:
         """A pass over every pool in declaration order: stalled growers, then
         its queue, unless a step stage admits it (§1.3 step 2)."""
+        if not self.stalled:  # only the queues of pools without `admit via`
+            for pool in self.passed:
+                if pool.put_queue:
+                    pool._trigger_put()
+            return
         for pool in self.sim.all_pools:
             if pool.growers:
                 self.retry_growers(pool)
@@ -270,6 +279,7 @@ class Holds:
                 ev = None if engine is not None else Event(self.env)
                 s.stall = (pool, req, k, units, ev)
                 pool.growers.append(s)
+                self.stalled += 1
                 return ev
             cause = self.preempt(victim, pool)
             if victim is s:
@@ -337,6 +347,7 @@ class Holds:
             pool = s.stall[0]
             if s in pool.growers:
                 pool.growers.remove(s)
+                self.stalled -= 1
             s.stall = None
 
     def retry_growers(self, pool: Pool) -> None:
@@ -346,6 +357,7 @@ class Holds:
             stall = s.stall
             if stall is None:
                 pool.growers.pop(0)
+                self.stalled -= 1
                 continue
             _pool, req, k, units, ev = stall
             alloc = req.alloc[k]
@@ -353,6 +365,7 @@ class Holds:
             if not pool.has_room(need):
                 break
             pool.growers.pop(0)
+            self.stalled -= 1
             pool.allocate(need)
             req.alloc[k] = alloc + need
             s.stall = None

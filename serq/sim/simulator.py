@@ -110,6 +110,7 @@ class Simulator:
         self.gauges: Any = None  # the program's gauges (``serq.sim.gauges.Gauges``), if it has any
         self.flows: Any = None  # the flows on shared stages (``serq.sim.stages.shared.FlowGroup``), if any
         deployment.build(self, engines or {})
+        self.holds.passed = [p for p in self.all_pools if p.admit_via is None]
         if steps:  # the step log (docs/calibration.md): every iteration as its own event, recorded
             from array import array
 

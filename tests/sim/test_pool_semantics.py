@@ -182,3 +182,48 @@ session {
 run { horizon 10; }
 """)
     assert values(report, "start") == {0: [0.1], 1: [2.1], 2: [1.1]}
+
+
+def test_the_count_of_stalled_growths_follows_every_pools_growers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pass over the pools skips their stalled growths while none is
+    counted (``Holds.stalled``): the count is the growers of every pool at each
+    pass, through stalls, retries that admit them and sessions that leave
+    while stalled (the agents program with growths that wait, and a stall
+    with a hand-computed wait)."""
+    from pathlib import Path
+
+    from serq.sim.holds import Holds
+
+    seen = {"passes": 0, "stalled": 0}
+    pass_ = Holds.try_admit_all
+
+    def checked(self: Holds) -> None:
+        assert self.stalled == sum(len(p.growers) for p in self.sim.all_pools)
+        seen["passes"] += 1
+        seen["stalled"] += self.stalled > 0
+        pass_(self)
+
+    monkeypatch.setattr(Holds, "try_admit_all", checked)
+    test_a_growth_that_does_not_fit_waits_under_preempt_none()
+    # s0 stalls growing A at 1.1 (preempt none); s1's growth of B preempts it at 2 (the latest
+    # admitted to B): it leaves A's growers, and its hold starts over once s1 ends at 3
+    report = run("""
+pool A { cap 100; preempt none; }
+pool B { cap 100; preempt lifo; }
+stage gate : delay;
+workload { arrive batch(2); }
+session {
+  branch (serial == 1) { hold A (40) { hold B (50) { run gate (2); grow B (40); run gate (1); } } end; }
+  run gate (0.1);
+  hold B (30) { hold A (50) { run gate (1); grow A (20); observe done = now; } }
+  end;
+}
+run { horizon 20; }
+""")
+    assert values(report, "done") == {0: [4.0]}
+    assert report.pool("B").preemptions == 1
+    text = (Path(__file__).resolve().parents[2] / "programs/cluster/agents.sq").read_text()
+    program = serq.load(text.replace("preempt lifo;", "preempt none;", 1),
+                        sets=[("N", "5"), ("router", "1"), ("Lambda", "0.6"), ("blocks", "800")])
+    serq.run(program, horizon=40.0, warmup=4.0)
+    assert seen["passes"] > 1000 and seen["stalled"] > 50

@@ -84,8 +84,8 @@ MUTATIONS = [
           "            serial = next(reversed(entries))\n"),
          ("serq/sim/cache.py", "                    key = next(iter(entries))\n",
           "                    key = next(reversed(entries))\n"),
-         ("serq/sim/cache.py", "\n                key = next(iter(entries))\n                if self.evicted_units",
-          "\n                key = next(reversed(entries))\n                if self.evicted_units")),
+         ("serq/sim/cache.py", "\n                key = next(iter(entries))\n                e = entries[key]\n",
+          "\n                key = next(reversed(entries))\n                e = entries[key]\n")),
         ("tests/sim/test_pool_semantics.py", "tests/sim/test_eviction_bulk.py"),
     ),
     Mutation(
@@ -417,6 +417,20 @@ MUTATIONS = [
           "        if left > 1:\n"),),
         ("tests/experiments/test_sweep_run.py::"
          "test_by_default_runs_start_here_and_workers_start_once_the_runs_left_would_take_long",),
+    ),
+    Mutation(
+        "stalled-growth-left-uncounted",
+        "a session preempted while its growth is stalled leaves the growers but stays counted",
+        (("serq/sim/holds.py", "                pool.growers.remove(s)\n                self.stalled -= 1\n",
+          "                pool.growers.remove(s)\n"),),
+        ("tests/sim/test_pool_semantics.py::test_the_count_of_stalled_growths_follows_every_pools_growers",),
+    ),
+    Mutation(
+        "pass-skips-stalled-growths",
+        "a growth that stalls is not counted: the passes skip it and it never resumes",
+        (("serq/sim/holds.py", "                pool.growers.append(s)\n                self.stalled += 1\n",
+          "                pool.growers.append(s)\n"),),
+        ("tests/sim/test_pool_semantics.py::test_a_growth_that_does_not_fit_waits_under_preempt_none",),
     ),
 ]
 

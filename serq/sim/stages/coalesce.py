@@ -369,7 +369,7 @@ class RunPlanner:
                     if not (cur > 0.0 and math.isfinite(cur)):
                         break
             frm = g + 1  # the next growth: _first_growth(p0, a, g + 1, cap)
-            guess = a - p0 - 1.0 + 2.0
+            guess = a - p0 + 2.0  # (the first iteration past a whole allocation: no step to take)
             nx = frm if not guess > frm else (cap + 1 if guess > cap + 1 else int(guess))
             while nx > frm and (p0 + (nx - 3)) + 1.0 - a > EPS:
                 nx -= 1
@@ -632,7 +632,7 @@ def _first_growth(p: float, a: float, frm: int, last: int) -> int:
     planned; the position before its token is ``p + (it - 2)``) whose token
     needs memory past ``a``, as ``_plan_each`` tests it; ``last + 1`` if none.
     The test is monotone in ``it``: a guess, then steps to the exact edge."""
-    guess = a - p - 1.0 + 2.0
+    guess = a - p + 2.0  # (the first iteration past a whole allocation: no step to take)
     it = frm if not guess > frm else (last + 1 if guess > last + 1 else int(guess))
     while it > frm and (p + (it - 3)) + 1.0 - a > EPS:
         it -= 1
