@@ -20,10 +20,7 @@ least and greatest value held for a positive time inside the span.  Sums are
 from __future__ import annotations
 
 import math
-from itertools import chain
 from typing import TYPE_CHECKING, Any, Callable
-
-import numpy as np
 
 from ..report import GaugeSummary
 from .stats import BATCHES, T_19
@@ -179,67 +176,13 @@ def _fsum(terms: list[float]) -> float:
 
 def summarize(name: str, pts: list[tuple[float, float]], start: float, end: float) -> GaugeSummary:
     """The figures of one gauge over [start, end] (see the module's docstring):
-    each value's piece of area, cut at the 20 windows' edges."""
+    each value's piece of area, cut at the 20 windows' edges, in one pass."""
     span = end - start
     frozen = tuple(pts)
     if not span > 0.0 or not pts:
         return GaugeSummary(name, NAN, math.inf, NAN, NAN, frozen)
     width = span / BATCHES
     edges = [start + i * width for i in range(BATCHES)] + [end]
-    found = _pieces_by_array(pts, edges) if len(pts) > _ARRAY_AFTER else None
-    pieces, held = found if found is not None else _pieces(pts, edges)
-    return _figures(name, pieces, held, edges, span, frozen)
-
-
-#: Below this many change points the pieces are cut in a Python loop.
-_ARRAY_AFTER = 64
-#: Areas whose sum stays below this cannot overflow a sum of squares' parts either.
-_SAFE = 1e300
-
-
-def _pieces_by_array(pts: list[tuple[float, float]],
-                     edges: list[float]) -> tuple[list[list[float]], list[float]] | None:
-    """:func:`_pieces` with numpy: each piece's area ``v · (hi − lo)`` is one
-    elementwise product of differences (IEEE operations, the same bits as
-    Python's), the few pieces that cross a window's edge are cut in Python.
-    None when an area is not finite: :func:`_pieces` keeps the order a sum
-    of infinities needs."""
-    start, end = edges[0], edges[-1]
-    tv = np.fromiter(chain.from_iterable(pts), np.float64, 2 * len(pts))  # (faster than np.array of pairs)
-    lo = np.maximum(tv[0::2], start)
-    hi = np.minimum(np.append(tv[2::2], end), end)
-    keep = hi > lo  # (a value holds until the next change point, or the end)
-    lo, hi, v = lo[keep], hi[keep], tv[1::2][keep]
-    area = v * (hi - lo)
-    if not (area.size and np.isfinite(area).all() and np.abs(area).max() * area.size < _SAFE):
-        return None  # (an exact sum that could overflow too: fsum gives up, and the order counts)
-    inner = np.array(edges[1:BATCHES])
-    w_lo = np.searchsorted(inner, lo, side="right")  # the window each piece starts in
-    w_hi = np.searchsorted(inner, hi, side="left")  # and ends in
-    pieces: list[list[float]] = []
-    cuts = np.searchsorted(w_lo, np.arange(BATCHES + 1), side="left")  # w_lo does not decrease
-    whole = w_lo == w_hi
-    for k in range(BATCHES):
-        a, b = cuts[k], cuts[k + 1]
-        pieces.append(area[a:b][whole[a:b]].tolist())
-    for j in np.flatnonzero(~whole).tolist():  # cut at the edges it crosses
-        x, left, right = float(v[j]), float(lo[j]), float(hi[j])
-        k = int(w_lo[j])
-        while True:
-            top = edges[k + 1]
-            if right <= top or k == BATCHES - 1:
-                pieces[k].append(x * (right - left))
-                break
-            pieces[k].append(x * (top - left))
-            left = top
-            k += 1
-    return pieces, v[~np.isnan(v)].tolist()
-
-
-def _pieces(pts: list[tuple[float, float]], edges: list[float]) -> tuple[list[list[float]], list[float]]:
-    """Each value's piece of area, cut at the 20 windows' ``edges``, walked in
-    one pass: the pieces of each window, and the values held for a positive time."""
-    start, end = edges[0], edges[-1]
     pieces: list[list[float]] = [[] for _ in range(BATCHES)]
     held: list[float] = []
     top_w = BATCHES - 1
@@ -265,13 +208,7 @@ def _pieces(pts: list[tuple[float, float]], edges: list[float]) -> tuple[list[li
             pieces[k].append(v * (top - lo))
             lo = top
             k += 1
-    return pieces, [v for v in held if v == v]
-
-
-def _figures(name: str, pieces: list[list[float]], vals: list[float], edges: list[float], span: float,
-             frozen: tuple[tuple[float, float], ...]) -> GaugeSummary:
-    """The summary from the windows' ``pieces`` of area and the values held (no NaN)."""
-    mean = _fsum(list(chain.from_iterable(pieces))) / span
+    mean = _fsum([x for p in pieces for x in p]) / span
     widths = [edges[i + 1] - edges[i] for i in range(BATCHES)]
     if min(widths) > 0.0:
         means = [_fsum(p) / d for p, d in zip(pieces, widths)]
@@ -280,4 +217,5 @@ def _figures(name: str, pieces: list[list[float]], vals: list[float], edges: lis
         ci = T_19 * math.sqrt(s2 / BATCHES) if s2 == s2 else NAN
     else:  # a span too short beside its start for 20 windows of it to be told apart: no interval
         ci = math.inf
+    vals = [v for v in held if v == v]
     return GaugeSummary(name, mean, ci, min(vals) if vals else NAN, max(vals) if vals else NAN, frozen)

@@ -221,31 +221,3 @@ def test_a_span_too_short_for_twenty_windows_has_no_interval() -> None:
     r = run("pool kv { cap 5; }\nworkload { arrive poisson(0.0001); }\nsession { hold kv (1) { } }\n"
             "gauge u = used(kv);\nrun { horizon 10; }", warmup=1e6, horizon=1e6 + 1e-9)
     assert math.isinf(r.gauges["u"].ci)
-
-
-@pytest.mark.parametrize("seed", range(60))
-def test_the_array_summary_is_the_walked_one(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Past a few dozen change points the pieces are cut with numpy: the
-    same mean, interval, least and greatest value as the walk, bit for bit,
-    with change points on the windows' edges, before the warm-up, values that
-    are 0, huge, infinite or NaN (those take the walk), and spans from 1e-9 s
-    to 1000 s."""
-    import random
-
-    from serq.sim import gauges
-
-    rng = random.Random(seed)
-    start = rng.choice([0.0, rng.uniform(0.0, 50.0), 1e6])
-    end = start + rng.choice([rng.uniform(0.1, 100.0), 1e-6, 1e-9, 1000.0])
-    times = sorted({rng.choice([rng.uniform(-10.0, start + 150.0), start, end,
-                                start + (end - start) * rng.randint(0, 20) / 20]) for _ in range(rng.randint(1, 300))})
-    odd = [1e200, math.inf, math.nan] if seed % 5 == 0 else []
-    pts = [(t, rng.choice([rng.uniform(-5.0, 5.0), 0.0, 3.0, *odd])) for t in times]
-
-    def figures(after: int) -> list[float]:
-        monkeypatch.setattr(gauges, "_ARRAY_AFTER", after)
-        s = summarize("g", pts, start, end)
-        return [s.mean, s.ci, s.min, s.max]
-
-    walked, by_array = figures(10**9), figures(0)
-    assert [repr(x) for x in by_array] == [repr(x) for x in walked]
