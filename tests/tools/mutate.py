@@ -419,6 +419,14 @@ MUTATIONS = [
          "test_by_default_runs_start_here_and_workers_start_once_the_runs_left_would_take_long",),
     ),
     Mutation(
+        "lengths-in-one-binade-skip-halfway-costs",
+        "a run inside one binade takes every segment for one length, a cost halfway between two ulps too",
+        (("serq/sim/stages/decode_run.py",
+          "        if n > 1 and (fmod(c, u) * 2.0 == u if u is not None else not _one_step(c, t0, t1)):\n",
+          "        if n > 1 and (False if u is not None else not _one_step(c, t0, t1)):\n"),),
+        ("tests/sim/stages/test_coalesce_runs.py::test_a_runs_lengths_are_the_differences_of_its_ends",),
+    ),
+    Mutation(
         "stalled-growth-left-uncounted",
         "a session preempted while its growth is stalled leaves the growers but stays counted",
         (("serq/sim/holds.py", "                pool.growers.remove(s)\n                self.stalled -= 1\n",

@@ -495,8 +495,13 @@ def _length_runs(segs: list[list]) -> list[list]:
     of one binade is exact (:func:`serq.sim.stats.fold_same`).  Else the ends
     are added again one by one and each length is computed."""
     out: list[list] = []
+    if not segs:
+        return out
+    t_first = segs[0][2]
+    # every segment in one binade (the usual run): `_one_step` is the ulp test alone
+    u = ulp(t_first) if t_first >= _NORMAL and frexp(t_first)[1] == frexp(segs[-1][3])[1] else None
     for c, n, t0, t1 in segs:
-        if n > 1 and not _one_step(c, t0, t1):
+        if n > 1 and (fmod(c, u) * 2.0 == u if u is not None else not _one_step(c, t0, t1)):
             ends = list(accumulate(repeat(c, n), add, initial=t0))
             out.extend([x, 1] for x in map(sub, islice(ends, 1, None), ends))
             continue

@@ -331,3 +331,23 @@ def test_two_runs_first_common_end_is_the_one_their_lists_share(seed: int) -> No
         assert a.first_common(b) == want, (ea[:5], eb[:5])
         hits += bool(common)
     assert hits > 0  # the grid makes shared ends: the equation is tested where it has answers
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_a_runs_lengths_are_the_differences_of_its_ends(seed: int) -> None:
+    """`_length_runs` gives each iteration's length from the segments (one
+    length for a segment with one step, its ulp tested once when the whole run
+    lies in one binade): the differences of the list of every end, with runs
+    that cross binades, costs halfway between two ulps and times near 0."""
+    from serq.sim.stages.decode_run import _length_runs
+
+    rng = random.Random(seed)
+    first = rng.choice([rng.uniform(0.0, 3.0), rng.uniform(1000.0, 1100.0), 2.0 ** rng.randint(-3, 12) - 1e-3,
+                        rng.uniform(0.0, 1e-300), 1024.0 + 3 * 2.0 ** -42])
+    ulp_halves = [2.0 ** -42 * k + 2.0 ** -43 for k in range(1, 4)]  # past 1024: halfway between two ulps
+    pieces = [(rng.choice([rng.uniform(1e-5, 1e-3), 2.0 ** -12, 0.1, *ulp_halves]), rng.randint(1, 200))
+              for _ in range(rng.randint(1, 12))]
+    run = _planned(first, pieces)
+    ends = run.end_list()
+    lengths = [x for x, c in _length_runs(run.segs) for _ in range(c)]
+    assert lengths == [b - a for a, b in zip(ends, ends[1:])]
