@@ -221,3 +221,46 @@ def test_a_span_too_short_for_twenty_windows_has_no_interval() -> None:
     r = run("pool kv { cap 5; }\nworkload { arrive poisson(0.0001); }\nsession { hold kv (1) { } }\n"
             "gauge u = used(kv);\nrun { horizon 10; }", warmup=1e6, horizon=1e6 + 1e-9)
     assert math.isinf(r.gauges["u"].ci)
+
+
+OFFLOAD_GAUGED = (ROOT / "programs/offload/vllm_offload.sq").read_text() + """
+gauge gpu = used(kv) / (used(kv) + free(kv));
+gauge host = used(host) + queued(kv);
+gauge odd = used(kv) / (used(kv) - used(kv)) + holders(kv);
+"""
+
+
+@pytest.mark.parametrize("kept", [1 << 16, 40])
+@pytest.mark.parametrize("program, sets, horizon", [
+    ("programs/pd/llmd.sq", {}, 120.0),
+    ("programs/pd/colocated.sq", {"Lambda": "1.2"}, 120.0),
+    ("programs/cluster/agents.sq", {"N": "4", "Lambda": "0.9"}, 60.0),
+    ("programs/cluster/agents.sq", {"N": "3", "router": "1", "Lambda": "0.6", "blocks": "800"}, 60.0),
+    ("programs/cluster/system_prompt.sq", {}, 60.0),
+    ("offload", {"Lambda": "0.6"}, 300.0),  # a spill: runs stop at the next event, replayed at their end
+    ("routed", {}, 400.0),
+])
+def test_gauges_read_from_the_pools_notes_are_the_instants_ends(program: str, sets: dict[str, str], horizon: float,
+                                                                  kept: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Gauges that read pools alone are read from the pools' notes, in
+    batches once the clock is past them (here also every 40 notes, while
+    coalesced runs are in flight) and at the end: the same change points,
+    report and JSON as reading at each instant's end and each growth as the
+    run goes, for the P/D programs, the clusters (growths that stall
+    included), a spilling pool with a gauge that is NaN, and a gauge of
+    holders."""
+    from serq.sim import deployment, gauges
+
+    text = {"offload": OFFLOAD_GAUGED, "routed": ROUTED + "gauge h = holders(kv[0]) - queued(kv[1]);"}.get(program)
+    loaded = serq.load(text if text is not None else ROOT / program, sets=list(sets.items()))
+    monkeypatch.setattr(gauges, "NOTES_KEPT", kept)
+    reports = []
+    for defer in (False, True):
+        monkeypatch.setattr(deployment, "DEFER_GAUGES", defer)
+        reports.append(serq.run(loaded, horizon=horizon, warmup=horizon / 10))
+    plain, deferred = reports
+    assert plain.gauges and deferred.text() == plain.text() and deferred.to_json() == plain.to_json()
+    for name, g in plain.gauges.items():
+        assert [repr(x) for pt in deferred.gauges[name].points for x in pt] == \
+            [repr(x) for pt in g.points for x in pt], name
+    assert sum(len(g.points) for g in plain.gauges.values()) > 100
