@@ -427,27 +427,6 @@ MUTATIONS = [
         ("tests/sim/stages/test_coalesce_runs.py::test_a_runs_lengths_are_the_differences_of_its_ends",),
     ),
     Mutation(
-        "gauge-notes-read-past-runs-in-flight",
-        "deferred gauges read their notes up to the clock while a coalesced run in flight will still note growths before it",
-        (("serq/sim/gauges.py", "            if run is not None and run.start < t:\n",
-          "            if False:\n"),),
-        ("tests/sim/test_gauges.py::test_gauges_read_from_the_pools_notes_are_the_instants_ends",),
-    ),
-    Mutation(
-        "gauge-notes-one-pool-an-instant",
-        "deferred gauges read at an instant where two pools changed only the gauges of the first",
-        (("serq/sim/gauges.py", "                    part = b[6] if b2 is b and part is not whole else whole  # (another pool: all)\n",
-          "                    part = b[6]\n"),),
-        ("tests/sim/test_gauges.py::test_gauges_read_from_the_pools_notes_are_the_instants_ends",),
-    ),
-    Mutation(
-        "gauge-notes-skip-used",
-        "deferred gauges do not read again after a note that changed only a pool's used",
-        (("serq/sim/gauges.py", "                    b[2] = b[1][\"used\"] = u\n                    part = b[5]\n",
-          "                    b[2] = b[1][\"used\"] = u\n"),),
-        ("tests/sim/test_gauges.py::test_gauges_read_from_the_pools_notes_are_the_instants_ends",),
-    ),
-    Mutation(
         "stalled-growth-left-uncounted",
         "a session preempted while its growth is stalled leaves the growers but stays counted",
         (("serq/sim/holds.py", "                pool.growers.remove(s)\n                self.stalled -= 1\n",
