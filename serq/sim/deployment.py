@@ -109,11 +109,6 @@ def _spills(sim: "Simulator", decl: ir.PoolDecl, members: list[Pool], frame: Fra
         pool.cache.spill = Spiller(sim, pool, tier, link, work, pred)
 
 
-#: Off switch for comparisons (tests): gauges of pools alone are read at each instant's end
-#: as the run goes, as gauges that read a stage are.
-DEFER_GAUGES = True
-
-
 def _gauges(sim: "Simulator", frame: Frame) -> None:
     """The program's gauges, compiled on the deployment's state; the pools they
     read are told (``Pool.gauged``: a coalesced run's growths there are read
@@ -132,8 +127,7 @@ def _gauges(sim: "Simulator", frame: Frame) -> None:
         return eval(compile(text, "<serq gauges>", "eval"), frame.ns)  # noqa: S307 - our own generated code
 
     sim.gauges = Gauges(sim, [g.name for g in p.gauges], compiled(list(p.gauges)))
-    readers: dict[int, list[int]] = {}  # pool (id) → the gauges that read what a growth changes there
-    anyhow: dict[int, list[int]] = {}  # pool (id) → the gauges that read it at all
+    readers: dict[int, list[int]] = {}  # pool (id) → the gauges that read it, in order
     for i, g in enumerate(p.gauges):
         for x in walk(g.expr):
             if isinstance(x, ir.Probe) and isinstance(x.target, ir.PoolRef):
@@ -142,17 +136,13 @@ def _gauges(sim: "Simulator", frame: Frame) -> None:
                 member = 0 if index is None else int(index.value)
                 pool = sim.pools[x.target.pool][member]
                 pool.gauge_read = True
-                every = anyhow.setdefault(id(pool), [])
-                if i not in every:
-                    every.append(i)
                 if x.fn in ("holders", "queued"):
                     continue  # (a growth changes neither)
                 pool.gauged = True
                 got = readers.setdefault(id(pool), [])
                 if i not in got:
                     got.append(i)
-    # a gauge that reads only pools is read again only once one of them changed (``Pool.record``),
-    # and gauges that all read only pools are read later, from the pools' notes (``Gauges.defer``)
+    # a gauge that reads only pools is read again only once one of them changed (``Pool.record``)
     sim.gauges.always = any(isinstance(x, ir.Probe) and isinstance(x.target, ir.StageRef)
                             for g in p.gauges for x in walk(g.expr))
     parts: dict[tuple[int, ...], Any] = {}  # (members of a family mostly share one set of gauges)
@@ -162,15 +152,6 @@ def _gauges(sim: "Simulator", frame: Frame) -> None:
             if idx not in parts:
                 parts[idx] = compiled([p.gauges[i] for i in idx])
             pool.gauge_part = (parts[idx], idx)
-    if not sim.gauges.always and DEFER_GAUGES:
-        noted: dict[Any, Any] = {}
-        for pool in sim.all_pools:
-            if pool.gauge_read:
-                idx = tuple(anyhow[id(pool)])
-                if idx not in parts:
-                    parts[idx] = compiled([p.gauges[i] for i in idx])
-                noted[pool] = (parts[idx], idx)
-        sim.gauges.defer(noted, sim.env.now)
 
 
 def _step(sim: "Simulator", decl: ir.StageDecl, name: str, index: int | None, frame: Frame,

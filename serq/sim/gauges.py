@@ -9,15 +9,6 @@ decode run the only state that changes is the run's pool, at each growth: the
 run's replay reads the gauges at each growth's time (nothing else happens
 while a run is in flight, so that is the state the instant ended with).
 
-A gauge that reads pools alone (no stage) is read later, from the pools'
-trails: every change of a pool a gauge reads (``Pool.record``, and each
-growth of a coalesced run at its own time) notes the pool's ``used``,
-holders and queue; the notes are put in time order and the gauges read on
-each instant's last state, a batch at a time once the simulated time is past
-them (no run in flight can still add a note before), and all at the end of
-the run.  The readings are the same as reading at each instant's end, and
-the runs' growths need no replay in time order meanwhile.
-
 Each gauge keeps its change points (time, value) from time 0, which
 ``--dump`` writes; the report's figures come from them at the end: the time
 average over [warm-up, end], a 95 % batch-means interval over 20 equal windows
@@ -29,8 +20,6 @@ least and greatest value held for a positive time inside the span.  Sums are
 from __future__ import annotations
 
 import math
-from bisect import bisect_left
-from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..report import GaugeSummary
@@ -61,132 +50,6 @@ class Gauges:
         #: while passing runs' growths are replayed run by run (serq/sim/lazy.py): the gauged
         #: pools' states after each growth, and before the first, kept to be read in time order
         self.capture: Any = None
-        #: read from the pools' notes (no gauge reads a stage: :meth:`defer`): the notes not
-        #: read yet, ``(time, the pool's box, used, holders, queued)``, and the boxes
-        self.deferred = False
-        self.notes: list[tuple[float, Any, float, int, int]] = []
-        self.boxes: list[list[Any]] = []
-        self.kept = NOTES_KEPT  # the notes that may wait before a batch is read
-        self.whole: tuple[Callable[[Any], tuple], tuple[int, ...]] = (read, tuple(range(len(names))))
-        self.since = 0.0  # the time of the first reading (the run's start)
-        self.pending = False  # that reading is still to make
-
-    def defer(self, parts: dict[Any, tuple[Callable[[Any], tuple], tuple[int, ...]]], now: float) -> None:
-        """Read the gauges later, from the notes of the pools in ``parts`` (every
-        pool a gauge reads, none of them a stage's; each with the gauges that
-        read it, compiled, and their indices): their states now are the first."""
-        self.deferred = True
-        self.always = False
-        self.since = now
-        for p, part in parts.items():
-            # the pool, its attributes, its state as read last (used, holders, queued), the gauges
-            # that read its `used` (None: none does) and those that read it at all
-            p.gauge_box = [p, p.__dict__, p.used, len(p.holders), len(p.put_queue), p.gauge_part, part]
-        self.boxes = [p.gauge_box for p in parts]
-        self.pending = True
-
-    def note(self, now: float, pool: Any) -> None:
-        """``pool`` changed at ``now`` (deferred gauges: ``Pool.record``)."""
-        notes = self.notes
-        notes.append((now, pool.gauge_box, pool.used, len(pool.holders), len(pool.put_queue)))
-        if len(notes) > self.kept:
-            self.read_notes(self.safe())
-
-    def note_growths(self, pool: Any, times: list[float], after: list[tuple[float, float]], holders: int,
-                     queued: int) -> None:
-        """:meth:`note` of each growth of a coalesced run in ``pool``: at
-        ``times``, its ``used`` (and cached total) after each in ``after``."""
-        notes = self.notes
-        box = pool.gauge_box
-        for now, (used, _total) in zip(times, after):
-            notes.append((now, box, used, holders, queued))
-        if len(notes) > self.kept:
-            self.read_notes(self.safe())
-
-    def safe(self) -> float:
-        """A time no later note can come before: the clock, or the start of a
-        coalesced run in flight (its growths are noted at their own times when
-        it is replayed)."""
-        t = self.sim.env.now
-        for engine in self.sim.engines:
-            run = engine.run
-            if run is not None and run.start < t:
-                t = run.start
-        return t
-
-    def read_notes(self, before: float) -> None:
-        """Read the gauges at each time of the notes before ``before``, on the
-        state every pool had at the end of that instant: at a time only one
-        pool changed (the usual case) only the gauges that read what changed
-        there, as :meth:`sample_part` does, else all of them.  The pools are
-        set to the states read (their holders and queue as ranges of their
-        counts) meanwhile, and put back after."""
-        notes = self.notes
-        notes.sort(key=_time)  # (each pool's notes are in time order already: stable, a merge)
-        n = bisect_left(notes, before, key=_time)  # the first note kept
-        if n == 0 and not self.pending:
-            return
-        boxes = self.boxes
-        real = [(b[1]["used"], b[0].holders, b[0].put_queue) for b in boxes]
-        for b in boxes:
-            b[1]["used"] = b[2]
-            b[0].holders = range(b[3])
-            b[0].put_queue = range(b[4])
-        try:
-            if self.pending:
-                self.pending = False
-                self._reading(self.since)
-            whole = self.whole
-            points = self.points
-            last = list(self.last)  # type: ignore[arg-type]
-            i = 0
-            while i < n:
-                t, b, u, h, q = notes[i]
-                i += 1
-                part = None  # the gauges that can have moved
-                if b[2] != u:
-                    b[2] = b[1]["used"] = u
-                    part = b[5]
-                if h != b[3] or q != b[4]:
-                    b[3] = h
-                    b[4] = q
-                    b[0].holders = range(h)
-                    b[0].put_queue = range(q)
-                    part = b[6]
-                while i < n and notes[i][0] == t:  # more changes at this instant: its last state
-                    _t, b2, u, h, q = notes[i]
-                    i += 1
-                    b2[2] = b2[1]["used"] = u
-                    b2[3] = h
-                    b2[4] = q
-                    b2[0].holders = range(h)
-                    b2[0].put_queue = range(q)
-                    part = b[6] if b2 is b and part is not whole else whole  # (another pool: all)
-                if part is None:
-                    continue
-                read, idx = part
-                for k, x in zip(idx, read(None)):
-                    if not last[k] == x:  # (a NaN is never equal: recorded, as `sample_part` does)
-                        last[k] = x
-                        _record(points[k], float(x), t)
-            self.last = tuple(last)
-        finally:
-            for b, (u, holders, queue) in zip(boxes, real):
-                b[1]["used"] = u
-                b[0].holders = holders
-                b[0].put_queue = queue
-        del notes[:n]
-        # the next batch once twice as many wait as are left (a run in flight long holds some back)
-        self.kept = max(NOTES_KEPT, 2 * len(notes))
-
-    def _reading(self, now: float) -> None:
-        """Every gauge read on the pools as they are set, as the values from ``now`` on."""
-        values = self.read(None)
-        if values == self.last:  # (a NaN is never equal: it goes the long way)
-            return
-        self.last = values
-        for x, pts in zip(values, self.points):
-            _record(pts, float(x), now)
 
     def sample(self, now: float) -> None:
         """Read every gauge on the state as it is, as the value from ``now`` on
@@ -282,15 +145,7 @@ class Gauges:
                 engine.iterating = was
 
     def summaries(self, start: float, end: float) -> list[GaugeSummary]:
-        if self.deferred:
-            self.read_notes(math.inf)
         return [summarize(name, pts, start, end) for name, pts in zip(self.names, self.points)]
-
-
-#: Deferred gauges read their notes once this many are waiting (the notes' memory stays bounded).
-NOTES_KEPT = 1 << 16
-
-_time = itemgetter(0)
 
 
 def _record(pts: list[tuple[float, float]], v: float, now: float) -> None:

@@ -76,7 +76,7 @@ class LazyRuns:
         self.busy = False
         #: gauges read what growths change: the runs' growths are replayed
         #: together, in the order of their times; else each run's on its own
-        self.merged = any(p.gauged for p in sim.all_pools) and not sim.gauges.deferred
+        self.merged = any(p.gauged for p in sim.all_pools)
         #: runs stop at the next event again from now on: engines that share pools kept cutting
         #: each other's runs short (each cut wastes a plan); the runs in flight end as planned
         self.off = False

@@ -174,7 +174,6 @@ class Pool(BaseResource):
         self.gauged = False  # a gauge reads its `used`, `free` or `cached`: what a growth changes (``Gauges``)
         self.gauge_read = False  # a gauge reads it at all
         self.gauge_part: Any = None  # (the gauges that read it, compiled; their indices), when gauged
-        self.gauge_box: Any = None  # its state as deferred gauges read it (``Gauges.defer``)
         self.watchers: list[Any] = []  # engines whose passing runs watch it (serq/sim/lazy.py)
         # statistics (§2.8)
         now = sim.env.now
@@ -284,11 +283,7 @@ class Pool(BaseResource):
         if now is None:
             now = self.sim.env.now
         if self.gauge_read:
-            gauges = self.sim.gauges
-            if gauges.deferred:
-                gauges.note(now, self)
-            else:
-                gauges.dirty = True
+            self.sim.gauges.dirty = True
         # `set(now, value)` of the four time averages, written out: it is hot
         u, c, q, h = self._averages
         u.integral += u.value * (now - u.last)
@@ -335,13 +330,12 @@ class Pool(BaseResource):
         if not (ca.last == last and qa.last == last and ha.last == last) or self.cache.spill is not None:
             for need, now in zip(needs, times):
                 prior = (self.used, self.cache.total)
-                self.allocate(need, now)  # (`record` notes it for deferred gauges)
-                if self.gauged and not self.sim.gauges.deferred:
+                self.allocate(need, now)
+                if self.gauged:
                     self._gauge_growths([now], [(self.used, self.cache.total)], prior)
             return
         # the gauges that read the pool are read after each growth, at its time: they read its
-        # `used` alone (a gauge's `cachedin` is 0), so the states after each growth are kept;
-        # deferred gauges are given a note of each (`Gauges.note`)
+        # `used` alone (a gauge's `cachedin` is 0), so the states after each growth are kept
         after: list[tuple[float, float]] | None = [] if self.gauged else None
         before = (self.used, self.cache.total)
         cache = self.cache
@@ -390,11 +384,7 @@ class Pool(BaseResource):
         qa.integral, qa.last, qa.value = qi, last, qv
         ha.integral, ha.last, ha.value = hi, last, hv
         if after is not None:
-            gauges = self.sim.gauges
-            if gauges.deferred:
-                gauges.note_growths(self, times, after, hn, qn)
-                return
-            gauges.dirty = True  # (as `record` says after each growth)
+            self.sim.gauges.dirty = True  # (as `record` says after each growth)
             self._gauge_growths(times, after, before)
 
     def _gauge_growths(self, times: list[float], after: list[tuple[float, float]],

@@ -178,7 +178,7 @@ class Simulator:
         # and rescheduling the dirty ps stages: the kernel does the first itself.
         gauges = self.gauges
         env.loop(self.horizon, self.settle, bool(self.all_pools or self.engines), self.dirty_ps, done,
-                 None if gauges is None or gauges.deferred else gauges.sample)
+                 None if gauges is None else gauges.sample)
         arrivals.finish()
         limit = self.arrival_limit
         if limit is not None:
