@@ -127,7 +127,8 @@ def _gauges(sim: "Simulator", frame: Frame) -> None:
         return eval(compile(text, "<serq gauges>", "eval"), frame.ns)  # noqa: S307 - our own generated code
 
     sim.gauges = Gauges(sim, [g.name for g in p.gauges], compiled(list(p.gauges)))
-    readers: dict[int, list[int]] = {}  # pool (id) → the gauges that read it, in order
+    readers: dict[int, list[int]] = {}  # pool (id) → the gauges that read what a growth changes there
+    anyhow: dict[int, list[int]] = {}  # pool (id) → the gauges that read it at all
     for i, g in enumerate(p.gauges):
         for x in walk(g.expr):
             if isinstance(x, ir.Probe) and isinstance(x.target, ir.PoolRef):
@@ -136,6 +137,9 @@ def _gauges(sim: "Simulator", frame: Frame) -> None:
                 member = 0 if index is None else int(index.value)
                 pool = sim.pools[x.target.pool][member]
                 pool.gauge_read = True
+                every = anyhow.setdefault(id(pool), [])
+                if i not in every:
+                    every.append(i)
                 if x.fn in ("holders", "queued"):
                     continue  # (a growth changes neither)
                 pool.gauged = True
@@ -152,6 +156,11 @@ def _gauges(sim: "Simulator", frame: Frame) -> None:
             if idx not in parts:
                 parts[idx] = compiled([p.gauges[i] for i in idx])
             pool.gauge_part = (parts[idx], idx)
+        if pool.gauge_read:  # and any change there, those that read it at all
+            idx = tuple(anyhow[id(pool)])
+            if idx not in parts:
+                parts[idx] = compiled([p.gauges[i] for i in idx])
+            pool.gauge_any = (parts[idx], idx)
 
 
 def _step(sim: "Simulator", decl: ir.StageDecl, name: str, index: int | None, frame: Frame,

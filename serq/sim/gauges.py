@@ -47,16 +47,24 @@ class Gauges:
         #: ``always`` (a gauge reads a stage) every instant is read
         self.dirty = True
         self.always = True
+        #: the pool that changed since the latest reading: None (none), the pool, or this
+        #: object itself when two or more did (``Pool.record`` says so)
+        self.moved: Any = None
         #: while passing runs' growths are replayed run by run (serq/sim/lazy.py): the gauged
         #: pools' states after each growth, and before the first, kept to be read in time order
         self.capture: Any = None
 
     def sample(self, now: float) -> None:
         """Read every gauge on the state as it is, as the value from ``now`` on
-        (nothing to do when no value moved since the latest reading)."""
+        (nothing to do when no value moved since the latest reading; only the
+        gauges that read it when one pool alone changed)."""
         if not self.dirty and not self.always:
             return  # nothing a gauge reads has changed: the values are the latest
         self.dirty = False
+        moved, self.moved = self.moved, None
+        if moved is not None and moved is not self and not self.always and self.last is not None:
+            self.sample_part(moved.gauge_any, now)
+            return
         values = self._read(self.read)
         if values == self.last:  # (a NaN is never equal: it goes the long way)
             return

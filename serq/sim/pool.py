@@ -174,6 +174,7 @@ class Pool(BaseResource):
         self.gauged = False  # a gauge reads its `used`, `free` or `cached`: what a growth changes (``Gauges``)
         self.gauge_read = False  # a gauge reads it at all
         self.gauge_part: Any = None  # (the gauges that read it, compiled; their indices), when gauged
+        self.gauge_any: Any = None  # (the same of every gauge that reads it at all), when gauge_read
         self.watchers: list[Any] = []  # engines whose passing runs watch it (serq/sim/lazy.py)
         # statistics (§2.8)
         now = sim.env.now
@@ -283,7 +284,11 @@ class Pool(BaseResource):
         if now is None:
             now = self.sim.env.now
         if self.gauge_read:
-            self.sim.gauges.dirty = True
+            gauges = self.sim.gauges
+            gauges.dirty = True
+            moved = gauges.moved
+            if moved is not self:
+                gauges.moved = self if moved is None else gauges
         # `set(now, value)` of the four time averages, written out: it is hot
         u, c, q, h = self._averages
         u.integral += u.value * (now - u.last)
@@ -383,8 +388,7 @@ class Pool(BaseResource):
         ca.integral, ca.last, ca.value = ci, last, cv
         qa.integral, qa.last, qa.value = qi, last, qv
         ha.integral, ha.last, ha.value = hi, last, hv
-        if after is not None:
-            self.sim.gauges.dirty = True  # (as `record` says after each growth)
+        if after is not None:  # (read at each growth: the instant's end has nothing more to read)
             self._gauge_growths(times, after, before)
 
     def _gauge_growths(self, times: list[float], after: list[tuple[float, float]],

@@ -221,3 +221,23 @@ def test_a_span_too_short_for_twenty_windows_has_no_interval() -> None:
     r = run("pool kv { cap 5; }\nworkload { arrive poisson(0.0001); }\nsession { hold kv (1) { } }\n"
             "gauge u = used(kv);\nrun { horizon 10; }", warmup=1e6, horizon=1e6 + 1e-9)
     assert math.isinf(r.gauges["u"].ci)
+
+
+def test_two_pools_that_change_in_one_instant_are_both_read() -> None:
+    """At the end of an instant only the gauges of the one pool that changed
+    are read again (all that read it, its holders too), and every gauge when
+    two did: at t = 1 the session gives A back and takes B, and both move."""
+    r = run("""
+pool A { cap 10; }
+pool B { cap 10; }
+stage gate : delay;
+workload { arrive batch(1); }
+session { hold A (3) { run gate (1); } hold B (4) { run gate (1); } run gate (1); hold A (2) { run gate (1); } end; }
+gauge a = used(A);
+gauge b = used(B);
+gauge h = holders(A);
+run { horizon 10; }
+""")
+    assert r.gauge("a").points == ((0.0, 3.0), (1.0, 0.0), (3.0, 2.0), (4.0, 0.0))
+    assert r.gauge("b").points == ((0.0, 0.0), (1.0, 4.0), (2.0, 0.0))
+    assert r.gauge("h").points == ((0.0, 1.0), (1.0, 0.0), (3.0, 1.0), (4.0, 0.0))  # (a gauge of A all the same)

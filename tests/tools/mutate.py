@@ -427,6 +427,20 @@ MUTATIONS = [
         ("tests/sim/stages/test_coalesce_runs.py::test_a_runs_lengths_are_the_differences_of_its_ends",),
     ),
     Mutation(
+        "gauges-read-the-last-pool-only",
+        "at an instant where two pools changed, only the gauges of the last one are read again",
+        (("serq/sim/pool.py", "                gauges.moved = self if moved is None else gauges\n",
+          "                gauges.moved = self\n"),),
+        ("tests/sim/test_gauges.py::test_two_pools_that_change_in_one_instant_are_both_read",),
+    ),
+    Mutation(
+        "gauges-of-used-only-at-an-instant",
+        "at an instant where one pool changed, only the gauges that read its used are read again",
+        (("serq/sim/gauges.py", "            self.sample_part(moved.gauge_any, now)\n",
+          "            self.sample_part(moved.gauge_part or moved.gauge_any, now)\n"),),
+        ("tests/sim/test_gauges.py::test_two_pools_that_change_in_one_instant_are_both_read",),
+    ),
+    Mutation(
         "stalled-growth-left-uncounted",
         "a session preempted while its growth is stalled leaves the growers but stays counted",
         (("serq/sim/holds.py", "                pool.growers.remove(s)\n                self.stalled -= 1\n",
