@@ -1,0 +1,67 @@
+"""Instructions executed by the same runs under two checkouts of serQ.
+
+    python benchmarks/bench_instructions.py OLD NEW CASE...
+
+``OLD`` and ``NEW`` are folders holding a checkout each (``git worktree add
+/tmp/old COMMIT``); a ``CASE`` is ``PROGRAM[@HORIZON]`` (horizon 500 by
+default, warm-up a tenth of it), the program's path relative to the
+checkouts.  Each case runs ``serq.run`` in a fresh process under valgrind's
+cachegrind (``--cache-sim=no``: it only counts) twice per checkout, at the
+horizon and at a horizon of 1, and prints the difference — the instructions of
+the simulated time, start-up, imports and parsing left out — for both and their
+ratio.
+
+A count is the same on every run of the same code, where CPU seconds on a
+shared machine move by a third within an hour (docs/speed.md): it tells two
+commits apart by under 1 %, which timing cannot here.  It is not a time —
+cache misses and branches are not in it — so a change is judged by both: the
+count says whether work went away, ``bench_ab.py`` and ``bench_pd.py`` what a
+user waits.  Each run takes about 50 times its plain time; needs ``valgrind``
+(Debian's package of that name).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+
+CODE = r'''
+import sys, serq
+prog, horizon = sys.argv[1], float(sys.argv[2])
+loaded = serq.load(prog)
+serq.run(loaded, seed=1, horizon=horizon, warmup=horizon / 10)
+'''
+
+
+def instructions(where: str, prog: str, horizon: str) -> int:
+    """The instructions a fresh process of checkout ``where`` executes running ``prog`` to ``horizon``."""
+    out = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
+                          sys.executable, "-c", CODE, prog, horizon], cwd=where,
+                         env={"PYTHONPATH": where, "PATH": "/usr/bin:/bin"}, capture_output=True, text=True)
+    if out.returncode:
+        sys.exit(out.stderr)
+    found = re.search(r"I\s+refs:\s+([\d,]+)", out.stderr)
+    if found is None:
+        sys.exit(f"no instruction count in valgrind's output:\n{out.stderr}")
+    return int(found.group(1).replace(",", ""))
+
+
+def main(argv: list[str]) -> None:
+    if len(argv) < 3:
+        sys.exit(__doc__)
+    if shutil.which("valgrind") is None:
+        sys.exit("bench_instructions: valgrind is not installed (apt-get install valgrind)")
+    old, new = argv[0], argv[1]
+    for case in argv[2:]:
+        prog, _, horizon = case.partition("@")
+        horizon = horizon or "500"
+        counts = {side: instructions(where, prog, horizon) - instructions(where, prog, "1")
+                  for side, where in (("old", old), ("new", new))}
+        print(f"{case:40s} old {counts['old'] / 1e9:7.3f}e9  new {counts['new'] / 1e9:7.3f}e9  "
+              f"new/old {counts['new'] / counts['old']:.3f}", flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
