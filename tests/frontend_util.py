@@ -50,3 +50,12 @@ def cli_main(*argv: str) -> tuple[int, str]:
         except SystemExit as done:
             code = done.code if isinstance(done.code, int) else 1
     return code, out.getvalue() + err.getvalue()
+
+
+def default_sigint() -> None:
+    """A child's ``preexec_fn``: Ctrl-C handled as a terminal's would be, even
+    where the tests run under a shell that started them in the background
+    (such a shell sets SIGINT to be ignored, and the child would inherit it)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

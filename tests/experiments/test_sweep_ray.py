@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from frontend_util import cli_main
+from frontend_util import cli_main, default_sigint
 
 MG1 = "programs/single-turn/mg1.sq"
 
@@ -53,7 +53,7 @@ def test_ctrl_c_on_ray_keeps_the_finished_runs_and_stops_ray(tmp_path: Path) -> 
     argv = [str(Path(sys.executable).parent / "serq"), "sweep", MG1, "--set", "lam=0.5:0.9:0.1", "--seeds", "1-6",
             "--horizon", "20000", "--warmup", "100", "--jobs", "2", "--backend", "ray", "--out", str(out)]
     proc = subprocess.Popen(argv, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=default_sigint)
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline and not (out.exists() and len(out.read_text().splitlines()) >= 2):
         time.sleep(0.05)

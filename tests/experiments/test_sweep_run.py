@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from frontend_util import cli_main
+from frontend_util import cli_main, default_sigint
 
 import serq
 from serq.errors import SerqError
@@ -212,7 +212,7 @@ def test_ctrl_c_stops_the_workers_and_leaves_a_valid_resumable_file(tmp_path: Pa
     argv = [str(Path(sys.executable).parent / "serq"), "sweep", MG1, "--set", "lam=0.5:0.9:0.1", "--seeds", "1-6",
             "--horizon", "20000", "--warmup", "100", "--jobs", "2", "--out", str(out)]
     proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=default_sigint)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         if out.exists() and len(out.read_text().splitlines()) >= 2:
