@@ -16,8 +16,9 @@ shared machine move by a third within an hour (docs/speed.md): it tells two
 commits apart by under 1 %, which timing cannot here.  It is not a time —
 cache misses and branches are not in it — so a change is judged by both: the
 count says whether work went away, ``bench_ab.py`` and ``bench_pd.py`` what a
-user waits.  Each run takes about 50 times its plain time; needs ``valgrind``
-(Debian's package of that name).
+user waits.  A run takes about twenty times its plain time (23 s for
+``programs/pd/llmd.sq`` at horizon 500, so about 1.5 min a case); needs
+``valgrind`` (Debian's package of that name).
 """
 
 from __future__ import annotations

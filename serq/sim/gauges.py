@@ -138,12 +138,7 @@ class Gauges:
                 d["used"] = u
                 x = read(None)[0]
                 if not x0 == x:  # (a NaN is never equal: recorded each time, as sample_part does)
-                    if pts and pts[-1][0] != now and pts[-1][1] == pts[-1][1] and x == x:
-                        v = float(x)  # `_record`, inline: a new time and no NaN
-                        if pts[-1][1] != v:
-                            pts.append((now, v))
-                    else:
-                        _record(pts, float(x), now)
+                    _record(pts, float(x), now)
                     x0 = x
             if x0 is not last[i]:
                 self.last = last[:i] + (x0,) + last[i + 1:]

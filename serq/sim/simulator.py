@@ -276,7 +276,7 @@ def _fewer_collections() -> Iterator[None]:
     """Python's cycle collector runs less often while the run lasts (its
     youngest generation collected after ``GC_YOUNG`` allocations, not 700):
     a run makes and drops many small objects. On ``programs/pd/llmd.sq`` the
-    collections took 0.15–0.19 s of a 4–5 s run (timed by ``gc.callbacks``),
+    collections took 0.15–0.20 s of a 4–5 s run (timed by ``gc.callbacks``),
     0.06–0.10 s after this, and the run executes 36 million fewer instructions
     at horizon 500 (docs/pd.md, "Speed").  The collector's setting is put back
     after; nothing a run computes depends on when it collects."""
