@@ -378,7 +378,7 @@ class LogHistogram:
         if n == 0:
             return NAN
         rank = min(max(math.ceil(q * n), 1), n)
-        seen: float = 0  # a bucket is a list[float]: [count, smallest, largest]
+        seen = 0.0  # a bucket is a list[float]: [count, smallest, largest]
         for k in sorted(self._buckets):
             c, lo, hi = self._buckets[k]
             seen += c

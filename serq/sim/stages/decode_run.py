@@ -432,8 +432,8 @@ def _step_index(c: float, n: int, t0: float, t1: float, t: float) -> int:
             d = t - t0
             if fmod(d, s) != 0.0:
                 return 0
-            k = d / s
-            return int(k) if 1.0 <= k <= n else 0
+            q = d / s
+            return int(q) if 1.0 <= q <= n else 0
     ends = list(accumulate(repeat(c, n), add, initial=t0))
     k = bisect_left(ends, t)
     return k if 0 < k <= n and ends[k] == t else 0
