@@ -36,7 +36,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_instructions import instructions
+from bench_instructions import instructions, write_bytecode
 
 ROOT = Path(__file__).resolve().parents[1]
 MODULES = ["serq/sim/stages/coalesce.py", "serq/sim/stages/decode_run.py", "serq/sim/cache.py",
@@ -94,6 +94,8 @@ def main(argv: list[str]) -> None:
     with tempfile.TemporaryDirectory(prefix="serq-mypyc-") as tmp:
         compiled = Path(tmp)
         compile_copy(compiled, args.modules)
+        for where in (ROOT, compiled):
+            write_bytecode(str(where))
         print(f"compiled with mypyc: {', '.join(args.modules)}")
         for case in args.cases:
             prog, _, horizon = case.partition("@")
