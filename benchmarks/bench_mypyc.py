@@ -2,10 +2,10 @@
 
     python benchmarks/bench_mypyc.py [--modules M.py ...] [--rounds R] [CASE ...]
 
-The question behind it (docs/speed.md, "What a compiled core would take"):
+The question behind it (docs/speed.md, "What the remaining targets of issue 21 would take"):
 would compiling the hot modules as they are written — no rewrite — bring the
 P/D programs under issue 23's 3 s?  The script copies this checkout's
-``serq/`` and ``programs/`` into a temporary folder, compiles the named modules
+``serq/``, ``programs/`` and ``lib/`` into a temporary folder, compiles the named modules
 there with mypyc (the six below by default: the ones that compile as written
 and hold the run planner, the run replay, the prefix cache, the statistics,
 the flows and the gauges), and then, for each ``CASE`` (``PROGRAM[@HORIZON]``,
@@ -51,10 +51,10 @@ def _missing() -> str | None:
 
 
 def compile_copy(dest: Path, modules: list[str]) -> None:
-    """``serq/`` and ``programs/`` copied to ``dest``, ``modules`` compiled there in place."""
+    """``serq/``, ``programs/`` and ``lib/`` copied to ``dest``, ``modules`` compiled there in place."""
     ignore = shutil.ignore_patterns("__pycache__", "*.so")
-    shutil.copytree(ROOT / "serq", dest / "serq", ignore=ignore)
-    shutil.copytree(ROOT / "programs", dest / "programs", ignore=ignore)
+    for part in ("serq", "programs", "lib"):
+        shutil.copytree(ROOT / part, dest / part, ignore=ignore)
     env = dict(os.environ, CFLAGS="-ffp-contract=off")
     out = subprocess.run(["mypyc", "--ignore-missing-imports", *modules], check=False, cwd=dest, env=env,
                          capture_output=True, text=True)
