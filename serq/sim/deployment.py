@@ -150,17 +150,18 @@ def _gauges(sim: "Simulator", frame: Frame) -> None:
     sim.gauges.always = any(isinstance(x, ir.Probe) and isinstance(x.target, ir.StageRef)
                             for g in p.gauges for x in walk(g.expr))
     parts: dict[tuple[int, ...], Any] = {}  # (members of a family mostly share one set of gauges)
+
+    def part(gauges: list[int]) -> tuple[Any, tuple[int, ...]]:
+        idx = tuple(gauges)
+        if idx not in parts:
+            parts[idx] = compiled([p.gauges[i] for i in idx])
+        return parts[idx], idx
+
     for pool in sim.all_pools:  # a growth there changes only the gauges that read the pool: read those alone
         if pool.gauged:
-            idx = tuple(readers[id(pool)])
-            if idx not in parts:
-                parts[idx] = compiled([p.gauges[i] for i in idx])
-            pool.gauge_part = (parts[idx], idx)
+            pool.gauge_part = part(readers[id(pool)])
         if pool.gauge_read:  # and any change there, those that read it at all
-            idx = tuple(anyhow[id(pool)])
-            if idx not in parts:
-                parts[idx] = compiled([p.gauges[i] for i in idx])
-            pool.gauge_any = (parts[idx], idx)
+            pool.gauge_any = part(anyhow[id(pool)])
 
 
 def _step(sim: "Simulator", decl: ir.StageDecl, name: str, index: int | None, frame: Frame,

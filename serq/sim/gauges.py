@@ -43,13 +43,12 @@ class Gauges:
         self.points: list[list[tuple[float, float]]] = [[] for _ in names]
         #: the engine replaying a coalesced run: read as iterating while its growths are sampled
         self.replaying: Any = None
-        #: a pool a gauge reads changed since the latest reading (``Pool.record`` says so); with
-        #: ``always`` (a gauge reads a stage) every instant is read
-        self.dirty = True
+        #: with ``always`` (a gauge reads a stage) every instant is read
         self.always = True
-        #: the pool that changed since the latest reading: None (none), the pool, or this
-        #: object itself when two or more did (``Pool.record`` says so)
-        self.moved: Any = None
+        #: what a gauge reads that changed since the latest reading (``Pool.record`` says so):
+        #: None (nothing), the one pool that did, or this object itself (read every gauge:
+        #: two or more pools did, or nothing was read yet)
+        self.moved: Any = self
         #: while passing runs' growths are replayed run by run (serq/sim/lazy.py): the gauged
         #: pools' states after each growth, and before the first, kept to be read in time order
         self.capture: Any = None
@@ -58,10 +57,9 @@ class Gauges:
         """Read every gauge on the state as it is, as the value from ``now`` on
         (nothing to do when no value moved since the latest reading; only the
         gauges that read it when one pool alone changed)."""
-        if not self.dirty and not self.always:
-            return  # nothing a gauge reads has changed: the values are the latest
-        self.dirty = False
         moved, self.moved = self.moved, None
+        if moved is None and not self.always:
+            return  # nothing a gauge reads has changed: the values are the latest
         if moved is not None and moved is not self and not self.always and self.last is not None:
             self.sample_part(moved.gauge_any, now)
             return

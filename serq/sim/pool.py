@@ -285,7 +285,6 @@ class Pool(BaseResource):
             now = self.sim.env.now
         if self.gauge_read:
             gauges = self.sim.gauges
-            gauges.dirty = True
             moved = gauges.moved
             if moved is not self:
                 gauges.moved = self if moved is None else gauges
