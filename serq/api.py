@@ -67,6 +67,7 @@ def run(
     max_live: int | None = None,
     steps: bool = False,
     progress: bool = False,
+    max_events: int | None = None,
 ) -> "Report":
     """Simulate a program and return its :class:`~serq.report.Report`.
 
@@ -75,6 +76,9 @@ def run(
     stage's name to a :class:`serq.sim.stages.step.StepEngine` subclass.
     ``max_live`` caps the sessions live at once (default 1 000 000, or the
     environment variable ``SERQ_MAX_LIVE``): past it the run ends with an error.
+    ``max_events`` bounds the events the run handles (default none, or the
+    environment variable ``SERQ_MAX_EVENTS``): past it the run ends with an
+    error, at the same point on every machine.
     ``steps=True`` records every iteration of every step stage in
     ``report.steps[STAGE]`` (:class:`~serq.report.StepLog`: ``time``,
     ``duration`` and the context variables of ``cost``, the input of ``serq
@@ -88,4 +92,4 @@ def run(
     if not isinstance(program, Program):
         program = load(program)
     return simulate(program, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals, engines=engines or {},
-                    max_live=max_live, steps=steps, progress=progress)
+                    max_live=max_live, steps=steps, progress=progress, max_events=max_events)

@@ -194,6 +194,8 @@ def run(
     seed: Optional[int] = typer.Option(None, min=0, metavar="N", help="Random seed, an unsigned integer."),
     arrivals: Optional[int] = typer.Option(None, min=1, metavar="N", help="Stop after exactly N open arrivals, then drain."),
     max_live: Optional[int] = MaxLiveOpt,
+    max_events: Optional[int] = typer.Option(None, "--max-events", min=1, metavar="N",
+                                             help="End the run with an error past N events (default: no bound)."),
     set_: Optional[List[str]] = SetOpt,
     trace: Optional[str] = typer.Option(None, metavar="F",
                                         help="Replace the workload's trace file (- reads standard input)."),
@@ -237,7 +239,8 @@ def run(
         from .progress import stderr_is_terminal
 
         report = api.run(program, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals, engines=engines,
-                         max_live=max_live, steps=steps, progress=not quiet and stderr_is_terminal())
+                         max_live=max_live, steps=steps, progress=not quiet and stderr_is_terminal(),
+                         max_events=max_events)
     except RunInterrupted as err:
         typer.echo(f"interrupted at t={err.now:g} of {err.horizon:g} simulated seconds: no report was written",
                    err=True)

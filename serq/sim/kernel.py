@@ -19,6 +19,7 @@ makes events ready, timed or failed through the methods below.
 from __future__ import annotations
 
 import heapq
+import math
 from heapq import heappop, heappush
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -66,6 +67,11 @@ class Kernel(simpy.Environment):
         #: the coalesced runs that pass over other events (``serq.sim.lazy.LazyRuns``), told
         #: of every timer set at one of their iterations' ends before it is pushed; None: none
         self.lazy: Any = None
+        #: the most events a run handles, as its report counts them (``Simulator.events``, a
+        #: coalesced run's iterations one by one); None: no bound (``--max-events``)
+        self.max_events: int | None = None
+        self.counter: Any = None  # what holds that count (the simulator)
+        self.horizon = math.inf
 
     # -- time and the guard -----------------------------------------------------------------
 
@@ -91,6 +97,11 @@ class Kernel(simpy.Environment):
             helps=["look for sessions that end or finish work of 0 seconds at once, over and over "
                    f"(in a closed population each is replaced at once), or for times too small to change "
                    f"the clock at {t:g}"])
+
+    def exhausted(self, t: float) -> SerqError:
+        return SerqRuntimeError(
+            f"the run stopped at time {t:g} of {self.horizon:g}: it handled its budget of {self.max_events:,} events",
+            helps=["raise it (--max-events N, max_events=N, SERQ_MAX_EVENTS=N) or shorten the horizon"])
 
     def fail(self, err: SerqError) -> None:
         """Record a run-time error met inside a callback; the loop raises it."""
@@ -231,6 +242,9 @@ class Kernel(simpy.Environment):
         ``sample(t)`` (the gauges) is called at the end of every instant: once
         its events are handled and the next event is later."""
         q = self._queue
+        self.horizon = horizon
+        limit = math.inf if self.max_events is None else float(self.max_events)
+        counter = self.counter if self.counter is not None else _NO_COUNT
         # passing runs' growths, replayed before every new instant when gauges read them (serq/sim/lazy.py)
         eager = self.lazy if self.lazy is not None and self.lazy.merged else None
         settle()
@@ -249,6 +263,8 @@ class Kernel(simpy.Environment):
             self.room -= 1
             if self.room < 0:
                 raise self.unsettled(t)
+            if counter.events >= limit:
+                raise self.exhausted(t)
             # SimPy's Environment.step, inline (no StopSimulation in a run)
             self._now, _, _, event = heappop(q)
             self.now = self._now
@@ -277,6 +293,13 @@ class Kernel(simpy.Environment):
     def start(self, proc: "SessionProcess") -> None:
         """Run a new session's process now, until it first waits."""
         proc._resume(GO)
+
+
+class _NoCount:
+    events = 0
+
+
+_NO_COUNT = _NoCount()
 
 
 def _failure(event: Any) -> BaseException:

@@ -39,6 +39,9 @@ from .stages.step import StepEngine
 #: with ``--max-live`` / ``max_live=`` (which win over the variable).
 SERQ_MAX_LIVE = 1_000_000  # sessions alive at once (about 2.5 GB of sessions)
 SERQ_MAX_ARRIVALS = 100_000_000  # arrivals an open workload may make over a run
+#: events a run may handle: no bound unless ``--max-events`` / ``max_events=`` or
+#: ``SERQ_MAX_EVENTS`` gives one (a deterministic bound on a run's work, for tests and scripts)
+SERQ_MAX_EVENTS = None
 
 
 def run_limit(name: str, default: int) -> int:
@@ -61,13 +64,17 @@ class Simulator:
 
     def __init__(self, program: ir.Program, *, seed: int, horizon: float, warmup: float,
                  arrivals: int | None = None, engines: Mapping[str, type] | None = None,
-                 max_live: int | None = None, steps: bool = False) -> None:
+                 max_live: int | None = None, steps: bool = False, max_events: int | None = None) -> None:
         self.program = program
         self.seed = seed
         self.horizon = horizon
         self.warmup = warmup
         self.arrival_limit = arrivals
         self.env = Kernel()
+        if max_events is None and os.environ.get("SERQ_MAX_EVENTS", "").strip():
+            max_events = run_limit("SERQ_MAX_EVENTS", 0)
+        self.env.max_events = max_events
+        self.env.counter = self
         self.ns: dict[str, Any] = base_namespace()
         self.ns["__env__"] = self.env
         self.n_attrs = len(program.attributes)
@@ -230,7 +237,7 @@ class Simulator:
 def simulate(program: ir.Program, *, seed: int | None = None, horizon: float | None = None,
              warmup: float | None = None, arrivals: int | None = None,
              engines: Mapping[str, type] | None = None, max_live: int | None = None,
-             steps: bool = False, progress: bool = False) -> Any:
+             steps: bool = False, progress: bool = False, max_events: int | None = None) -> Any:
     """Run ``program`` and return its report (see :func:`serq.run`)."""
     from .results import build_report
 
@@ -244,8 +251,10 @@ def simulate(program: ir.Program, *, seed: int | None = None, horizon: float | N
         raise SerqError(f"arrivals must be a positive whole number, not {arrivals}")
     if max_live is not None and not (isinstance(max_live, int) and max_live >= 1):
         raise SerqError(f"max_live must be a positive whole number, not {max_live!r}")
+    if max_events is not None and not (isinstance(max_events, int) and max_events >= 1):
+        raise SerqError(f"max_events must be a positive whole number, not {max_events!r}")
     sim = Simulator(program, seed=int(seed), horizon=float(horizon), warmup=float(warmup),
-                    arrivals=arrivals, engines=engines, max_live=max_live, steps=steps)
+                    arrivals=arrivals, engines=engines, max_live=max_live, steps=steps, max_events=max_events)
     try:
         with _fewer_collections():
             if progress:
