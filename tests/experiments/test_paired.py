@@ -110,3 +110,55 @@ def test_a_bare_value_names_the_one_axis_that_has_it() -> None:
     with pytest.raises(SerqError, match="no axis `laws`") as info:
         result.paired("laws=0")
     assert info.value.helps == ["did you mean `law`?"]
+
+
+# two sessions at t = 0 on a fifo of `servers` servers, works 3 (s0) and `w1` (s1); no draw, so
+# every seed gives the same figures and a difference from the baseline is exact on every seed
+TWO_JOBS = """
+let servers = 1;
+let w1 = 1;
+stage svc : fifo(servers);
+workload { arrive batch(2); init { set w = serial == 0 ? 3 : w1; } }
+session { run svc (w); observe response = now; end; }
+run { horizon 10; }
+"""
+
+
+def test_a_significant_negative_difference_is_marked_and_a_null_one_is_not(tmp_path: Path) -> None:
+    # The mean response by hand (each session's response is its completion time, all arrive at 0):
+    #   w1 = 1, servers = 1: s0 runs 0-3, s1 waits and runs 3-4      -> (3 + 4) / 2 = 3.5
+    #   w1 = 1, servers = 2: s0 runs 0-3, s1 runs 0-1 beside it      -> (3 + 1) / 2 = 2
+    #   w1 = 0: s1's run of no work completes at once (0), s0 ends at 3, whatever the servers
+    #                                                                -> (3 + 0) / 2 = 1.5
+    # Paired differences from servers = 1, the same on each of the 3 seeds:
+    #   w1 = 1: 2 - 3.5 = -1.5 on every seed: sd 0, half-width 0; |-1.5| > 0, the interval
+    #           [-1.5, -1.5] excludes 0                              -> "-1.5 ± 0 *"
+    #   w1 = 0: 1.5 - 1.5 = 0 on every seed: [0, 0] does not exclude 0 -> "+0 ± 0", no mark
+    program = tmp_path / "two_jobs.sq"
+    program.write_text(TWO_JOBS)
+    fig = "observes.response.mean"
+    args = ("sweep", str(program), "--set", "w1=1,0", "--set", "servers=1,2", "--seeds", "1-3", "--jobs", "1",
+            "--quiet", "--show", fig, "--baseline", "servers=1")
+    code, text = cli_main(*args)
+    assert code == 0, text
+    table = text.split("\n\n")[1].splitlines()
+    assert table[0].startswith("paired differences from servers=1")
+    assert [line.split() for line in table[3:]] == [["1", "2", "3", "-1.5", "±", "0", "*"],
+                                                    ["0", "2", "3", "+0", "±", "0"]]
+    code, text = cli_main(*args, "--json")
+    assert code == 0, text
+    points = json.loads(text)["paired"]["points"]
+    assert [(p["w1"], p[fig]) for p in points] == [(1, {"mean": -1.5, "ci": 0.0, "n": 3}),
+                                                   (0, {"mean": 0.0, "ci": 0.0, "n": 3})]
+    # A negative difference whose interval covers 0 is not marked: differences -3 and +1 on two
+    # seeds, mean -1, sd sqrt(((-2)² + 2²) / 1) = 2·sqrt(2), half-width t(0.975, 1) · 2·sqrt(2) / sqrt(2)
+    # = 12.706 · 2 = 25.41 > |-1|; beside it -1 and -1 (sd 0) is marked.
+    rows = [{"d": "a", "seed": 1, "x": 10.0}, {"d": "a", "seed": 2, "x": 20.0},
+            {"d": "b", "seed": 1, "x": 7.0}, {"d": "b", "seed": 2, "x": 21.0},
+            {"d": "c", "seed": 1, "x": 9.0}, {"d": "c", "seed": 2, "x": 19.0}]
+    p = paired(rows, ["d"], ["x"], "d", "a")
+    b, c = (s["x"] for _, s in p.points)
+    assert b.mean == -1.0 and b.half == pytest.approx(2 * t_quantile(0.975, 1), rel=1e-12)
+    assert c.mean == -1.0 and c.half == 0.0
+    assert [line.split() for line in p.text().splitlines()[3:]] == [["b", "2", "-1", "±", "25.41"],
+                                                                    ["c", "2", "-1", "±", "0", "*"]]

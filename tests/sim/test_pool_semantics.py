@@ -227,3 +227,28 @@ run { horizon 20; }
                         sets=[("N", "5"), ("router", "1"), ("Lambda", "0.6"), ("blocks", "800")])
     serq.run(program, horizon=40.0, warmup=4.0)
     assert seen["passes"] > 1000 and seen["stalled"] > 50
+
+
+def test_a_pools_wait_counts_only_admissions_after_the_warmup() -> None:
+    # Three sessions join S's queue at t = 0 (batch(3)), each holding the one unit of S
+    # (cap 1) for 2 s; the queue admits them in serial order:
+    #   s0 admitted at 0 (wait 0), s1 at 2 (wait 2 - 0 = 2), s2 at 4 (wait 4 - 0 = 4).
+    # The warm-up ends at 1: s0's admission is in it, s1's and s2's are after it. A wait is
+    # measured from joining the queue (0, inside the warm-up), not from the warm-up's end:
+    #   wait = (2 + 4) / 2 = 3
+    # (counting the warm-up admission too: (0 + 2 + 4) / 3 = 2; measuring from the warm-up's
+    # end: (1 + 3) / 2 = 2.)  `admits` is whole-run: 3.
+    report = run("""
+pool S { cap 1; }
+stage gate : delay;
+workload { arrive batch(3); }
+session {
+  hold S (1) { observe admitted = now; run gate (2); }
+  end;
+}
+run { horizon 10; warmup 1; }
+""")
+    assert values(report, "admitted") == {1: [2.0], 2: [4.0]}  # s0's sample falls in the warm-up
+    pool = report.pool("S")
+    assert pool.mean_wait == 3.0
+    assert pool.admissions == 3

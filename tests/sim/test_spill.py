@@ -268,6 +268,46 @@ def test_estimates_follow_the_completions_hand_computed() -> None:
     assert samples(r, "p") == pytest.approx(price, rel=1e-9)
 
 
+def test_est_lambda_is_one_over_the_gaps_between_service_starts_not_completions() -> None:
+    # docs/offload.md and docs/language.md: λ̂ is 1 over the weighted mean (weight a = 0.01) of
+    # "the gap between the service starts of successive completions". Three jobs at t = 0 on
+    # one fifo server, works 1, 3, 2 (by serial):
+    #   job   start  completion  wait
+    #   s0      0        1         0
+    #   s1      1        4         1
+    #   s2      4        6         4
+    # Each session reads the estimates just after its own completion (t = 1, 4, 6):
+    #   after s0: no gap yet                         -> λ̂ = 0,             ρ̂ = 0
+    #   after s1: gap = 1 - 0 = 1                     -> λ̂ = 1
+    #   after s2: gap = 0.99·1 + 0.01·(4 - 1) = 1.02  -> λ̂ = 1 / 1.02
+    # Between completions instead the gaps are 4 - 1 = 3 and 6 - 4 = 2: λ̂ = 1/3, then
+    # 1 / (0.99·3 + 0.01·2) = 1/2.99.
+    # ŝ = 1, then 0.99·1 + 0.01·3 = 1.02, then 0.99·1.02 + 0.01·2 = 1.0298; ρ̂ = min(λ̂ ŝ, 0.99):
+    #   0, min(1.02, 0.99) = 0.99, min(1.0298 / 1.02, 0.99) = 0.99
+    # (from completions: 1.02 / 3 = 0.34, then 1.0298 / 2.99 = 0.3444…).
+    # Ŵ = 0, then 0.99·0 + 0.01·1 = 0.01, then 0.99·0.01 + 0.01·4 = 0.0499.
+    r = run("""
+        stage svc : fifo;
+        workload { arrive batch(3); init { set w = serial == 0 ? 1 : serial == 1 ? 3 : 2; } }
+        session {
+          run svc (w);
+          observe t = now;
+          observe lam = est_lambda(svc);
+          observe rho = est_rho(svc);
+          observe w = est_wait(svc);
+          end;
+        }
+        run { horizon 10; }
+    """)
+    a = 0.01
+    assert samples(r, "t") == [1.0, 4.0, 6.0]
+    lam = samples(r, "lam")
+    assert lam[:2] == [0.0, 1.0]  # 1 over a gap of 1 between starts, not 1/3 over the completions' 3
+    assert lam[2] == pytest.approx(1.0 / ((1 - a) * 1.0 + a * 3.0), rel=1e-12)  # 1 / 1.02
+    assert samples(r, "rho") == [0.0, 0.99, 0.99]
+    assert samples(r, "w") == pytest.approx([0.0, a * 1.0, (1 - a) * a + a * 4.0], rel=1e-12)
+
+
 def test_ps_and_delay_stages_feed_the_sojourn_as_service_and_no_wait() -> None:
     # two jobs of 1 share a ps(1) from t = 0: both end at 2, sojourn 2, wait 0
     r = run("""

@@ -454,6 +454,36 @@ MUTATIONS = [
           "                pool.growers.append(s)\n"),),
         ("tests/sim/test_pool_semantics.py::test_a_growth_that_does_not_fit_waits_under_preempt_none",),
     ),
+    # -- issue 38, item 3: figures that only golden snapshots pinned ---------------------------
+    Mutation(
+        "pool-wait-counts-warmup",
+        "a pool's `wait` counts the admissions of the warm-up too",
+        (("serq/sim/holds.py", "        if self.sim.stats_on:\n            first.wait_sum += self.env.now - req.joined\n",
+          "        if True:\n            first.wait_sum += self.env.now - req.joined\n"),),
+        ("tests/sim/test_pool_semantics.py::test_a_pools_wait_counts_only_admissions_after_the_warmup",),
+    ),
+    Mutation(
+        "estimate-gap-between-completions",
+        "`est_lambda` is 1 over the gaps between completions, not between the service starts of completions",
+        (("serq/sim/stats.py", "        last = self.last_start\n        if last is not None:\n",
+          "        start = start + service  # the completion\n        last = self.last_start\n"
+          "        if last is not None:\n"),),
+        ("tests/sim/test_spill.py::test_est_lambda_is_one_over_the_gaps_between_service_starts_not_completions",),
+    ),
+    Mutation(
+        "paired-mark-positive-only",
+        "`--baseline`'s `*` marks a significant positive difference only (no abs: a negative one is never marked)",
+        (("serq/experiments/summary.py", "    mark = \" *\" if abs(iv.mean) > iv.half else \"\"\n",
+          "    mark = \" *\" if iv.mean > iv.half else \"\"\n"),),
+        ("tests/experiments/test_paired.py::test_a_significant_negative_difference_is_marked_and_a_null_one_is_not",),
+    ),
+    Mutation(
+        "paired-mark-on-a-closed-interval",
+        "`--baseline`'s `*` marks an interval that reaches 0 (|mean| >= half): a null difference of ± 0 is marked",
+        (("serq/experiments/summary.py", "    mark = \" *\" if abs(iv.mean) > iv.half else \"\"\n",
+          "    mark = \" *\" if abs(iv.mean) >= iv.half else \"\"\n"),),
+        ("tests/experiments/test_paired.py::test_a_significant_negative_difference_is_marked_and_a_null_one_is_not",),
+    ),
 ]
 
 
