@@ -539,9 +539,24 @@ def main() -> None:
         typer.echo("error: the program is nested too deeply to check", err=True)
         sys.exit(1)
     except Exception as err:  # noqa: BLE001 - a bug in serq: say so in one line, never a traceback
-        typer.echo(f"internal error (a bug in serq, please report it): {type(err).__name__}: {err}", err=True)
+        typer.echo(internal_error_line(err), err=True)
+        if os.environ.get("SERQ_DEBUG"):  # (for whoever fixes the bug)
+            import traceback
+
+            traceback.print_exception(err)
         sys.exit(3)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def internal_error_line(err: BaseException) -> str:
+    """An internal error in one line: its type and the first line of its
+    message, at most 200 characters (a parser's error carries its whole parse
+    tree after the first line; a value's repr can be a whole program)."""
+    text = str(err).strip().splitlines()
+    first = text[0].strip() if text else ""
+    if len(first) > 200:
+        first = first[:199] + "…"
+    return f"internal error (a bug in serq, please report it): {type(err).__name__}" + (f": {first}" if first else "")
 
 
 def console() -> None:

@@ -20,6 +20,13 @@ from typing import Literal, Union
 from .errors import SerqError
 from .node import Node, node
 
+#: The most members of a pool or stage family, terms of an aggregate (with those it
+#: is nested in) and candidates of a ``choose``: each is written out or built one
+#: by one, a family's members when the run starts (about 100 µs and 5 KB each).
+MAX_MEMBERS = 4096
+#: The most members of all a program's families together (about 2 s to build).
+MAX_ALL_MEMBERS = 16384
+
 # ---------------------------------------------------------------------------
 # expressions
 

@@ -8,6 +8,7 @@ supported in this version"), retired words, unknown options, repeated clauses
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from parsimonious.nodes import Node, NodeVisitor
@@ -17,7 +18,7 @@ from . import ast as A
 from .build_expr import ExprVisits, Keys, Tok, not_supported
 from .diag import at, did_you_mean, error
 from .lexer import Tokens
-from .words import ADVANCED_ITEMS, ADVANCED_STMTS, LATER, MAX_MEMBERS, RETIRED
+from .words import ADVANCED_ITEMS, ADVANCED_STMTS, LATER, MAX_MEMBERS, RETIRED, too_many_members
 
 _PASS = {
     "item", "let_value", "def_body", "pool_clause", "stage_kind", "step_clause", "wl_clause",
@@ -148,7 +149,9 @@ class Builder(ExprVisits, NodeVisitor):
         return "nic", self._q_stage(ch[0], ch[1], node), self.span(node)
 
     def visit_q_kind(self, node, ch):
-        return ch[0]
+        # `delay` is the bare keyword (a rule that only renames another is merged into it by
+        # Parsimonious, so a `q_delay = kw_delay` would never be visited)
+        return ("delay", None, []) if isinstance(ch[0], Tok) else ch[0]
 
     # a queue's `serve` and `nic` kinds: the stage kinds without their `;` (the same children first)
     def visit_q_step(self, node, ch):
@@ -159,9 +162,6 @@ class Builder(ExprVisits, NodeVisitor):
 
     def visit_q_ps(self, node, ch):
         return self.visit_ps_kind(node, ch)
-
-    def visit_q_delay(self, node, ch):
-        return self.visit_delay_kind(node, ch)
 
     def visit_q_entry(self, node, ch):
         verb: Tok = ch[0]
@@ -238,10 +238,12 @@ class Builder(ExprVisits, NodeVisitor):
         expr = arr[1]
         if not isinstance(expr, A.Num):
             return expr
-        ok = 1 <= expr.value <= MAX_MEMBERS and expr.value == int(expr.value)
+        ok = 1 <= expr.value < math.inf and expr.value == int(expr.value)
         if not ok:
             text = self.source.text[expr.span.start:expr.span.end]
             raise error(f"array size must be a positive integer, found `{text}`", expr.span)
+        if expr.value > MAX_MEMBERS:
+            raise too_many_members(expr.value, expr.span)
         return int(expr.value)
 
     # ------------------------------------------------------------ pools

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+import sys
 import os
 from collections.abc import Sequence
 from typing import cast
@@ -13,7 +14,9 @@ from . import ast as A
 from .diag import at, error, unknown
 from .pretty import show
 from .resolve import Decl, Resolver, Where
-from .words import BUDGET, EVICT, MAX_MEMBERS, PS, RETIRED, SELECT, SERVE, SESSION, STEP
+from .words import (
+    BUDGET, EVICT, MAX_ALL_MEMBERS, MAX_MEMBERS, PS, RETIRED, SELECT, SERVE, SESSION, STEP, too_many_members,
+)
 
 #: The largest `closed(n)` or `batch(n)` (semantics §7.1); the run has a lower,
 #: adjustable limit on live sessions (docs/simulator.md, "Run guards and limits").
@@ -61,19 +64,44 @@ class Declarations(Resolver):
                                 notes=[f"`{item.name}` is first declared at {at(table[item.name].span)}"])
                 block = None
                 if isinstance(item, A.PoolItem) and "block" in _clauses(item):
-                    block = self.positive(_expr(_clauses(item)["block"]), "block", f"pool `{item.name}`")
+                    block = self.block_size(_expr(_clauses(item)["block"]), f"pool `{item.name}`")
                 table[item.name] = Decl(i, item.name, self.array_size(item), item.name_span,
                                         kind=getattr(item, "kind", ""), block=block)
+        self.all_members(pools, stages)
         for p in pools:
             self.pool_decls.append(self.pool(p))
         self.spill_cycles(pools)
         for s in stages:
             self.stage_decls.append(self.stage(s))
+        self.budget_cycles(stages)
+
+    def all_members(self, pools: list[A.PoolItem], stages: list[A.StageItem]) -> None:
+        """The members of all families together, each built when the run starts: at most
+        ``MAX_ALL_MEMBERS``, said at the largest family."""
+        decls = [self.pools[p.name] for p in pools] + [self.stages[s.name] for s in stages]
+        total = sum(d.size or 1 for d in decls)
+        if total > MAX_ALL_MEMBERS:
+            big = max(decls, key=lambda d: d.size or 1)
+            raise error(f"the program's pools and stages have {total:,} members in all: at most {MAX_ALL_MEMBERS:,}",
+                        big.span, helps=[f"`{big.name}` has {big.size:,}; every member is built when the run "
+                                         "starts (about 100 µs and 5 KB each): make the families smaller"])
 
     def positive(self, e: A.Expr, what: str, prefix: str) -> float:
         v = self.const(e, what, prefix)
         if not (v > 0 and math.isfinite(v)):
             raise error(f"{what} must be positive", e.span, prefix=prefix)
+        return v
+
+    def block_size(self, e: A.Expr, prefix: str) -> float:
+        """A pool's block: positive, finite, and a normal number — a subnormal
+        one (below 2.2e-308) has no finite reciprocal, so no amount is a count of
+        its blocks."""
+        v = self.positive(e, "block", prefix)
+        if v < sys.float_info.min:
+            shown = show(A.Num(v, e.span)) if isinstance(e, A.Num) else f"`{show(e)}` = {show(A.Num(v, e.span))}"
+            raise error(f"block {shown} is below the smallest normal number "
+                        f"({sys.float_info.min:.1e}): amounts cannot be counted in such blocks", e.span, prefix=prefix,
+                        helps=["a block is the pool's unit of allocation, such as 16 tokens"])
         return v
 
     def family(self, prefix: str, clause: str, mine: Decl, other: Decl, span) -> None:
@@ -82,6 +110,17 @@ class Declarations(Resolver):
         if a != b and a != 1 and b != 1:
             raise error(f"`{clause} {other.name}` names a family of {b}, and `{mine.name}` is a family of {a}: "
                         "it must be one for one, or one for all", span, prefix=prefix)
+
+    def spill_family(self, prefix: str, clause: str, mine: Decl, other: Decl, span) -> None:
+        """A spill's tier and link serve the pool's members one for one, or one
+        for all: a family of another size has members no pool member would use."""
+        a, b = mine.size or 1, other.size or 1
+        if b != 1 and b != a:
+            whose = f"a family of {a}" if mine.size else "one pool"
+            raise error(f"`{clause} {other.name}` names a family of {b}, and `{mine.name}` is {whose}: a spill's "
+                        "tier and link are one per member of the pool, or one for all of them", span, prefix=prefix,
+                        helps=[f"declare `{other.name}` without `[…]`, one for the pool" if not mine.size else
+                               f"declare `{other.name}[{a}]`, one for each member, or `{other.name}` alone, shared"])
 
     def named(self, kind: str, table: dict[str, Decl], name: A.Name, prefix: str) -> Decl:
         if name.id not in table:
@@ -97,9 +136,11 @@ class Declarations(Resolver):
             return size
         kind = "pool" if isinstance(item, A.PoolItem) else "stage"
         v = self.const(size, f"the size of {kind} `{item.name}`")
-        if not (1 <= v <= MAX_MEMBERS and v == int(v)):
+        if not (1 <= v < math.inf and v == int(v)):
             raise error(f"array size must be a positive integer, found `{show(size)}` = {show(A.Num(v, size.span))}",
                         size.span, helps=[f"a family has 1 to {MAX_MEMBERS:,} members"])
+        if v > MAX_MEMBERS:
+            raise too_many_members(v, size.span, f"`{show(size)}` = ")
         return int(v)
 
     def pool(self, p: A.PoolItem) -> ir.PoolDecl:
@@ -164,8 +205,8 @@ class Declarations(Resolver):
                         f"`{link.name}` serves sessions' requests", link_name.span, prefix=prefix,
                         helps=["give the link a `fifo`, `ps` or `delay` stage of its own, e.g. "
                                "`stage pcie : fifo;`"])
-        self.family(prefix, "spill", self.pools[p.name], tier, tier_name.span)
-        self.family(prefix, "spill … via", self.pools[p.name], link, link_name.span)
+        self.spill_family(prefix, "spill", self.pools[p.name], tier, tier_name.span)
+        self.spill_family(prefix, "spill … via", self.pools[p.name], link, link_name.span)
         where = Where(EVICT, prefix)
         return ir.Spill(tier.index, link.index, self.expr(work, where), self.expr(pred, where))
 
@@ -195,6 +236,48 @@ class Declarations(Resolver):
             memory = pool.index
         step = ir.StepDecl(cost, budget, chunk, serve, memory)  # type: ignore[arg-type]
         return ir.StageDecl(s.name, "step", self.stages[s.name].size, step=step)
+
+    def budget_cycles(self, stages: list[A.StageItem]) -> None:
+        """``budget_left(S)`` is what S's budget leaves once its residents are
+        planned, so it reads S's ``budget`` and ``chunk``: those of one step
+        stage may not come back to it through ``budget_left`` (a family counts
+        as one stage: its members read one another's)."""
+        from ..expr import walk
+
+        reads: dict[int, list[int]] = {}
+        spans: dict[int, Any] = {}
+        for item, decl in zip(stages, self.stage_decls):
+            if decl.step is None:
+                continue
+            si = self.stages[item.name].index
+            c = _clauses(item)
+            for word, e in (("budget", decl.step.budget), ("chunk", decl.step.chunk)):
+                for x in walk(e):
+                    if isinstance(x, ir.Probe) and x.fn == "budget_left" and isinstance(x.target, ir.StageRef):
+                        reads.setdefault(si, []).append(x.target.stage)
+                        spans.setdefault(si, (word, _expr(c[word]).span))
+        names = {d.index: d.name for d in self.stages.values()}
+        for start in sorted(reads):
+            path, seen = [start], {start}
+            stack = [iter(reads.get(start, ()))]
+            while stack:
+                nxt = next(stack[-1], None)
+                if nxt is None:
+                    stack.pop()
+                    path.pop()
+                    continue
+                if nxt == start:
+                    word, span = spans[start]
+                    loop = " → ".join(f"`{names[i]}`" for i in [*path, start])
+                    raise error(f"the {word} of `{names[start]}` reads `budget_left`, which reads the budget and "
+                                f"chunk of the stage it names: {loop} comes back", span,
+                                prefix=f"stage `{names[start]}`",
+                                helps=["a budget cannot depend on what it leaves; read the other stages' "
+                                       "`queue`, `busy` or `work` instead"])
+                if nxt not in seen:
+                    seen.add(nxt)
+                    path.append(nxt)
+                    stack.append(iter(reads.get(nxt, ())))
 
     # ------------------------------------------------------------ the workload (§2.6, §6.8, §7.5)
     def workload(self, wl: A.WorkloadItem | None, path: str | None,

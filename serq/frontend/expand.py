@@ -426,8 +426,7 @@ class Expander:
         if st is None:
             raise error(f"{text}: no queue `{s.queue}` is declared", qspan)
         if st.family and s.index is None:
-            raise error(f"{text}: `{s.queue}` is a family of {show(st.size) if not isinstance(st.size, int) else st.size}; "
-                        "index it", qspan)
+            raise error(f"{text}: `{s.queue}` is a family of {_size(st.size)}; index it", qspan)
         if not st.family and s.index is not None:
             raise error(f"`{s.queue}[…].{s.verb}`: `{s.queue}` is one queue, not a family", qspan)
         link_call = s.verb == "transfer" and "link" in st.roles
@@ -505,7 +504,7 @@ class Expander:
                             f"through it would have no KV to take; a `from` needs every entry of `{src.name}` "
                             f"to lease `{pool}`", span)
         if src.family and k is None:
-            raise error(f"`from {src.name}`: `{src.name}` is a family of {src.size}; index it", span)
+            raise error(f"`from {src.name}`: `{src.name}` is a family of {_size(src.size)}; index it", span)
         if not src.family and k is not None:
             raise error(f"`from {src.name}[…]`: `{src.name}` is one queue, not a family", span)
         return src.member(f"{src.name}.{pool}", k, span), src, k
@@ -747,3 +746,8 @@ def _assigned(block: A.Block, defs: Defs) -> frozenset[str]:
         elif isinstance(s, A.UseStmt) and defs.get(s.name) is not None:
             out |= defs.get(s.name).assigned  # type: ignore[union-attr]
     return frozenset(out)
+
+
+def _size(size: "int | A.Expr | None") -> str:
+    """A family's size as its declaration writes it: ``2``, ``NP``, ``N + 1``."""
+    return str(size) if isinstance(size, int) or size is None else show(size)

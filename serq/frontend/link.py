@@ -207,7 +207,15 @@ class Linker(Declarations):
             return ir.Join(self.handles[s.name], f"`join {s.name}` at {at_from(s.head, None)}")
         if isinstance(s, A.ChooseStmt):
             keys = tuple(self.expr(k, w) for k in s.keys)
-            return ir.Choose(self.attrs[s.name], self.expr(s.count, w), keys, pretty.choose_label(s))
+            count = self.expr(s.count, w)
+            if isinstance(count, ir.Num) and not count.value <= ir.MAX_MEMBERS:  # (NaN too)
+                n = count.value
+                shown = f"{n:,.0f}" if math.isfinite(n) and n == int(n) else pretty.number(n)
+                raise error(f"{pretty.choose_label(s)} has {shown} candidates: at most "
+                            f"{ir.MAX_MEMBERS:,}", s.count.span, prefix=ctx.prefix,
+                            helps=[f"a `choose` reads its keys for every candidate, as an aggregate writes out "
+                                   f"its terms and a family builds its members: each at most {ir.MAX_MEMBERS:,}"])
+            return ir.Choose(self.attrs[s.name], count, keys, pretty.choose_label(s))
         raise AssertionError(type(s).__name__)  # pragma: no cover
 
     def observe(self, s: A.ObserveStmt, w: Where) -> ir.Observe:
@@ -328,7 +336,8 @@ class Linker(Declarations):
         decl = self.pool_decls[ref.pool]
         need = max(units.value, reserve.value if reserve is not None else 0.0)
         block = decl.block
-        rounded = math.ceil(need / block - 1e-9) * block if block else need
+        q = need / block - 1e-9 if block else math.inf
+        rounded = math.ceil(q) * block if q < math.inf else need  # (past the largest float: need itself)
         if rounded > decl.cap + 1e-9:
             n = pretty.number
             blocks = f" ({n(rounded)} in blocks of {n(block)})" if block else ""

@@ -24,7 +24,7 @@ from .words import (
 )
 
 #: An aggregate, with those it is nested in, writes out at most this many terms.
-MAX_TERMS = 4096
+MAX_TERMS = ir.MAX_MEMBERS  # (one bound with families and `choose`)
 
 
 @dataclass(frozen=True)

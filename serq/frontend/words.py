@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from .. import ir
 from ..expr import DISTRIBUTIONS, POOL_PROBES, PURE_FUNCTIONS, STAGE_PROBES
 
 #: Words with a meaning somewhere in the grammar (§1.6): no `def` or parameter takes them.
@@ -25,8 +28,19 @@ RETIRED = {
     "fits": "`fits` is now `reserve`",
 }
 
-#: The most members a pool or stage family may have.
-MAX_MEMBERS = 1_000_000
+#: The most members a pool or stage family may have (with aggregates' terms and a
+#: `choose`'s candidates: one bound, ``serq.ir.MAX_MEMBERS``).
+MAX_MEMBERS = ir.MAX_MEMBERS
+MAX_ALL_MEMBERS = ir.MAX_ALL_MEMBERS
+
+
+def too_many_members(n: float, span: Any, shown: str = "") -> Exception:
+    """A family larger than ``MAX_MEMBERS``, said at its size."""
+    from .diag import error
+
+    return error(f"a family of {shown}{n:,.0f} members: at most {MAX_MEMBERS:,}", span,
+                 helps=["every member of a family is built when the run starts (about 100 µs and 5 KB each); "
+                        f"aggregates and `choose` take at most {MAX_MEMBERS:,} terms too"])
 
 #: Items and statements of the era that this version refuses (§2.9, §5.2).
 ADVANCED_ITEMS: dict[str, str] = {}  # (every advanced item of the era is supported now: docs/pd.md)

@@ -61,15 +61,23 @@ class Members(dict):
 
 def pool_source(sim: "Simulator", ref: ir.PoolRef, f: Frame) -> str:
     """Compiled code's name for a pool, or for the member an index picks."""
-    return _member_source(sim.pools[ref.pool], sim.program.pools[ref.pool].name, ref.index, f, "P")
+    decl = sim.program.pools[ref.pool]
+    return _member_source(sim.pools[ref.pool], decl.name, ref.index, f, "P", decl.members)
 
 
 def stage_source(sim: "Simulator", ref: ir.StageRef, f: Frame) -> str:
     """Compiled code's name for a stage, or for the member an index picks."""
-    return _member_source(sim.stages[ref.stage], sim.program.stages[ref.stage].name, ref.index, f, "S")
+    decl = sim.program.stages[ref.stage]
+    return _member_source(sim.stages[ref.stage], decl.name, ref.index, f, "S", decl.members)
 
 
-def _member_source(members: list, name: str, index: ir.Expr | None, f: Frame, hint: str) -> str:
+def _member_source(members: list, name: str, index: ir.Expr | None, f: Frame, hint: str, size: int) -> str:
+    if len(members) < size:  # a stage's own expression reading itself or a stage declared below it:
+        # the family is not built yet, so its list is read when the expression is (language §17)
+        family = f.bind(members, hint + "L")
+        if index is None:
+            return f"{family}[0]"
+        return f"{family}[{f.bind(member, 'M')}({source(index, f)}, {size}, {name + '[…]'!r})]"
     if index is None:
         return f.bind(members[0], hint)
     if isinstance(index, ir.Num) and 0 <= index.value < len(members) and float(index.value).is_integer():

@@ -273,11 +273,21 @@ class Pool(BaseResource):
 
     def round_up(self, x: float) -> float:
         b = self.block
-        return math.ceil(x / b - EPS) * b if b is not None and x != math.inf else x
+        if b is None or x == math.inf:
+            return x
+        try:
+            return math.ceil(x / b - EPS) * b
+        except OverflowError:  # x / b past the largest float: x is a whole number of blocks to its precision
+            return x
 
     def round_down(self, x: float) -> float:
         b = self.block
-        return math.floor(x / b + EPS) * b if b is not None and x != math.inf else x
+        if b is None or x == math.inf:
+            return x
+        try:
+            return math.floor(x / b + EPS) * b
+        except OverflowError:  # (as round_up)
+            return x
 
     def record(self, now: float | None = None) -> None:
         """Sample the time-averaged signals (after any change)."""

@@ -106,7 +106,12 @@ class SharedCache:
 
     def down(self, x: float) -> float:
         b = self.block
-        return math.floor(x / b + EPS) * b if b is not None and x != math.inf else x
+        if b is None or x == math.inf:
+            return x
+        try:
+            return math.floor(x / b + EPS) * b
+        except OverflowError:  # x / b past the largest float (Pool.round_up)
+            return x
 
     def segments(self, chain: list[tuple[float, float]], serial: int) -> Segs:
         """The spans of a chain's segments, the session's own last."""
@@ -311,8 +316,8 @@ class SharedCache:
         free = n.size - n.held_len
         piece = free
         if b is not None:
-            k = math.ceil(short / b - EPS)
-            piece = min(free, max(k, 1) * b)
+            q = short / b - EPS
+            piece = min(free, max(math.ceil(q), 1) * b) if q < math.inf else free
         if piece >= n.size - EPS and n.readers == 0:
             self.evicted_units += n.size
             self.evicted_entries += 1

@@ -151,8 +151,9 @@ class Session:
 
     def choose(self, count: float, keys: tuple[Callable[[Any], float], ...], slot: int, label: str) -> float:
         """``choose j in n by (keys)``: the index with the smallest keys, ties to the smallest."""
-        if count != count:
-            raise SerqRuntimeError(f"{label}: the count is NaN, not a whole number")
+        if not count <= ir.MAX_MEMBERS:  # (NaN too)
+            shown = f"{count:,.0f}" if count < float("inf") else f"{count:g}" if count == count else "NaN"
+            raise SerqRuntimeError(f"{label} has {shown} candidates: at most {ir.MAX_MEMBERS:,}")
         n = int(count) if count > 0 else 0
         best_j, best = 0.0, None
         for j in range(n):

@@ -204,6 +204,10 @@ LINK = [
     case("a seed that is NaN", "run { seed 0 / 0; }", "the seed is NaN", 1, 12),
     case("arrivals that are NaN", "run { arrivals 0 / 0; }", "arrivals is NaN", 1, 16),
     case("a block must be positive", "pool kv { block 0; }", "pool `kv`: block must be positive", 1, 17),
+    # a subnormal block has an infinite reciprocal: its block rounding overflowed (issue 38)
+    case("a block must be a normal number", "let bs = 1e-320;\npool kv { block bs; }",
+         "pool `kv`: block `bs` = 1e-320 is below the smallest normal number (2.2e-308): amounts cannot be counted "
+         "in such blocks", 2, 17),
     case("fifo servers must be a positive integer", "stage svc : fifo(0);", "stage `svc`: fifo servers must be a positive integer, found 0", 1, 18),
     case("a step stage requires a mode", ENGINE + "session { run e (1); }",
          "session: `prefill`/`decode` are required on a step stage and not allowed elsewhere", 4, 11),
@@ -423,8 +427,15 @@ OFFLOAD = [
     case("spill cycle", "stage l : fifo;\npool kv { spill h via l (1) when (1); }\npool h { spill kv via l (1) when (1); }",
          "pool `kv`: spills go down tiers, and `kv` → `h` → `kv` comes back: each eviction would spill for ever", 2, 11),
     case("spill families", "stage l : fifo; pool h[3] { }\npool kv[2] { spill h via l (1) when (1); }",
-         "pool `kv`: `spill h` names a family of 3, and `kv` is a family of 2: it must be one for one, or one for all",
-         2, 20),
+         "pool `kv`: `spill h` names a family of 3, and `kv` is a family of 2: a spill's tier and link are one per "
+         "member of the pool, or one for all of them", 2, 20),
+    # a tier and a link of other sizes than one pool's: no member of the tier or link would be used but the first
+    case("one pool spills to a family", "stage d2h[3] : fifo; pool host[2] { }\npool kv { spill host via d2h (1) when (1); }",
+         "pool `kv`: `spill host` names a family of 2, and `kv` is one pool: a spill's tier and link are one per "
+         "member of the pool, or one for all of them", 2, 17),
+    case("one pool spills over a family", "stage d2h[3] : fifo; pool host { }\npool kv { spill host via d2h (1) when (1); }",
+         "pool `kv`: `spill … via d2h` names a family of 3, and `kv` is one pool: a spill's tier and link are one per "
+         "member of the pool, or one for all of them", 2, 26),
     case("spill without when", "stage l : fifo; pool h { }\npool kv { spill h via l (1); }", "expected `when`, found `;`", 2, 28),
     case("spill reads a step's context", "stage l : fifo; pool h { }\npool kv { spill h via l (tokens) when (1); }",
          "pool `kv`: `tokens` is read in an eviction key or spill clause, but it exists only in a step stage's cost, "

@@ -248,3 +248,42 @@ def test_control_characters_in_the_source_line_are_not_sent_to_the_terminal() ->
     assert '1 | use "a\ufffd\ufffd[2Jb";' in lines
     assert "  |     ^^^^^^^^^" in lines
     assert lines[0].startswith('<text>:1:5: `use "a\\x00\\x1b[2Jb"`')  # the message writes them as escapes
+
+
+# -- one bound for families, aggregates and `choose` (issue 38) -----------------------------
+
+def test_a_family_of_a_million_members_is_refused_at_its_size() -> None:
+    # each member is built when the run starts (about 100 µs and 5 KB): a million never started
+    err = fails("pool p[4097] { cap 1; }\nsession { }\n")
+    assert err.message == "a family of 4,097 members: at most 4,096" and where(err) == (1, 8)
+    assert serq.load("pool p[4096] { cap 1; }\nsession { }\n") is not None
+    llmd = Path(__file__).resolve().parents[2] / "programs" / "pd" / "llmd.sq"
+    with pytest.raises(serq.SerqError) as caught:
+        serq.load(llmd, sets=[("NP", "1e6")])
+    assert caught.value.render().splitlines()[0].endswith(
+        "llmd.sq:66:9: a family of `NP` = 1,000,000 members: at most 4,096")
+
+
+def test_the_members_of_all_families_together_are_bounded() -> None:
+    decls = "let N = 4096;\npool a[N] { }\npool b[N] { }\nstage c[N] : delay;\nstage d[N] : delay;\n"
+    assert serq.load(decls + "session { }\n") is not None  # 16 384: the bound
+    err = fails(decls + "pool e { }\nsession { }\n")
+    assert err.message == "the program's pools and stages have 16,385 members in all: at most 16,384"
+    assert where(err) == (2, 6)  # the first of the largest families
+
+
+@pytest.mark.parametrize("count, shown", [("inf", "inf"), ("1e9", "1,000,000,000"), ("1/0", "inf"),
+                                          ("4097", "4,097")])
+def test_a_choose_count_has_the_bound_of_a_family(count: str, shown: str) -> None:
+    # inf was an OverflowError, 1e9 ran for ever (issue 38)
+    err = fails(f"let N = {count};\nstage s : delay;\nsession {{ choose j in N by (j); run s (1); }}\n")
+    assert err.message == f"session: `choose … in (N)` has {shown} candidates: at most 4,096" and where(err) == (3, 23)
+
+
+def test_a_choose_count_read_at_run_time_has_the_same_bound() -> None:
+    src = ("stage s : delay;\nworkload { arrive batch(1); init { set m = 1/0; } }\n"
+           "session { choose j in m by (j); run s (1); }\nrun { horizon 5; }\n")
+    with pytest.raises(serq.SerqError, match=r"^`choose … in \(m\)` has inf candidates: at most 4,096$"):
+        serq.run(serq.load(src))
+    report = serq.run(serq.load(src.replace("1/0", "4096")))  # the bound itself runs
+    assert report.ended == 1

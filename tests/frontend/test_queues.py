@@ -263,3 +263,41 @@ def test_run_without_a_stage_is_the_queues_own() -> None:
     err = fails("queue gw : gateway { route { P.prefill (1); } } queue P : prefill { prefill (p) { run (p); } } "
                 "workload { arrive batch(1); session { request gw; end; } } run { horizon 1; }")
     assert "`run (…)` in queue `P`, which has no `serve`" in err.message
+
+
+def test_a_queue_may_serve_and_send_with_delay_stages() -> None:
+    # `serve delay;` and `nic delay;` were an internal error (issue 38): a queue station's
+    # stage and NIC take every stage kind. One request of 2 s of work on a delay stage,
+    # arriving at 0: it ends at 2, whatever else is present.
+    src = ("queue P : prefill { serve delay; nic delay; prefill (p) { run (p); } }\n"
+           "workload { arrive batch(1); init { set n = 2; } }\n"
+           "session { P.prefill (n); observe done = now; }\nrun { horizon 10; }\n")
+    report = serq.run(load(src))
+    assert report.observe("done").mean == 2.0
+    kinds = {s.name: s.kind for s in load(src).stages}
+    assert kinds == {"P": "delay", "P.nic": "delay"}
+
+
+def test_every_rule_the_builder_visits_is_a_rule_of_its_own() -> None:
+    # Parsimonious merges a rule that only renames another (`q_delay = kw_delay`) into it, so
+    # the node is named after the other rule and a `visit_q_delay` never runs: the builder's
+    # visitors must all name rules that keep their own name.
+    from serq.frontend.build import Builder
+    from serq.frontend.grammar import GRAMMAR
+
+    visited = [n[len("visit_"):] for n in dir(Builder) if n.startswith("visit_")]
+    assert [n for n in visited if n not in GRAMMAR] == []
+    assert [n for n in visited if GRAMMAR[n].name != n] == []
+
+
+def test_a_family_sized_by_a_let_is_named_by_its_size_in_an_error() -> None:
+    # the size was printed as its syntax tree, with the whole source inside (issue 38)
+    src = ("let NP = 2;\n"
+           "queue P[NP] : prefill { pool kv { cap 100; } serve fifo; "
+           "prefill (p) { hold kv (1) { run (p); } cache (p) lease kv (inf); } }\n"
+           "queue D : decode { pool kv { cap 100; } serve fifo; decode (p) { run (p); } decode (p) from src { run (p); } }\n"
+           "workload { arrive poisson(0.5); init { set n = 1; } }\n"
+           "session { P[0].prefill (n); D.decode (n) from P; observe r = now; }\n")
+    assert fails(src).render().splitlines()[0] == "<text>:5:47: `from P`: `P` is a family of NP; index it"
+    src = src.replace("P[0].prefill", "P.prefill")
+    assert fails(src).render().splitlines()[0] == "<text>:5:11: `P.prefill`: `P` is a family of NP; index it"

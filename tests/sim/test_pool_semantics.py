@@ -94,6 +94,25 @@ run { horizon 10; }
     assert (pool.evicted_units, pool.evicted_entries) == (20, 0)
 
 
+def test_an_amount_too_large_to_count_in_blocks_is_its_own_rounding() -> None:
+    # 1.5e308 / 0.5 overflows to inf (the rounding raised OverflowError, issue 38): an amount that
+    # large is a whole number of half-units to its precision, so it is allocated as it is, and
+    # a cached prefix of it rounds down to itself
+    report = run("""
+pool P { cap inf; block 0.5; evict lru; }
+stage gate : delay;
+workload { arrive batch(1); }
+session {
+  hold P (1.5e308) { observe used = used(P); run gate (1); } cache (1.5e308);
+  hold P (1) { observe found = cached; } cache (0);
+  end;
+}
+run { horizon 10; }
+""")
+    assert values(report, "used") == {0: [1.5e308]}
+    assert values(report, "found") == {0: [1.5e308]}
+
+
 def test_a_growth_that_does_not_fit_waits_under_preempt_none() -> None:
     # s0 holds 40 and asks 30 more at t = 5; s1 holds 50 until t = 6: 40 + 50 + 30 > 100
     report = run("""
