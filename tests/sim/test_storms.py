@@ -1,16 +1,20 @@
-"""Arrival storms and huge counts end with a message, in bounded time and
+"""Arrival storms and huge counts end with a message, in bounded work and
 memory, instead of hanging (issue 8, B7; docs/simulator.md "Run guards and
-limits").  Every run here is under a SIGALRM or a subprocess timeout, so a
-regression fails instead of hanging the suite."""
+limits").  Every run here, in this process, in a sweep's workers or on the
+command line, has an event budget (``SERQ_MAX_EVENTS``, :data:`EVENTS`), so a
+regression that lets a storm run on fails with the budget's message instead
+of hanging the suite, at the same point on every machine (issue 38: no test
+depends on the clock).  The budget counts the report's events; the sessions
+woken at one instant are bounded by the per-instant guard itself (the tests
+of time that does not advance, below)."""
 
 from __future__ import annotations
 
+import os
 import resource
-import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Iterator
 
 import pytest
 
@@ -22,28 +26,18 @@ MG1 = ROOT / "programs" / "single-turn" / "mg1.sq"
 CLOSED = ROOT / "programs" / "multi-turn" / "closed.sq"
 
 
-class Hung(Exception):
-    pass
+#: The event budget of every run here: ten times the most any of them handles when
+#: the guards work (60 000: the batch of 30 000 sessions at one instant, below;
+#: every other run stops within 16 385).  Measured, issue 38.
+EVENTS = 600_000
 
 
 @pytest.fixture(autouse=True)
-def deadline() -> Iterator[None]:
-    """Every test here must end within 15 seconds (then again every half second:
-    an alarm that lands in a gc callback is lost)."""
-    armed = [True]
-
-    def alarm(signum: int, frame: Any) -> None:
-        if armed[0]:
-            raise Hung("the run hung")
-
-    old = signal.signal(signal.SIGALRM, alarm)
-    signal.setitimer(signal.ITIMER_REAL, 15.0, 0.5)
-    try:
-        yield
-    finally:
-        armed[0] = False
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
+def event_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every run of these tests handles at most :data:`EVENTS` events: the
+    variable is read by every run, this process's, a sweep's workers' and the
+    command line's (:func:`cli` passes this environment on)."""
+    monkeypatch.setenv("SERQ_MAX_EVENTS", str(EVENTS))
 
 
 @pytest.fixture(autouse=True)
@@ -58,8 +52,10 @@ def _limit_memory() -> None:
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """`serq run ARGS` in a child under 800 MB, with this environment (its event budget)."""
+    assert os.environ["SERQ_MAX_EVENTS"] == str(EVENTS)
     return subprocess.run([sys.executable, "-m", "serq", "run", *args], capture_output=True, text=True,
-                          timeout=12, preexec_fn=_limit_memory, cwd=ROOT)
+                          preexec_fn=_limit_memory, cwd=ROOT, env=dict(os.environ))
 
 
 # -- the three reproductions of the issue, from the CLI -----------------------------------
@@ -151,7 +147,7 @@ def test_max_live_on_the_command_line(tmp_path: Path) -> None:
     r = cli(str(prog), "--max-live", "0")
     assert r.returncode == 2 and "--max-live" in r.stderr
     r = subprocess.run([sys.executable, "-m", "serq", "sweep", str(prog), "--max-live", "10", "--quiet", "--jobs", "1"],
-                       capture_output=True, text=True, cwd=ROOT, timeout=60)
+                       capture_output=True, text=True, cwd=ROOT, env=dict(os.environ))
     assert r.returncode == 1 and "more than the limit of 10 live sessions" in r.stderr, r.stderr
 
 
