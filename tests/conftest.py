@@ -9,3 +9,11 @@ from pathlib import Path
 _HERE = str(Path(__file__).resolve().parent)
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
+
+# No hypothesis test has a deadline (issue 38: no test depends on the clock).  Every
+# `settings(...)` here says `deadline=None`; this profile makes it the default too, for a
+# test that gives no settings (hypothesis's own default is 200 ms an example).
+from hypothesis import settings  # noqa: E402
+
+settings.register_profile("serq", deadline=None)
+settings.load_profile("serq")

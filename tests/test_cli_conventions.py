@@ -8,10 +8,10 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from bounds import HANG, env, wait_for
 
 import serq
 from serq.errors import RunInterrupted
@@ -21,8 +21,9 @@ VLLM = ROOT / "programs" / "multi-turn" / "vllm.sq"
 
 
 def cli(*args: str, **kw: object) -> subprocess.CompletedProcess[str]:
+    """`serq ARGS`, its run bounded by events (tests/bounds.py): no timeout."""
     return subprocess.run([sys.executable, "-m", "serq", *args], capture_output=True, text=True, cwd=ROOT,
-                          timeout=120, **kw)  # type: ignore[call-overload]
+                          env=env(), **kw)  # type: ignore[call-overload]
 
 
 def test_version_prints_the_installed_version() -> None:
@@ -92,15 +93,37 @@ def test_a_sweep_says_where_the_warmup_came_from() -> None:
     assert "warm-up 200 from the program's run block (line 66) is not below --horizon 10" in r.stderr
 
 
+#: `python -m serq ARGS` whose progress line (serq/progress.py, the thread that reads the run's
+#: clock) is replaced by a file, made once the run's clock has passed 0: a child that says when
+#: it is inside the simulation, which the test waits for instead of sleeping (issue 38)
+INSIDE = """
+import sys
+from pathlib import Path
+import serq.progress as progress
+mark = Path(sys.argv.pop(1))
+class Mark(progress.RunProgress):
+    def _show(self):
+        if self.now() > 0 and not mark.exists():
+            mark.touch()
+progress.RunProgress = Mark
+progress.stderr_is_terminal = lambda: True  # the line is shown (as the file) though stderr is a pipe
+sys.argv[0] = "serq"
+from serq.cli import console
+console()
+"""
+
+
 @pytest.mark.skipif(os.name != "posix", reason="SIGINT to a child process")
 def test_ctrl_c_says_how_far_the_run_got_and_writes_nothing(tmp_path: Path) -> None:
     dump = tmp_path / "dump"
-    p = subprocess.Popen([sys.executable, "-m", "serq", "run", str(VLLM), "--set", "Lambda=0.9", "--horizon", "1e5",
-                          "--dump", str(dump)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+    inside = tmp_path.parent / f"{tmp_path.name}.inside"  # not in tmp_path, which must stay empty
+    p = subprocess.Popen([sys.executable, "-c", INSIDE, str(inside), "run", str(VLLM), "--set", "Lambda=0.9",
+                          "--horizon", "1e5", "--dump", str(dump)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, cwd=ROOT, env=env(SERQ_PROGRESS_AFTER="0"),
                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    time.sleep(2.0)  # past start-up: inside the simulation
+    wait_for(inside.exists, "the run's clock to pass 0", p)  # inside the simulation, however busy the machine
     p.send_signal(signal.SIGINT)
-    out, err = p.communicate(timeout=60)
+    out, err = p.communicate(timeout=HANG)  # it ends on the signal (HANG: a true hang only)
     assert p.returncode == 130
     assert out == ""
     assert err.startswith("interrupted at t=") and err.endswith(" of 100000 simulated seconds: no report was written\n")

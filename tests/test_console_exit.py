@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from bounds import HANG, env
 from frontend_util import cli_main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -16,7 +17,10 @@ MG1 = "programs/single-turn/mg1.sq"
 
 def console(*argv: str, before: str = "") -> subprocess.CompletedProcess[str]:
     code = f"import sys\n{before}\nsys.argv = ['serq', *{list(argv)!r}]\nfrom serq.cli import console\nconsole()\n"
-    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    # the child's runs are bounded by events; what these tests watch is how it leaves (its exit handlers,
+    # a thread it must wait for), and HANG guards against a leaving that never ends, only
+    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, env=env(),
+                          timeout=HANG)
 
 
 def _no_usage(text: str) -> str:

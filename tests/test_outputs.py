@@ -15,6 +15,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from bounds import HANG, env
 
 from serq.files import write_dir_atomic, write_text_atomic
 
@@ -31,8 +32,11 @@ needs_posix = pytest.mark.skipif(os.name != "posix", reason="FIFOs, symbolic lin
 
 
 def serq(*args: str, cwd: Path | None = None, **kw) -> subprocess.CompletedProcess:
+    """`serq ARGS`, its run bounded by events (tests/bounds.py).  It writes through FIFOs,
+    closed pipes and devices: HANG guards against a write that never ends, only."""
     kw.setdefault("capture_output", True)
-    return subprocess.run([sys.executable, "-m", "serq", *args], text=True, cwd=cwd or ROOT, timeout=300, **kw)
+    return subprocess.run([sys.executable, "-m", "serq", *args], text=True, cwd=cwd or ROOT, env=env(),
+                          timeout=HANG, **kw)
 
 
 @pytest.fixture
@@ -88,7 +92,7 @@ def test_out_to_a_fifo_writes_through_it(tmp_path: Path, program: Path) -> None:
     out = serq("draw", str(program), "--out", str(fifo))
     if reader.is_alive() and stat.S_ISFIFO(os.lstat(fifo).st_mode):  # a reader still waiting for a writer
         os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
-    reader.join(timeout=60)
+    reader.join(timeout=HANG)  # the writer has ended: the reader has its end of file (HANG: a true hang only)
     assert out.returncode == 0, out.stderr
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)  # still a FIFO, not a plain file
     assert got and got[0] == serq("draw", str(program)).stdout.encode()
@@ -129,7 +133,8 @@ def test_cli_outputs_have_the_usual_modes(tmp_path: Path, program: Path) -> None
     env_umask = "umask 022 && "
     cmd = f"{env_umask}{sys.executable} -m serq draw {program} --out {tmp_path / 'd.tikz'}" \
           f" && {sys.executable} -m serq run {program} --dump {tmp_path / 'dump'} >/dev/null"
-    out = subprocess.run(["sh", "-c", cmd], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    # a shell command line: its run is bounded by events, HANG guards against a true hang only
+    out = subprocess.run(["sh", "-c", cmd], capture_output=True, text=True, cwd=ROOT, env=env(), timeout=HANG)
     assert out.returncode == 0, out.stderr
     assert mode(tmp_path / "d.tikz") == 0o644
     assert mode(tmp_path / "dump") == 0o755
@@ -197,8 +202,9 @@ def test_dump_writes_through_a_symlinked_csv_inside_the_folder(tmp_path: Path) -
 @pytest.mark.parametrize("command, what", [("run", "the report"), ("check", "the summary"),
                                            ("draw", "the drawing")])
 def test_a_closed_stdout_is_an_error(program: Path, command: str, what: str) -> None:
+    # a child with its standard output closed: HANG guards against a write that never ends, only
     out = subprocess.run(["sh", "-c", f'"$0" -m serq {command} "$1" >&-', sys.executable, str(program)],
-                         capture_output=True, text=True, cwd=ROOT, timeout=300)
+                         capture_output=True, text=True, cwd=ROOT, env=env(), timeout=HANG)
     assert out.returncode == 1
     assert f"cannot write {what}" in out.stderr and "closed" in out.stderr
     assert "Traceback" not in out.stderr

@@ -10,21 +10,28 @@ import select
 import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 
 import pytest
+from bounds import env, wait_for
 
+import serq.progress
 from serq.progress import RunProgress
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_the_line_says_the_simulated_time_against_the_horizon_and_is_cleared() -> None:
+def test_the_line_says_the_simulated_time_against_the_horizon_and_is_cleared(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # the line's wall-clock seconds from a clock that stands still, and the test waits for the
+    # line rather than sleeping: the same text however busy the machine (issue 38)
+    monkeypatch.setattr(serq.progress, "time", types.SimpleNamespace(monotonic=lambda: 100.0))
     out = io.StringIO()
     clock = [0.0]
     with RunProgress(lambda: clock[0], 10.0, out, delay=0.0, period=0.01):
         clock[0] = 5.0
-        time.sleep(0.2)
+        wait_for(lambda: "simulated 5 of 10 s" in out.getvalue(), "the line at 5 s", every=0.01)
     text = out.getvalue()
     assert "\rsimulated 5 of 10 s (50 %) · 0 s" in text
     width = len("simulated 5 of 10 s (50 %) · 0 s")
@@ -32,8 +39,10 @@ def test_the_line_says_the_simulated_time_against_the_horizon_and_is_cleared() -
 
 
 def test_a_short_run_shows_nothing() -> None:
+    # a run that ends before the line's delay: a delay no machine reaches, not one the sleep
+    # must stay under (issue 38)
     out = io.StringIO()
-    with RunProgress(lambda: 1.0, 10.0, out, delay=1.0):
+    with RunProgress(lambda: 1.0, 10.0, out, delay=1e6):
         time.sleep(0.05)
     assert out.getvalue() == ""
 
@@ -41,9 +50,9 @@ def test_a_short_run_shows_nothing() -> None:
 def _run_on_a_terminal(*extra: str) -> tuple[int, str, str]:
     """`serq run` with its standard error on a pseudo-terminal, the line shown from the start."""
     master, slave = pty.openpty()
-    env = {**os.environ, "SERQ_PROGRESS_AFTER": "0"}  # at once: the run need not last a second
+    # at once: the run need not last a second
     proc = subprocess.Popen([sys.executable, "-m", "serq", "run", "programs/multi-turn/vllm.sq", "--horizon", "300",
-                             *extra], cwd=ROOT, stdout=subprocess.PIPE, stderr=slave, env=env)
+                             *extra], cwd=ROOT, stdout=subprocess.PIPE, stderr=slave, env=env(SERQ_PROGRESS_AFTER="0"))
     os.close(slave)
     seen = b""
     while True:
@@ -73,7 +82,6 @@ def test_serq_run_on_a_terminal_shows_progress_and_quiet_turns_it_off() -> None:
 
 
 def test_serq_run_into_a_pipe_shows_no_progress() -> None:
-    env = {**os.environ, "SERQ_PROGRESS_AFTER": "0"}
     done = subprocess.run([sys.executable, "-m", "serq", "run", "programs/multi-turn/vllm.sq", "--horizon", "300"],
-                          cwd=ROOT, capture_output=True, text=True, env=env)
+                          cwd=ROOT, capture_output=True, text=True, env=env(SERQ_PROGRESS_AFTER="0"))
     assert done.returncode == 0 and done.stderr == ""

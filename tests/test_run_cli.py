@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from bounds import HANG, env
 
 ROOT = Path(__file__).resolve().parent.parent
 VLLM = ROOT / "programs/multi-turn/vllm.sq"
@@ -19,8 +20,9 @@ GOLDEN = ROOT / "tests/golden"
 
 
 def serq(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """`serq ARGS`, its run bounded by events (tests/bounds.py): no timeout."""
     return subprocess.run([sys.executable, "-m", "serq", *args], capture_output=True, text=True,
-                          cwd=cwd or ROOT, timeout=300)
+                          cwd=cwd or ROOT, env=env())
 
 
 def test_the_same_seed_gives_a_byte_identical_report_and_another_seed_does_not() -> None:
@@ -69,8 +71,10 @@ for lam in 0.3 0.6 0.9; do
   done
 done
 """.replace("examples/", "programs/").replace("--horizon 2000 --warmup 200", "--horizon 100 --warmup 10")
-    env = {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}"}
-    out = subprocess.run(["bash", "-c", script], capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
+    # a shell pipeline (serq into jq): its runs are bounded by events, and HANG guards against a
+    # pipe that never closes, only
+    out = subprocess.run(["bash", "-c", script], capture_output=True, text=True, cwd=ROOT,
+                         env=env(PATH=f"{bindir}:{os.environ['PATH']}"), timeout=HANG)
     assert out.returncode == 0, out.stderr
     rows = [line.split("\t") for line in out.stdout.splitlines()]
     assert [(r[0], r[1]) for r in rows] == [(l, s) for l in ("0.3", "0.6", "0.9") for s in ("1", "2", "3")]

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from bounds import HANG, env
 
 ROOT = Path(__file__).resolve().parents[1]
 MG1 = ROOT / "programs" / "single-turn" / "mg1.sq"
@@ -19,8 +20,9 @@ TRACE = ROOT / "programs" / "replay" / "data" / "short_base.csv"
 
 
 def serq(*args: str, stdin: bytes | None = None, cwd: Path = ROOT) -> subprocess.CompletedProcess[bytes]:
+    """`serq ARGS` on ``stdin``, its run bounded by events (tests/bounds.py): no timeout."""
     return subprocess.run([sys.executable, "-m", "serq", *args], input=stdin, capture_output=True, cwd=cwd,
-                          timeout=120)
+                          env=env())
 
 
 def splitwise(path: Path, n: int) -> Path:
@@ -90,7 +92,7 @@ def test_a_closed_pipe_ends_trace_import_quietly(tmp_path: Path, out: str) -> No
     first = proc.stdout.readline()
     proc.stdout.close()  # as `| head -1` does
     err = proc.stderr.read()
-    code = proc.wait(timeout=60)
+    code = proc.wait(timeout=HANG)  # it has closed its standard error: ending (HANG: a true hang only)
     assert first == b"session,turn,new,out,think,arrival\n"
     assert (code, err) == (1, b"")
 

@@ -35,6 +35,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from bounds import HANG
+from bounds import env as bounded
 
 ROOT = Path(__file__).resolve().parents[2]
 GUIDE = ROOT / "docs" / "guide.md"
@@ -116,8 +118,10 @@ def run_step(step: dict, work: Path) -> str | None:
     env["COLUMNS"] = "100"
     out = ""
     for command in step["commands"]:
-        done = subprocess.run(["bash", "-c", command], check=False, cwd=work, env=env,
-                              capture_output=True, text=True, timeout=120)
+        # a shell command line (pipes, several commands): its runs are bounded by events, and
+        # HANG guards against a pipe that never closes, only
+        done = subprocess.run(["bash", "-c", command], check=False, cwd=work, env=bounded(env),
+                              capture_output=True, text=True, timeout=HANG)
         if done.returncode != 0:
             return (f"docs/guide.md:{step['line']}: `{command}` exited {done.returncode}\n"
                     f"{done.stdout}\n{done.stderr}")

@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 
 import pytest
+from bounds import HANG
 from test_draw import apart, assert_readable, of_class, parse, shape_box
 
 import serq
@@ -238,7 +239,8 @@ def test_the_tikz_of_the_spawn_program_compiles(tmp_path: Path) -> None:
     if subprocess.run(["kpsewhich", "standalone.cls"], capture_output=True, text=True, check=False).stdout.strip() == "":
         pytest.skip("the LaTeX class standalone is not installed")
     (tmp_path / "spawn.tex").write_text(render(serq.load(SPAWN), "tikz"), encoding="utf-8")
+    # LaTeX is another program: HANG guards against it waiting for ever (for a file, say), only
     done = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "spawn.tex"],
-                          capture_output=True, text=True, cwd=tmp_path, timeout=120, check=False)
+                          capture_output=True, text=True, cwd=tmp_path, timeout=HANG, check=False)
     assert done.returncode == 0, done.stdout[-2000:]
     assert (tmp_path / "spawn.pdf").stat().st_size > 0

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from bounds import env
 from frontend_util import load
 
 import serq
@@ -199,7 +200,7 @@ def test_the_cli_prints_the_stuck_tasks_warning(tmp_path: Path) -> None:
     program = tmp_path / "stuck.sq"
     program.write_text(STUCK)
     out = subprocess.run([sys.executable, "-m", "serq", "run", str(program)], capture_output=True, text=True,
-                         cwd=ROOT, timeout=300)
+                         cwd=ROOT, env=env())  # bounded by events (tests/bounds.py)
     assert out.returncode == 0, out.stderr
     assert out.stderr.splitlines() == [
         "warning: 1 session(s) stuck at pool `kv`: the means are over the sessions that got through",
@@ -290,7 +291,7 @@ def test_cli_dump_and_json(tmp_path: Path) -> None:
     program = tmp_path / "tree.sq"
     program.write_text(TREE)
     out = subprocess.run([sys.executable, "-m", "serq", "run", str(program), "--json", "--dump", str(tmp_path / "d")],
-                         capture_output=True, text=True, cwd=ROOT, timeout=300)
+                         capture_output=True, text=True, cwd=ROOT, env=env())  # bounded by events (tests/bounds.py)
     assert out.returncode == 0 and out.stderr == ""
     d = json.loads(out.stdout)
     lines = (tmp_path / "d" / "tasks.csv").read_text().splitlines()

@@ -17,6 +17,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from bounds import env
 
 from serq.errors import SerqError, UsageError
 from serq.traces.reader import parse_trace, read_trace
@@ -27,8 +28,9 @@ AZURE_DATA = ROOT.parent / "shared" / "data" / "azure-llm-2023"
 
 
 def serq(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    """`serq ARGS`, its runs bounded by events (tests/bounds.py): no timeout."""
     return subprocess.run([sys.executable, "-m", "serq", *args], capture_output=True, text=True, cwd=ROOT,
-                          timeout=300, input=stdin)
+                          input=stdin, env=env())
 
 
 def run_import(tmp_path: Path, fmt: str, text: str | bytes, name: str = "in.csv", **kw) -> str:
@@ -417,7 +419,7 @@ def test_the_command_coerces_its_options_without_pydantic(tmp_path: Path) -> Non
              f"sys.argv = {argv!r}\n"
              "try:\n    cli.main()\nexcept SystemExit as done:\n    assert done.code in (0, None), done.code\n"
              "sys.__stdout__.write('@@' + json.dumps(sorted(sys.modules)))\n")
-    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True)  # it only computes
     assert "@@" in done.stdout, done.stderr
     mods = json.loads(done.stdout.rsplit("@@", 1)[1])
     assert not [m for m in mods if m.split(".")[0] in ("pydantic", "pydantic_core", "numpy", "simpy", "rich")]
