@@ -174,10 +174,50 @@ def _escaped(text: str) -> str:
                    for c in text)
 
 
+class Site(str):
+    """The label a run-time error quotes (```hold kv (x)```), knowing where the
+    program writes the expression it labels and the ``let`` constants that
+    expression reads: ``reads`` holds ``(name, value, set)``, ``set`` true for
+    one given by ``--set``.  It is the label itself everywhere else (a ``str``:
+    equal to, hashed and printed as its text)."""
+
+    span: Span | None
+    reads: tuple[tuple[str, float, bool], ...]
+
+    def __new__(cls, text: str, span: Span | None = None,
+                reads: tuple[tuple[str, float, bool], ...] = ()) -> "Site":
+        self = super().__new__(cls, text)
+        self.span = span
+        self.reads = reads
+        return self
+
+    def __reduce__(self) -> tuple:
+        return (Site, (str(self), self.span, self.reads))
+
+    def note(self) -> str | None:
+        """``it reads `pcie` = -2.5e+10 (--set pcie=…) and `kv_bytes` = 131072``, or None."""
+        if not self.reads:
+            return None
+        parts = [f"`{name}` = {value:g}" + (" (from --set)" if given else "") for name, value, given in self.reads]
+        listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+        return f"the expression reads {listed}"
+
+
 class SerqRuntimeError(SerqError):
-    """An error found while a program runs (a guard that is not 0 or 1, a negative amount…)."""
+    """An error found while a program runs (a guard that is not 0 or 1, a negative amount…).
+    ``at`` is the label of what failed: a :class:`Site` gives the error its
+    location and a note of the constants its expression read."""
 
     kind = "runtime error"
+
+    def __init__(self, message: str, span: Span | None = None, *, at: str | None = None,
+                 helps: Sequence[str] = (), notes: Sequence[str] = (), prefix: str | None = None) -> None:
+        if isinstance(at, Site):
+            span = span if span is not None else at.span
+            note = at.note()
+            if note is not None:
+                notes = [*notes, note]
+        super().__init__(message, span, helps=helps, notes=notes, prefix=prefix)
 
 
 class RunInterrupted(KeyboardInterrupt):

@@ -313,6 +313,9 @@ class Spill(Node):
     link: int
     work: Expr
     pred: Expr
+    #: run-time errors' labels of ``work`` and ``pred`` (``serq.errors.Site``: where each is written)
+    work_site: str = field(default="", compare=False, repr=False)
+    pred_site: str = field(default="", compare=False, repr=False)
 
 
 @node
@@ -359,6 +362,9 @@ class StageDecl(Node):
     servers: int = 1  # fifo(c)
     phi: Expr | None = None  # ps(φ), moment Ps
     step: StepDecl | None = None
+    #: run-time errors' labels of its expressions by clause (``ps``, ``budget``, ``chunk``,
+    #: ``cost``: ``serq.errors.Site``, where each is written)
+    sites: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def members(self) -> int:

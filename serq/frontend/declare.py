@@ -7,7 +7,7 @@ import math
 import sys
 import os
 from collections.abc import Sequence
-from typing import cast
+from typing import Any, cast
 
 from .. import ir
 from . import ast as A
@@ -208,7 +208,10 @@ class Declarations(Resolver):
         self.spill_family(prefix, "spill", self.pools[p.name], tier, tier_name.span)
         self.spill_family(prefix, "spill … via", self.pools[p.name], link, link_name.span)
         where = Where(EVICT, prefix)
-        return ir.Spill(tier.index, link.index, self.expr(work, where), self.expr(pred, where))
+        clause_text = f"{prefix}: `spill {tier.name} via {link.name} (…) when (…)`"
+        return ir.Spill(tier.index, link.index, self.expr(work, where), self.expr(pred, where),
+                        work_site=self.site(f"{clause_text} (its work)", work),
+                        pred_site=self.site(f"{clause_text} (its `when`)", pred))
 
     # ------------------------------------------------------------ stages (§4)
     def stage(self, s: A.StageItem) -> ir.StageDecl:
@@ -218,7 +221,8 @@ class Declarations(Resolver):
             return ir.StageDecl(s.name, "fifo", self.stages[s.name].size, servers=servers)
         if s.kind == "ps":
             phi = self.expr(s.arg, Where(PS, prefix, attrs=False))  # type: ignore[arg-type]
-            return ir.StageDecl(s.name, "ps", self.stages[s.name].size, phi=phi)
+            return ir.StageDecl(s.name, "ps", self.stages[s.name].size, phi=phi,
+                                sites={"ps": self.site(f"{prefix}: `ps({show(s.arg)})`", s.arg)})
         if s.kind == "delay":
             return ir.StageDecl(s.name, "delay", self.stages[s.name].size)
         c = _clauses(s)
@@ -235,7 +239,9 @@ class Declarations(Resolver):
             self.family(prefix, "memory", self.stages[s.name], pool, _name(c["memory"]).span)
             memory = pool.index
         step = ir.StepDecl(cost, budget, chunk, serve, memory)  # type: ignore[arg-type]
-        return ir.StageDecl(s.name, "step", self.stages[s.name].size, step=step)
+        sites: dict[str, str] = {word: self.site(f"{prefix}: `{word} {show(_expr(c[word]))}`", _expr(c[word]))
+                 for word in ("budget", "chunk", "cost") if word in c}
+        return ir.StageDecl(s.name, "step", self.stages[s.name].size, step=step, sites=sites)
 
     def budget_cycles(self, stages: list[A.StageItem]) -> None:
         """``budget_left(S)`` is what S's budget leaves once its residents are

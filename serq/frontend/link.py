@@ -114,6 +114,7 @@ class Linker(Declarations):
             if let.name in by_let:
                 key, text = by_let[let.name]
                 self.lets[let.name] = self.set_value(key, text, what)
+                self.given.add(let.name)
             else:
                 e = let.expr.default if isinstance(let.expr, A.ArgsNumber) else let.expr
                 self.lets[let.name] = self.const(e, what)
@@ -124,12 +125,12 @@ class Linker(Declarations):
         try:
             e = parse_expression(Source(text, None))
         except SerqError as err:
-            raise SerqError(f"--set {key}: invalid expression in set `{key} = {text}`: {err.message}",
-                            helps=err.helps) from None
+            raise UsageError(f"--set {key}: invalid expression in set `{key} = {text}`: {err.message}",
+                             helps=err.helps) from None
         try:
             return self.const(e, what)
-        except SerqError as err:
-            raise SerqError(f"--set {key}: {err.message}", helps=err.helps, notes=err.notes) from None
+        except SerqError as err:  # a value that is no constant is the command line's mistake (exit 2)
+            raise UsageError(f"--set {key}: {err.message}", helps=err.helps, notes=err.notes) from None
 
     # ------------------------------------------------------------ statements
     def block(self, block: A.Block, ctx: Ctx) -> ir.Block:
@@ -165,8 +166,8 @@ class Linker(Declarations):
             return self.hold(s, ctx)
         if isinstance(s, A.GrowStmt):
             ref = self.held(s.ref, ctx, "grow", w)
-            amount = self.amount(s.amount, w, pretty.grow_label(s))
-            return ir.Grow(ref, amount, pretty.grow_label(s))
+            label = self.site(pretty.grow_label(s), s.amount)
+            return ir.Grow(ref, self.amount(s.amount, w, label), label)
         if isinstance(s, A.DropStmt):
             return ir.Drop(self.pool_ref(s.ref.name, s.ref.index, s.ref.name_span, w))
         if isinstance(s, A.ReleaseStmt):
@@ -176,7 +177,7 @@ class Linker(Declarations):
             return ir.Release(self.held(s.ref, ctx, "release", w, exact=True))
         if isinstance(s, A.LoadStmt):
             ref = self.held(s.ref, ctx, "load", w, exact=True)
-            label = f"`load {pretty.ref(s.ref)} ({pretty.show(s.amount)})`"
+            label = self.site(f"`load {pretty.ref(s.ref)} ({pretty.show(s.amount)})`", s.amount)
             return ir.Load(ref, self.amount(s.amount, w, label), label)
         if isinstance(s, A.RunStmt):
             return self.run(s, ctx, w)
@@ -185,12 +186,12 @@ class Linker(Declarations):
             if s.draw:
                 guard = ir.Draw("bernoulli", (guard,))
             orelse = self.block(s.orelse, ctx) if s.orelse is not None else None
-            return ir.Branch(guard, self.block(s.then, ctx), orelse, pretty.branch_label(s))
+            return ir.Branch(guard, self.block(s.then, ctx), orelse, self.site(pretty.branch_label(s), s.guard))
         if isinstance(s, A.LoopStmt):
             return ir.Loop(self.block(s.body, ctx))
         if isinstance(s, A.SpawnStmt):
             sets = tuple(ir.Set(self.attrs[x.name], self.expr(x.expr, w)) for x in s.sets)
-            label = f"`spawn ({pretty.show(s.count)}) into {s.name}` at {at_from(s.head, None)}"
+            label = self.site(f"`spawn ({pretty.show(s.count)}) into {s.name}`", s.count)
             return ir.Spawn(self.handles[s.name], self.expr(s.count, w), sets, label)
         if isinstance(s, A.JoinStmt):
             if s.name not in self.handles:
@@ -215,7 +216,7 @@ class Linker(Declarations):
                             f"{ir.MAX_MEMBERS:,}", s.count.span, prefix=ctx.prefix,
                             helps=[f"a `choose` reads its keys for every candidate, as an aggregate writes out "
                                    f"its terms and a family builds its members: each at most {ir.MAX_MEMBERS:,}"])
-            return ir.Choose(self.attrs[s.name], count, keys, pretty.choose_label(s))
+            return ir.Choose(self.attrs[s.name], count, keys, self.site(pretty.choose_label(s), s.count))
         raise AssertionError(type(s).__name__)  # pragma: no cover
 
     def observe(self, s: A.ObserveStmt, w: Where) -> ir.Observe:
@@ -261,6 +262,7 @@ class Linker(Declarations):
                             helps=["one hold takes each pool once; add the amounts"])
             seen[key] = p
             label, reserve_label = pretty.hold_pool_labels(p)
+            label, reserve_label = self.site(label, p.units), self.site(reserve_label, p.reserve)
             units = self.amount(p.units, w, label)
             reserve = self.amount(p.reserve, w, reserve_label) if p.reserve is not None else None
             self.fits_cap(p, ref, units, reserve, label, ctx)
@@ -285,7 +287,8 @@ class Linker(Declarations):
                             prefix=ctx.prefix,
                             helps=[f"a lease names one of the hold's pools as the hold writes it: {taken}"])
             lease = ir.Lease(match[0], self.amount(s.lease.time, Where(SESSION, ctx.prefix),
-                                                   f"`lease {written} ({pretty.show(s.lease.time)})`"))
+                                                   self.site(f"`lease {written} ({pretty.show(s.lease.time)})`",
+                                                             s.lease.time)))
         return ir.Hold(hold_id, tuple(pools), body, reuse, cache, lease, pretty.hold_label(s), prefix)
 
     def prefix(self, s: A.HoldStmt, pools: list[ir.HoldPool], ctx: Ctx) -> tuple[ir.Segment, ...]:
@@ -316,7 +319,7 @@ class Linker(Declarations):
         out = []
         for g in s.prefix:
             key = self.expr(g.key, w)
-            length = self.amount(g.length, w, pretty.segment_label(g))
+            length = self.amount(g.length, w, self.site(pretty.segment_label(g), g.length))
             for part, x, what in ((g.key, key, "key"), (g.length, length, "length")):
                 state = next((y for y in expr_walk(x) if isinstance(y, (ir.Probe, ir.Ctx))), None)
                 if state is not None:
@@ -325,7 +328,7 @@ class Linker(Declarations):
                                 "length that read state would move under the cache", part.span,
                                 prefix=ctx.prefix,
                                 helps=["key a segment by attributes and constants, as `prefix (sys: n_sys)`"])
-            out.append(ir.Segment(key, length, pretty.segment_label(g)))
+            out.append(ir.Segment(key, length, self.site(pretty.segment_label(g), g.length)))
         return tuple(out)
 
     def fits_cap(self, p: A.HoldPool, ref: ir.PoolRef, units: ir.Expr, reserve: ir.Expr | None,
@@ -337,7 +340,7 @@ class Linker(Declarations):
         need = max(units.value, reserve.value if reserve is not None else 0.0)
         block = decl.block
         q = need / block - 1e-9 if block else math.inf
-        rounded = math.ceil(q) * block if q < math.inf else need  # (past the largest float: need itself)
+        rounded = math.ceil(q) * block if block and q < math.inf else need  # (past the largest float: need)
         if rounded > decl.cap + 1e-9:
             n = pretty.number
             blocks = f" ({n(rounded)} in blocks of {n(block)})" if block else ""
@@ -365,7 +368,7 @@ class Linker(Declarations):
                 raise error("`growing` needs a step stage", s.growing.name_span, prefix=ctx.prefix,
                             helps=[f"stage `{s.ref.name}` is a {kind} stage"])
             growing = self.held(s.growing, ctx, "growing", w)
-        label = pretty.run_label(s)
+        label = self.site(pretty.run_label(s), s.work)
         work = self.amount(s.work, w, label)
         return ir.Run(ref, work, s.mode, growing, label)  # type: ignore[arg-type]
 
@@ -395,7 +398,7 @@ class Linker(Declarations):
                             f"is {what}", r.name_span, prefix=ctx.prefix,
                             helps=["a flow's rate is set from its stages' capacities; declare it "
                                    "`stage NAME : ps(C);` with C a number above 0 (it may not read `present`)"])
-        label = f"`run {', '.join(pretty.ref(r) for r in (s.ref, *s.also))} ({pretty.show(s.work)})`"
+        label = self.site(f"`run {', '.join(pretty.ref(r) for r in (s.ref, *s.also))} ({pretty.show(s.work)})`", s.work)
         work = self.amount(s.work, w, label)
         flow = ir.Run(ref, work, None, None, label, tuple(refs[1:]))
         self.flows.append((flow, s))

@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass, replace
 
 from .. import ir
-from ..errors import SerqError, Span
+from ..errors import SerqError, Site, Span
 from ..expr import DISTRIBUTIONS, PURE_FUNCTIONS, fold, try_fold, walk
 from . import ast as A
 from .diag import did_you_mean, error, unknown
@@ -70,6 +70,18 @@ class Resolver:
         self.agg: dict[str, float] = {}  # the indices of the aggregates being written out, and their values
         self.agg_terms = 1  # terms the enclosing aggregates write out, multiplied
         self.estimated: set[int] = set()  # the stages whose online estimates some expression reads
+        self.given: set[str] = set()  # the `let`s a `--set` gave
+
+    def site(self, label: str, e: A.Expr | None) -> Site:
+        """``label`` for run-time errors about ``e``: where ``e`` is written and the
+        ``let`` constants it reads (issue 38: an error a `let` causes names it)."""
+        if e is None:
+            return Site(label)
+        names: list[str] = []
+        for x in A.walk_expr(e):
+            if isinstance(x, A.Name) and x.id in self.lets and x.id not in names:
+                names.append(x.id)
+        return Site(label, e.span, tuple((n, self.lets[n], n in self.given) for n in names))
 
     def defer(self, err: SerqError) -> None:
         """Keep the first validation error until linking is done."""

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from simpy.exceptions import Interrupt
 
 from .. import ir
-from ..errors import SerqError, SerqRuntimeError
+from ..errors import SerqError, SerqRuntimeError, Site
 from ..expr import Frame, compile_expr, source
 from .pool import REJECTED, HoldSpec
 
@@ -33,7 +33,7 @@ SPIN_LIMIT = 1_000_000
 
 def bad_guard(value: float, label: str) -> None:
     shown = f"{value:g}" if value == value else "NaN"
-    raise SerqRuntimeError(f"{label}: the guard is {shown}, not 0 or 1; a draw is written `branch with (p)`")
+    raise SerqRuntimeError(f"{label}: the guard is {shown}, not 0 or 1; a draw is written `branch with (p)`", at=label)
 
 
 def member(i: float, n: int, label: str) -> int:
@@ -234,22 +234,22 @@ class Compiler:
             emit(d, "elif _g == 0.0:")
             self._block(st.orelse or (), d + 1)
             emit(d, "else:")
-            emit(d + 1, f"_bad_guard(_g, {st.label!r})")
+            emit(d + 1, f"_bad_guard(_g, {self._label(st.label)})")
         elif isinstance(st, ir.Choose):
             keys = ", ".join(self._bind(self.fn(k), "K") for k in st.keys)
-            emit(d, f"a[{st.slot}] = s.choose({self._x(st.count)}, ({keys},), {st.slot}, {st.label!r})")
+            emit(d, f"a[{st.slot}] = s.choose({self._x(st.count)}, ({keys},), {st.slot}, {self._label(st.label)})")
         elif isinstance(st, ir.Run) and st.also:  # one flow on several shared stages (docs/pd.md, "Flows")
             stages = "".join(f"{self._stagex(r)}, " for r in (st.stage, *st.also))
-            emit(d, f"yield {self._bind(self.sim.flows, 'G')}.flow(({stages}), s, {self._x(st.work)}, {st.label!r})")
+            emit(d, f"yield {self._bind(self.sim.flows, 'G')}.flow(({stages}), s, {self._x(st.work)}, {self._label(st.label)})")
             self._woke(d)
         elif isinstance(st, ir.Run):
             growing = self._poolx(st.growing) if st.growing is not None else "None"
-            emit(d, f"yield {self._stagex(st.stage)}.submit(s, {self._x(st.work)}, {st.mode!r}, {growing}, {st.label!r})")
+            emit(d, f"yield {self._stagex(st.stage)}.submit(s, {self._x(st.work)}, {st.mode!r}, {growing}, {self._label(st.label)})")
             self._woke(d)
         elif isinstance(st, ir.Spawn):
             values = "".join(f"{self._x(x.expr)}, " for x in st.sets)
             slots = "".join(f"{x.slot}, " for x in st.sets)
-            emit(d, f"s.spawn_kids({st.handle}, {self._x(st.count)}, ({values}), ({slots}), {st.label!r})")
+            emit(d, f"s.spawn_kids({st.handle}, {self._x(st.count)}, ({values}), ({slots}), {self._label(st.label)})")
         elif isinstance(st, ir.Join):
             emit(d, f"_ev = s.join({st.handle})")
             emit(d, "if _ev is not None:")
@@ -258,7 +258,7 @@ class Compiler:
         elif isinstance(st, ir.Hold):
             self._hold(st, d)
         elif isinstance(st, ir.Grow):
-            emit(d, f"_ev = s.grow({self._poolx(st.ref)}, {self._x(st.amount)}, {st.label!r})")
+            emit(d, f"_ev = s.grow({self._poolx(st.ref)}, {self._x(st.amount)}, {self._label(st.label)})")
             emit(d, "if _ev is not None:")
             emit(d + 1, "yield _ev")
             self._woke(d + 1)
@@ -267,12 +267,17 @@ class Compiler:
         elif isinstance(st, ir.Release):
             emit(d, f"s.release({self._poolx(st.ref)})")
         elif isinstance(st, ir.Load):
-            emit(d, f"s.load({self._poolx(st.ref)}, {self._x(st.amount)}, {st.label!r})")
+            emit(d, f"s.load({self._poolx(st.ref)}, {self._x(st.amount)}, {self._label(st.label)})")
         else:
             raise SerqError(f"`{type(st).__name__.lower()}` is not supported by the simulator yet")
 
     def _bind(self, obj: Any, hint: str) -> str:
         return self.frame().bind(obj, hint)
+
+    def _label(self, label: str) -> str:
+        """A statement's label in the generated code: a :class:`Site` bound (it keeps
+        its location for run-time errors; a literal would be its text alone)."""
+        return self._bind(label, "L") if isinstance(label, Site) else repr(label)
 
     def _poolx(self, ref: ir.PoolRef) -> str:
         return self._pool(ref, self.frame(stream=self._stream))
@@ -317,6 +322,7 @@ class Compiler:
             self.fn(st.cache) if st.cache is not None else None,
             [(self.fn(g.key), self.fn(g.length), g.label) for g in st.prefix],
             self._lease(st),
+            [(hp.label, hp.reserve_label) for hp in st.pools],
         )
         self.holds[st.id] = spec
         if st.prefix:  # the pools it names with a `block` share a trie (docs/simulator.md, "Shared prefix cache")

@@ -107,6 +107,7 @@ def _spills(sim: "Simulator", decl: ir.PoolDecl, members: list[Pool], frame: Fra
         tier = pair(sim.pools[sp.tier], i, len(members))
         link = pair(sim.stages[sp.link], i, len(members))
         pool.cache.spill = Spiller(sim, pool, tier, link, work, pred)
+        pool.cache.spill.locate(sp)
 
 
 def _gauges(sim: "Simulator", frame: Frame) -> None:

@@ -138,7 +138,7 @@ class Holds:
         t = time_fn(s)
         if not t >= 0.0:
             shown = f"{t:g}" if t == t else "NaN"
-            raise SerqRuntimeError(f"{label}: the time is {shown}, not a number of clock units ≥ 0")
+            raise SerqRuntimeError(f"{label}: the time is {shown}, not a number of clock units ≥ 0", at=label)
         for j in range(len(req.pools)):
             if j != k and req.held[j]:
                 self.release_part(req, j)

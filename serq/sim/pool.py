@@ -40,7 +40,7 @@ WAITING, GRANTED, RELEASED, REJECTED, CANCELLED, LEASED = range(6)
 
 def bad_amount(label: str, value: float) -> SerqRuntimeError:
     shown = f"{value:g}" if value == value else "NaN"
-    return SerqRuntimeError(f"{label}: the amount is {shown}, not a number of units, tokens or seconds")
+    return SerqRuntimeError(f"{label}: the amount is {shown}, not a number of units, tokens or seconds", at=label)
 
 
 class HoldSpec:
@@ -61,9 +61,12 @@ class HoldSpec:
         cache: Callable[[Any], float] | None,
         prefix: list[tuple[Callable[[Any], float], Callable[[Any], float], str]] | None = None,
         lease: tuple[int, Callable[[Any], float], str] | None = None,
+        labels: list[tuple[str, str]] | None = None,
     ) -> None:
         self.id = id
         self.label = label
+        #: per pool, the labels of its units and its reserve (run-time errors say which amount, and where)
+        self.labels = labels or [(label, label)] * len(units)
         self.pools = pools
         self.units = units
         self.reserve = reserve
@@ -92,9 +95,9 @@ class HoldSpec:
         for k in range(len(self.units)):
             u, r, need = self.need(k, s)
             if not u >= 0.0:
-                raise bad_amount(self.label, u)
+                raise bad_amount(self.labels[k][0], u)
             if r is not None and not r >= 0.0:
-                raise bad_amount(self.label, r)
+                raise bad_amount(self.labels[k][1], r)
             out.append((u, need))
         return out
 

@@ -153,7 +153,7 @@ class Session:
         """``choose j in n by (keys)``: the index with the smallest keys, ties to the smallest."""
         if not count <= ir.MAX_MEMBERS:  # (NaN too)
             shown = f"{count:,.0f}" if count < float("inf") else f"{count:g}" if count == count else "NaN"
-            raise SerqRuntimeError(f"{label} has {shown} candidates: at most {ir.MAX_MEMBERS:,}")
+            raise SerqRuntimeError(f"{label} has {shown} candidates: at most {ir.MAX_MEMBERS:,}", at=label)
         n = int(count) if count > 0 else 0
         best_j, best = 0.0, None
         for j in range(n):
@@ -170,7 +170,7 @@ class Session:
         """``spawn (count) into handle { set … }``: the values were evaluated in this session."""
         if not (0.0 <= count < _INF and count == int(count)):  # NaN and ±inf fail the first test
             shown = f"{count:g}" if count == count else "NaN"
-            raise SerqRuntimeError(f"{label}: the count is {shown}, not a non-negative whole number")
+            raise SerqRuntimeError(f"{label}: the count is {shown}, not a non-negative whole number", at=label)
         n = int(count)
         if n == 0:
             return
@@ -317,7 +317,7 @@ class Session:
             raise bad_amount(label, amount)
         found = self.innermost(pool)
         if found is None:
-            raise SerqRuntimeError(f"{label}: `grow {pool.label}` outside a hold of `{pool.label}`")
+            raise SerqRuntimeError(f"{label}: `grow {pool.label}` outside a hold of `{pool.label}`", at=label)
         req, k = found
         outcome = self.sim.holds.grow(self, req, k, amount)
         if outcome is True:
@@ -351,13 +351,13 @@ class Session:
             raise bad_amount(label, amount)
         found = self.innermost(pool)
         if found is None:
-            raise SerqRuntimeError(f"{label}: the session holds nothing of `{pool.label}` here (it was released)")
+            raise SerqRuntimeError(f"{label}: the session holds nothing of `{pool.label}` here (it was released)", at=label)
         req, k = found
         pos = req.pos[k]
         if pos + amount > req.alloc[k] + 1e-9:
             raise SerqRuntimeError(
                 f"{label}: the hold has {req.alloc[k]:g} allocated and {pos:g} computed; a load must fit the "
-                "allocation (grow first)")
+                "allocation (grow first)", at=label)
         req.pos[k] = pos + amount
         req.grown = True
 

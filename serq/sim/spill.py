@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any, Callable
 
-from ..errors import SerqRuntimeError
+from ..errors import SerqRuntimeError, Site
 from .cache import EPS, Entry, EvictView
 from .stages.base import check_work
 
@@ -43,7 +43,8 @@ class Spiller:
     ``pred`` is None when it is a constant other than 0, ``work`` a number when
     it is a constant: neither is then read per piece (a constant draws nothing)."""
 
-    __slots__ = ("sim", "source", "tier", "link", "work", "pred", "owner", "label", "dirty")
+    __slots__ = ("sim", "source", "tier", "link", "work", "pred", "owner", "label", "dirty", "work_site",
+                 "pred_site")
 
     def __init__(self, sim: "Simulator", source: "Pool", tier: "Pool", link: "Stage",
                  work: Callable[[EvictView], float] | float, pred: Callable[[EvictView], float] | None) -> None:
@@ -56,6 +57,17 @@ class Spiller:
         self.owner = NoSession()
         self.label = f"pool `{source.label}`: `spill {tier.label} via {link.label} (…)`"
         self.dirty = False  # the tier changed since its last record
+        # the labels of run-time errors about the two expressions: this member's, where the program writes them
+        self.work_site = Site(f"{self.label} (its work)")
+        self.pred_site = Site(f"{self.label}: `when (…)`")
+
+    def locate(self, spill: Any) -> None:
+        """Run-time errors about the work and the predicate say where ``spill`` (the
+        ``ir.Spill``) writes them and the constants they read."""
+        for name, site in (("work_site", spill.work_site), ("pred_site", spill.pred_site)):
+            if isinstance(site, Site):
+                mine = getattr(self, name)
+                setattr(self, name, Site(str(mine), site.span, site.reads))
 
     def __call__(self, serial: int, e: Entry, piece: float, now: float) -> None:
         """``piece`` units of ``e`` (the entry of ``serial``) were just evicted, at ``now``."""
@@ -70,7 +82,7 @@ class Spiller:
             view.size = piece
             ok = pred(view)
             if math.isnan(ok):
-                raise SerqRuntimeError(f"{self.label}: `when (…)` is NaN, neither true nor false")
+                raise SerqRuntimeError(f"{self.pred_site} is NaN, neither true nor false", at=self.pred_site)
             if ok == 0.0:
                 return
         if not isinstance(work, float):
@@ -79,7 +91,7 @@ class Spiller:
                 view.size = piece
             work = work(view)
             if not 0.0 <= work < math.inf:
-                check_work(f"{self.label} (its work)", work)
+                check_work(self.work_site, work)
         tier = self.tier
         tier.make_room(piece, now)
         if tier.used + tier.cache.total + piece > tier.cap + EPS:

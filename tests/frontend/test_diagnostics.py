@@ -289,6 +289,17 @@ def test_errors_inside_a_set_expression_are_prefixed_and_have_no_location():
     assert err.message == "--set a: invalid expression in set `a = 1 +`: expected an expression, found end of input"
 
 
+@pytest.mark.parametrize("value", ["random", "c + 1", "1 +", "~exp(1)"])
+def test_a_set_value_that_is_not_a_constant_is_a_command_line_error(value: str, tmp_path) -> None:
+    # README's exit codes: a malformed --set value is a bad command line, exit 2 (issue 38: it was 1)
+    from frontend_util import cli_main
+
+    program = tmp_path / "p.sq"
+    program.write_text("let a = 1;\nsession { }\n")
+    code, printed = cli_main("check", str(program), "--set", f"a={value}")
+    assert code == 2 and printed.startswith("error: --set a: "), printed
+
+
 # ---------------------------------------------------------------- validation: moments, draws, hidden (§7.4, §7.5)
 VALIDATE = [
     case("a context variable outside its moment", "session { set x = tokens; }",

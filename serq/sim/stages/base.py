@@ -59,7 +59,7 @@ class Job:
 def check_work(label: str, work: float) -> None:
     if not work >= 0.0 or work == float("inf"):
         shown = f"{work:g}" if work == work else "NaN"
-        raise SerqRuntimeError(f"{label}: the amount is {shown}, not a number of units, tokens or seconds")
+        raise SerqRuntimeError(f"{label}: the amount is {shown}, not a number of units, tokens or seconds", at=label)
 
 
 class Stage:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from simpy.events import Event, Timeout
 
+from ...errors import SerqRuntimeError
 from ..stats import fold
 from .base import Stage, check_work
 
@@ -258,6 +259,10 @@ class PsStage(Stage):
             view = self._view
             view.present = float(n)
             phi = self.phi(view)
+            if not 0.0 <= phi < _INF:
+                shown = f"{phi:g}" if phi == phi else "NaN"
+                raise SerqRuntimeError(f"stage `{self.label}`: the rate is {shown}, not a finite number ≥ 0",
+                                       at=self.decl.sites.get("ps"))
         else:
             phi = 0.0
         self._advance()

@@ -410,7 +410,8 @@ class StepEngine(Stage):
             budget = self.budget_fn(ctx) if budget is None else budget
             chunk = self.chunk_fn(ctx) if chunk is None else chunk
         if budget != budget:
-            raise SerqRuntimeError(f"stage `{self.label}`: the budget is NaN, not a number of tokens")
+            site = self.decl.sites.get("budget")
+            raise SerqRuntimeError(f"stage `{self.label}`: the budget is NaN, not a number of tokens", at=site)
         self.left = budget
         assign: list[tuple[Job, float]] = []
         self.assign = assign
@@ -548,9 +549,10 @@ class StepEngine(Stage):
         if tokens > 0.0 and not cost > 0.0:
             raise SerqRuntimeError(
                 f"stage `{self.label}`: an iteration of {tokens:g} tokens costs {cost:g}; "
-                "an iteration that schedules tokens lasts a positive time")
+                "an iteration that schedules tokens lasts a positive time", at=self.decl.sites.get("cost"))
         if not math.isfinite(cost):
-            raise SerqRuntimeError(f"stage `{self.label}`: an iteration costs {cost:g}, not a finite time")
+            raise SerqRuntimeError(f"stage `{self.label}`: an iteration costs {cost:g}, not a finite time",
+                                   at=self.decl.sites.get("cost"))
         now = self.env.now
         if self.step_log is not None:
             self.step_log.extend((now, cost, tokens, decoders, prefilled, kv_d, kv_p, attention,
