@@ -71,6 +71,21 @@ def test_a_fractional_budget_schedules_fractional_tokens() -> None:
     assert report.ended == 3 and starved(report) == []
 
 
+def test_a_budget_of_half_a_token_takes_two_iterations_a_token() -> None:
+    # budget 0.5, cost 1 s: the prefill of 2 tokens is 4 iterations (ends at 4), the decode of
+    # 3 tokens 6 more (ends at 10), iteration by iteration and in coalesced runs alike
+    src = """
+pool kv { cap 100; }
+stage e : step { budget 0.5; cost 1; memory kv; }
+workload { arrive batch(1); }
+session { hold kv (4) { run e prefill (2) growing kv; observe t1 = now; run e decode (3) growing kv; observe t2 = now; } }
+run { horizon 100; }
+"""
+    for steps in (False, True):
+        report = serq.run(serq.load(src), steps=steps)
+        assert (report.observe("t1").mean, report.observe("t2").mean) == (4.0, 10.0)
+
+
 def test_no_work_no_warning() -> None:
     text = PROGRAM.replace("BUDGET", "0").replace("ARRIVE", "batch(1)").replace(
         "hold reqs (1) { run engine prefill (50); run engine decode (5); }", "")
