@@ -614,54 +614,85 @@ class PrefixCache:
         if not used + self.total + need - cap - EPS > b:  # one block covers it: nothing to round
             return False
         p = sk[0]
-        top = heap[0]
-        pre = top[0][:p]
-        v1 = top[4].size
-        low = v1 - b
+        v1 = heap[0][4].size
+        members = self._pop_level(heap, p, v1 - b)
+        vs = [m[4].size for m in members]
+        total = self.total
+        full = part = 0
+        # b a whole number of ulps of every size and of the total (each below _BIG): t blocks off are exact
+        if v1 < _BIG and total < _BIG and all(fmod(b, ulp(v)) == 0.0 for v in vs) \
+                and fmod(b, ulp(total)) == 0.0:
+            # (the count's closures live there: CPython makes their variables' cells on every call of
+            # the function that holds them, even one that returns at a guard above)
+            full, part = self._round_count(heap, members, b, used, need, cap, now)
+        if not (full or part):
+            for item in members:  # back in the heap: the drain goes on a block at a time
+                heappush(heap, item)
+            return False
+        self._take_rounds(heap, members, vs, p, b, full, part)
+        return True
+
+    def _pop_level(self, heap: list[tuple[Any, int, dict[int, Entry], int, Entry, Any]], p: int,
+                   low: float) -> list[tuple[Any, int, dict[int, Entry], int, Entry, Any]]:
+        """For :meth:`_rounds`: pop the members of the level, in their order —
+        the items at the top of ``heap`` whose key has the first one's ``p``
+        leading elements and whose entry is larger than ``low`` (``v1 − b``)."""
+        pre = heap[0][0][:p]
         members = []
         live = self._top
-        while live(heap):  # the entries with the same leading elements and a size above v1 − b, in order
+        while live(heap):
             item = heap[0]
             if item[0][:p] != pre or not item[4].size > low:
                 break
             members.append(heappop(heap))
+        return members
+
+    def _round_count(self, heap: list[tuple[Any, int, dict[int, Entry], int, Entry, Any]],
+                     members: list[tuple[Any, int, dict[int, Entry], int, Entry, Any]], b: float, used: float,
+                     need: float, cap: float, now: float) -> tuple[int, int]:
+        """For :meth:`_rounds`, the level's sizes on the block's grid: the
+        blocks that go by rounds, as ``(full, part)`` — ``full`` whole rounds,
+        then a block off each of the first ``part`` members — the least of
+        three bounds: every block leaves its entry alive, the pool is short
+        before the last, the next in line (``heap[0]``) comes after each
+        round's members; ``(0, 0)`` when ``evict(u)`` would not stay exact."""
         k = len(members)
-        vs = [m[4].size for m in members]
+        v_min = members[-1][4].size  # the level's smallest (it goes last)
+        # rounds whose blocks each leave every entry alive (the smallest first): v − r·b ≥ b, v − (r+1)·b > ε
+        alive = _first(0, int(v_min / b) + 1, lambda r: not (v_min - r * b >= b and v_min - (r + 1) * b > EPS))
+        limit = cap + EPS
         total = self.total
-        eu = self.evicted_units
-        full = part = 0
-        if v1 < _BIG and total < _BIG and all(fmod(b, ulp(v)) == 0.0 for v in vs) \
-                and fmod(b, ulp(total)) == 0.0:
-            v_min = vs[-1]
-            # rounds whose blocks each leave every entry alive (the smallest first): v − r·b ≥ b, v − (r+1)·b > ε
-            alive = _first(0, int(v_min / b) + 1, lambda r: not (v_min - r * b >= b and v_min - (r + 1) * b > EPS))
-            limit = cap + EPS
-            # blocks after which the pool is no longer short (one by one, the drain stops there)
-            stop = _first(1, alive * k, lambda t: not used + (total - t * b) + need > limit)
-            full, part = divmod(min(stop, alive * k), k)
-            if (full or part) and live(heap):  # the next in line must come after the members, each round
-                nxt = heap[0][:2]
-                last_key, last_i, _store, _k, e, _m = members[-1]
+        # blocks after which the pool is no longer short (one by one, the drain stops there)
+        stop = _first(1, alive * k, lambda t: not used + (total - t * b) + need > limit)
+        full, part = divmod(min(stop, alive * k), k)
+        if (full or part) and self._top(heap):  # the next in line must come after the members, each round
+            nxt = heap[0][:2]
+            last_key, last_i, _store, _k, e, _m = members[-1]
 
-                def late(r: int) -> bool:
-                    e.size = v_min - r * b
-                    return (self._resized_key(last_key, e, now), last_i) > nxt
+            def late(r: int) -> bool:  # the last member, r rounds down, comes after the next in line
+                e.size = v_min - r * b
+                return (self._resized_key(last_key, e, now), last_i) > nxt
 
-                last = full if part else full - 1  # the last round's start, in rounds done
-                if late(last):  # fewer rounds, all whole: the next in line joins the level
-                    full, part = _first(0, last, late), 0
-                e.size = v_min
-            if full or part:
-                taken = (full * k + part) * b
-                eu_new = eu + taken
-                if not (fmod(b, ulp(eu_new)) == 0.0 and fmod(eu, ulp(eu_new)) == 0.0 and eu_new < _BIG):
-                    full = part = 0
-        if not (full or part):
-            for item in members:
-                heappush(heap, item)
-            return False
-        self.total = total - taken
-        self.evicted_units = eu_new
+            last = full if part else full - 1  # the last round's start, in rounds done
+            if late(last):  # fewer rounds, all whole: the next in line joins the level
+                full, part = _first(0, last, late), 0
+            e.size = v_min  # (`late` tried sizes on the entry itself)
+        if full or part:
+            eu = self.evicted_units
+            eu_new = eu + (full * k + part) * b
+            if not (fmod(b, ulp(eu_new)) == 0.0 and fmod(eu, ulp(eu_new)) == 0.0 and eu_new < _BIG):
+                return 0, 0
+        return full, part
+
+    def _take_rounds(self, heap: list[tuple[Any, int, dict[int, Entry], int, Entry, Any]],
+                     members: list[tuple[Any, int, dict[int, Entry], int, Entry, Any]], vs: list[float], p: int,
+                     b: float, full: int, part: int) -> None:
+        """For :meth:`_rounds`: ``full`` rounds of a block off each member (sizes
+        ``vs``) and one more off the first ``part``, in one step — the cache's
+        counts, then each member keyed again and pushed back on ``heap``."""
+        taken = (full * len(members) + part) * b
+        self.total = self.total - taken
+        self.evicted_units = self.evicted_units + taken
         after = p + 1
         for j, (item, v) in enumerate(zip(members, vs)):  # keyed again: the element is -size, negated exactly
             key, i, store, kk, e, m = item
@@ -671,7 +702,6 @@ class PrefixCache:
             if m is not None:
                 m = e.memo = (x, m[1], key)
             heappush(heap, (key, i, store, kk, e, m))
-        return True
 
     def _resized_key(self, key: tuple, e: Entry, now: float) -> tuple:
         """The key of ``e`` after it shrank, from its last ``key``: only the

@@ -152,8 +152,8 @@ MUTATIONS = [
     Mutation(
         "rounds-ignore-next-in-line",
         "a drain by `-size` takes whole rounds past the entry that should come in between",
-        (("serq/sim/cache.py", "            if (full or part) and live(heap):  # the next in line",
-          "            if False and (full or part) and live(heap):  # the next in line"),),
+        (("serq/sim/cache.py", "        if (full or part) and self._top(heap):  # the next in line",
+          "        if False and (full or part) and self._top(heap):  # the next in line"),),
         ("tests/sim/test_eviction_bulk.py::test_a_drain_by_minus_size_takes_whole_rounds_as_block_by_block",),
     ),
     Mutation(

@@ -315,10 +315,7 @@ class RunPlanner:
         p0, a, kv0 = self.pos[0], self.alloc[0], self.kv[0]
         kv_view, cost_of_kv = self._one_coster()
         grows_kv = self.kv_tracked and pool is self.engine.memory
-        u, pcap, b, left = self._one_pool(pool)
-        # a pool that spills ends the run before a growth that evicts (the spill's link job
-        # starts at the eviction, and a replay happens later): the test `make_room` makes
-        spilled = pool.cache.total if pool and pool.cache.spill is not None else None
+        u, pcap, b, left, spilled = self._one_pool(pool)
         t = run.first
         cur = cost
         m = 1
@@ -378,22 +375,37 @@ class RunPlanner:
             ev = (m - 1, [(0, need)], left, t) if grew else None
             n = (nx if nx <= cap else cap + 1) - g  # iteration g and those up to the next growth
             g = nx
-        self.pos[0] = p0 + (m - 1)  # the position before the next iteration, as `_plan_each` leaves it
+        self._one_end(m, t, u, a, kv0)
+        return cur
+
+    def _one_pool(self, pool: Any) -> tuple[float, float, float | None, float | None, float | None]:
+        """For :meth:`_plan_one`: the pool's ``used``, its cap (with ε), its
+        block, the budget left a growth there re-reads the waiting head's
+        header with (None when the header does not read it), and its cached
+        total when it spills (else None)."""
+        if not pool:
+            return 0.0, 0.0, None, None, None
+        pid = id(pool)
+        # a pool that spills ends the run before a growth that evicts (the spill's link job
+        # starts at the eviction, and a replay happens later): the test `make_room` makes
+        spilled = pool.cache.total if pool.cache.spill is not None else None
+        return (self.used[pid], pool.cap + EPS, pool.block, self.engine.left if pid in self.recheck else None,
+                spilled)
+
+    def _one_end(self, m: int, t: float, u: float, a: float, kv0: float) -> None:
+        """For :meth:`_plan_one`, whose job's state is in locals: the run is
+        ``m`` iterations ending at ``t``, the job's pool has ``u`` used, its
+        allocation is ``a``, the memory its cost reads ``kv0`` — the fields as
+        :meth:`_plan_each` leaves them."""
+        self.pos[0] += m - 1  # the position before the next iteration
+        pool = self.pools[0]
         if pool:
             self.used[id(pool)] = u
         self.alloc[0] = a
         self.kv[0] = kv0
+        run = self.run
+        assert run is not None
         run.length, run.end = m, t
-        return cur
-
-    def _one_pool(self, pool: Any) -> tuple[float, float, float | None, float | None]:
-        """For :meth:`_plan_one`: the pool's ``used``, its cap (with ε), its
-        block, and the budget left a growth there re-reads the waiting head's
-        header with (None when the header does not read it)."""
-        if not pool:
-            return 0.0, 0.0, None, None
-        pid = id(pool)
-        return self.used[pid], pool.cap + EPS, pool.block, self.engine.left if pid in self.recheck else None
 
     # -- the last iteration, a growth, the cost ------------------------------------------------
 
