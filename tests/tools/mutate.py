@@ -91,8 +91,8 @@ MUTATIONS = [
     Mutation(
         "cache-rounds-up",
         "cached amounts round up to whole blocks instead of down",
-        (("serq/sim/pool.py", "        return math.floor(x / b + EPS) * b if b is not None and x != math.inf else x\n",
-          "        return math.ceil(x / b - EPS) * b if b is not None and x != math.inf else x\n"),),
+        (("serq/sim/pool.py", "            return math.floor(x / b + EPS) * b\n",
+          "            return math.ceil(x / b - EPS) * b\n"),),
         ("tests/sim/test_reuse_bound.py", "tests/sim/test_pool_semantics.py"),
     ),
     Mutation(
