@@ -43,6 +43,10 @@ def _name(c: A.Clause) -> A.Name:
     return cast(A.Name, c.value)
 
 
+#: The most blocks a pool with a finite cap may have (``cap / block``).
+MAX_BLOCKS = 1 << 24
+
+
 class Declarations(Resolver):
     def __init__(self) -> None:
         super().__init__()
@@ -151,6 +155,14 @@ class Declarations(Resolver):
             cap = self.const(_expr(c["cap"]), "cap", prefix)
             if cap < 0:
                 raise error("cap must not be negative", _expr(c["cap"]).span, prefix=prefix)
+        block = self.pools[p.name].block
+        if block is not None and cap < math.inf and cap / block > MAX_BLOCKS:
+            # an eviction takes a block at a time (each may spill, or re-read the keys): a pool of
+            # 6.4e11 blocks (cap 640, block 1e-9) drained for days inside one event
+            raise error(f"cap {show(A.Num(cap, p.span))} in blocks of {show(A.Num(block, p.span))} is "
+                        f"{cap / block:.3g} blocks: at most {MAX_BLOCKS:,}", _expr(c["block"]).span, prefix=prefix,
+                        helps=["an eviction takes a block at a time; a KV cache has thousands to millions of blocks "
+                               "(a larger block, or `cap inf` for a pool that never evicts)"])
         evict: object = "lru"
         if "evict" in c and isinstance(c["evict"].value, tuple):
             evict = tuple(self.expr(k, Where(EVICT, prefix)) for k in c["evict"].value)

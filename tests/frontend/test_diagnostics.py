@@ -205,6 +205,9 @@ LINK = [
     case("arrivals that are NaN", "run { arrivals 0 / 0; }", "arrivals is NaN", 1, 16),
     case("a block must be positive", "pool kv { block 0; }", "pool `kv`: block must be positive", 1, 17),
     # a subnormal block has an infinite reciprocal: its block rounding overflowed (issue 38)
+    # an eviction takes a block at a time: 6.4e11 of them drained inside one event (issue 38)
+    case("a pool of too many blocks", "pool kv { cap 640; block 1e-9; }",
+         "pool `kv`: cap 640 in blocks of 1e-09 is 6.4e+11 blocks: at most 16,777,216", 1, 26),
     case("a block must be a normal number", "let bs = 1e-320;\npool kv { block bs; }",
          "pool `kv`: block `bs` = 1e-320 is below the smallest normal number (2.2e-308): amounts cannot be counted "
          "in such blocks", 2, 17),
