@@ -351,7 +351,7 @@ class RunPlanner:
             # iteration g = m + 1: the job's token needs memory
             x = a + ((p0 + (g - 2)) + 1.0 - a)  # pool.round_up(x) inline
             q = x / b - EPS if b is not None else math.inf
-            need = (math.ceil(q) * b if q < math.inf else x) - a
+            need = (math.ceil(q) * b if q < math.inf else x) - a  # type: ignore[operator]  # (q < inf: b set)
             grew = need > 0.0
             if grew:
                 if u + need > pcap or (spilled is not None and u + spilled + need > pcap):
