@@ -158,13 +158,28 @@ def d_uniform(g: Any, lo: float, hi: float) -> float:
     return lo + (hi - lo) * g.random()
 
 
+#: The most phases of an Erlang draw: each is a draw of its own (``~erlang(1e9, m)`` took minutes
+#: a sample), and past a few thousand the law is its mean to within 2 %.
+MAX_PHASES = 10_000
+
+
 def d_erlang(g: Any, k: float, mean: float) -> float:
-    phases = max(1, int(f_floor(k))) if k == k and k != INF else 1
+    if not 0.0 < k <= MAX_PHASES:  # (NaN too: 0 divided by zero, -inf had no whole part)
+        raise bad_phases(k, mean)
+    phases = max(1, int(f_floor(k)))
     m = mean / k
     total = 0.0
     for _ in range(phases):  # left to right (sum() is compensated from Python 3.12 on)
         total += -m * _log(1.0 - g.random())
     return total
+
+
+def bad_phases(k: float, mean: float) -> Exception:
+    from .errors import SerqRuntimeError
+
+    shown = f"{k:g}" if k == k else "NaN"
+    return SerqRuntimeError(f"`~erlang({shown}, {mean:g})`: {shown} phases; an Erlang draw has more than 0 and at "
+                            f"most {MAX_PHASES:,}")
 
 
 def d_h2(g: Any, mean: float, cv2: float) -> float:

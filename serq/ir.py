@@ -167,6 +167,7 @@ class Lease(Node):
 
     ref: PoolRef
     time: Expr
+    label: str = field(default="", compare=False, repr=False)  # a ``serq.errors.Site``: where ``time`` is
 
 
 @node

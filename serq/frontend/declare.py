@@ -373,15 +373,16 @@ class Declarations(Resolver):
         seed = 1
         if "seed" in c:
             v = self.const(_expr(c["seed"]), "the seed")
-            if not (v >= 0 and math.isfinite(v) and v < 2 ** 64):
-                raise error("the seed must be an unsigned integer", _expr(c["seed"]).span)
+            if not (v >= 0 and math.isfinite(v) and v < 2 ** 64 and v == int(v)):
+                raise error(f"the seed must be an unsigned integer, found {show(A.Num(v, _expr(c['seed']).span))}",
+                            _expr(c["seed"]).span)
             seed = int(v)
         arrivals = None
         if "arrivals" in c:
             span = _expr(c["arrivals"]).span
             n = self.const(_expr(c["arrivals"]), "arrivals")
-            if not (n >= 1 and math.isfinite(n)):
-                self.defer(error("run: arrivals must be positive", span))
+            if not (n >= 1 and math.isfinite(n) and n == int(n)):
+                self.defer(error(f"run: arrivals must be a positive whole number, found {show(A.Num(n, span))}", span))
             elif arrival.kind not in ("poisson", "renewal", "trace"):
                 self.defer(error("run: arrivals applies only to poisson, renewal or trace workloads", span))
             else:

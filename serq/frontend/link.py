@@ -286,9 +286,8 @@ class Linker(Declarations):
                 raise error(f"`lease {written}`: the hold does not take that pool", s.lease.ref.name_span,
                             prefix=ctx.prefix,
                             helps=[f"a lease names one of the hold's pools as the hold writes it: {taken}"])
-            lease = ir.Lease(match[0], self.amount(s.lease.time, Where(SESSION, ctx.prefix),
-                                                   self.site(f"`lease {written} ({pretty.show(s.lease.time)})`",
-                                                             s.lease.time)))
+            label = self.site(f"`lease {written} ({pretty.show(s.lease.time)})`", s.lease.time)
+            lease = ir.Lease(match[0], self.amount(s.lease.time, Where(SESSION, ctx.prefix), label), label)
         return ir.Hold(hold_id, tuple(pools), body, reuse, cache, lease, pretty.hold_label(s), prefix)
 
     def prefix(self, s: A.HoldStmt, pools: list[ir.HoldPool], ctx: Ctx) -> tuple[ir.Segment, ...]:

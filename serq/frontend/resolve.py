@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 
 from .. import ir
 from ..errors import SerqError, Site, Span
-from ..expr import DISTRIBUTIONS, PURE_FUNCTIONS, fold, try_fold, walk
+from ..expr import DISTRIBUTIONS, MAX_PHASES, PURE_FUNCTIONS, fold, try_fold, walk
 from . import ast as A
 from .diag import did_you_mean, error, unknown
 from .pretty import show
@@ -359,7 +359,12 @@ class Resolver:
             raise error(f"`~{e.dist}` takes {arity} argument(s)", e.name_span, prefix=w.prefix)
         if w.draw:
             self.defer(error(w.draw, e.span, prefix=w.prefix))
-        return ir.Draw(e.dist, tuple(self.resolve(a, w) for a in e.args))
+        args = tuple(self.resolve(a, w) for a in e.args)
+        k = try_fold(args[0]) if e.dist == "erlang" else None
+        if isinstance(k, ir.Num) and not 0.0 < k.value <= MAX_PHASES:
+            raise error(f"`~erlang` with {show(A.Num(k.value, e.args[0].span))} phases: an Erlang draw has more "
+                        f"than 0 and at most {MAX_PHASES:,}", e.args[0].span, prefix=w.prefix)
+        return ir.Draw(e.dist, args)
 
     # ------------------------------------------------------------ pools and stages
     def pool_ref(self, name: str, index: A.Expr | None, span: Span, w: Where) -> ir.PoolRef:

@@ -149,8 +149,8 @@ class Poisson(Open):
                 f"`arrive poisson({self.rate:g})` over the horizon {self.sim.horizon:g} makes about "
                 f"{expected:.3g} arrivals, more than the limit of {self.max_arrivals:,}",
                 helps=[f"lower {self.count_name(self.rate, 'the rate')} or the horizon (--horizon), "
-                       "or stop after N arrivals with --arrivals N",
-                       raise_with("SERQ_MAX_ARRIVALS", math.ceil(expected))])
+                       "or stop after N arrivals with --arrivals N"]
+                + ([raise_with("SERQ_MAX_ARRIVALS", math.ceil(expected))] if expected < math.inf else []))
 
     def start(self) -> None:
         self.kernel.timer(0.0, [self.arrive])

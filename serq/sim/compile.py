@@ -238,6 +238,7 @@ class Compiler:
         elif isinstance(st, ir.Choose):
             keys = ", ".join(self._bind(self.fn(k), "K") for k in st.keys)
             emit(d, f"a[{st.slot}] = s.choose({self._x(st.count)}, ({keys},), {st.slot}, {self._label(st.label)})")
+            emit(d, "_n += s.candidates")  # (a loop's guard counts the keys it read: 4 096 a pass, a million passes)
         elif isinstance(st, ir.Run) and st.also:  # one flow on several shared stages (docs/pd.md, "Flows")
             stages = "".join(f"{self._stagex(r)}, " for r in (st.stage, *st.also))
             emit(d, f"yield {self._bind(self.sim.flows, 'G')}.flow(({stages}), s, {self._x(st.work)}, {self._label(st.label)})")
@@ -337,7 +338,8 @@ class Compiler:
         if st.lease is None:
             return None
         k = next(i for i, hp in enumerate(st.pools) if hp.ref == st.lease.ref)
-        return k, self.fn(st.lease.time), f"`lease {self.sim.program.pools[st.lease.ref.pool].name} (…)`"
+        label = st.lease.label or f"`lease {self.sim.program.pools[st.lease.ref.pool].name} (…)`"
+        return k, self.fn(st.lease.time), label
 
     def _resolver(self, ref: ir.PoolRef) -> Callable[[Any], Any]:
         members = self.sim.pools[ref.pool]

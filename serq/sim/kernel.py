@@ -68,7 +68,8 @@ class Kernel(simpy.Environment):
         #: of every timer set at one of their iterations' ends before it is pushed; None: none
         self.lazy: Any = None
         #: the most events a run handles, as its report counts them (``Simulator.events``, a
-        #: coalesced run's iterations one by one); None: no bound (``--max-events``)
+        #: coalesced run's iterations one by one), sessions created counted too
+        #: (``Population.budget``); None: no bound (``--max-events``)
         self.max_events: int | None = None
         self.counter: Any = None  # what holds that count (the simulator)
         self.horizon = math.inf
@@ -100,7 +101,8 @@ class Kernel(simpy.Environment):
 
     def exhausted(self, t: float) -> SerqError:
         return SerqRuntimeError(
-            f"the run stopped at time {t:g} of {self.horizon:g}: it handled its budget of {self.max_events:,} events",
+            f"the run stopped at time {t:g} of {self.horizon:g}: it handled its budget of {self.max_events:,} events "
+            "(sessions created count as events)",
             helps=["raise it (--max-events N, max_events=N, SERQ_MAX_EVENTS=N) or shorten the horizon"])
 
     def fail(self, err: SerqError) -> None:

@@ -42,6 +42,7 @@ class Population:
         self.max_live = max_live
         self.next_serial = 0
         self.next_child = CHILD_SERIALS
+        self.created = 0  # sessions created, counted against an event budget only when there is one
         self.live_avg = TimeAverage(0.0, 0.0)
         self.closed = program.arrival.kind == "closed"  # an ended root is replaced at once
         self.closed_n = max(1, program.arrival.n) if self.closed else 1
@@ -78,6 +79,8 @@ class Population:
         if kernel.live >= self.max_live:
             raise self.too_many_live()
         sim = self.sim
+        if kernel.max_events is not None:
+            self.budget()
         s = Session(sim, self.next_serial)
         self.next_serial += 1
         if self.tree_slots is not None:
@@ -107,6 +110,8 @@ class Population:
         if kernel.live >= self.max_live:
             raise self.too_many_live(tree=True)
         sim = self.sim
+        if kernel.max_events is not None:
+            self.budget()
         keys = rng.child_keys(parent.rkey, parent.n_kids)
         parent.n_kids += 1
         s = Session(sim, self.next_child, keys)
@@ -127,6 +132,14 @@ class Population:
             a[slot] = v
         s.proc = SessionProcess(kernel, sim.code.body(s), s, sim)
         return s
+
+    def budget(self) -> None:
+        """A new session counts against the run's event budget (``--max-events``) as an
+        event does: `spawn (1e9)`, `batch(1e6)` start all their sessions inside one event."""
+        self.created += 1
+        kernel = self.kernel
+        if self.sim.events + self.created > kernel.max_events:  # type: ignore[operator]
+            raise kernel.exhausted(kernel.now)
 
     def live_by(self, delta: int) -> None:
         """The live count moves by ``delta`` now (a session starts or ends)."""

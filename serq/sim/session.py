@@ -64,7 +64,7 @@ class Session:
         "sim", "serial", "a", "_srng", "_wrng", "proc", "holds", "job", "queued_at", "ending", "ended",
         "adm_seq", "preempt_pos", "stuck", "requeued", "turns", "trace", "trace_pos",
         "sent", "first_tok", "last_tok", "n_after", "stall", "resumed", "woke_at", "woke_n", "rkey",
-        "up", "handle", "n_kids", "waits", "task", "leases", "tok_stage",
+        "up", "handle", "n_kids", "waits", "task", "leases", "tok_stage", "candidates",
     )
 
     def __init__(self, sim: "Simulator", serial: int, keys: tuple[int, int, int] | None = None) -> None:
@@ -106,6 +106,7 @@ class Session:
         self.stall: Any = None  # a stalled growth: (pool, request, k, units, event or None)
         self.woke_at = -1.0  # the instant of its latest wake-ups, and how many there were
         self.woke_n = 0
+        self.candidates = 0  # the last `choose`'s: the loop guard counts them
         self.leases: list[HoldRequest] | None = None  # its leased allocations, oldest first
         self.tok_stage: Any = None  # the engine whose prefill gave the turn's first token
 
@@ -155,6 +156,7 @@ class Session:
             shown = f"{count:,.0f}" if count < float("inf") else f"{count:g}" if count == count else "NaN"
             raise SerqRuntimeError(f"{label} has {shown} candidates: at most {ir.MAX_MEMBERS:,}", at=label)
         n = int(count) if count > 0 else 0
+        self.candidates = n
         best_j, best = 0.0, None
         for j in range(n):
             self.a[slot] = float(j)
@@ -219,7 +221,7 @@ class Session:
     def spinning(self) -> None:
         raise SerqRuntimeError(
             f"the run does not settle at time {self.sim.env.now:g}: session {self.serial} ran a loop "
-            "a million times without waiting")
+            "a million times without waiting (each candidate of a `choose` in it counts as a pass)")
 
     # -- the client clock (§8.5) -------------------------------------------------------
 

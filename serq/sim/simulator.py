@@ -75,6 +75,7 @@ class Simulator:
             max_events = run_limit("SERQ_MAX_EVENTS", 0)
         self.env.max_events = max_events
         self.env.counter = self
+        self.env.horizon = horizon
         self.ns: dict[str, Any] = base_namespace()
         self.ns["__env__"] = self.env
         self.n_attrs = len(program.attributes)

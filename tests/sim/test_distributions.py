@@ -133,3 +133,17 @@ run { horizon 10; }
         g = rng.workload_stream(root, serial, 0)
         for name, law, args in laws:
             assert got[name][serial] == DISTRIBUTIONS[law][1](g, *args), (serial, name)
+
+
+@pytest.mark.parametrize("k", ["0", "-1 / 0", "1e9", "0 / 0"])
+def test_an_erlang_draw_has_between_zero_and_ten_thousand_phases(k: str) -> None:
+    # k = 0 divided by zero, -inf had no whole part, 1e9 drew for minutes (issue 38)
+    import serq
+
+    constant = f"stage s : delay;\nworkload {{ arrive batch(1); }}\nsession {{ run s (~erlang({k}, 1)); }}\nrun {{ horizon 5; }}\n"
+    with pytest.raises(serq.SerqError, match="an Erlang draw has more than 0 and at most 10,000"):
+        serq.load(constant)  # a constant k: when checking
+    drawn = constant.replace("arrive batch(1); }", f"arrive batch(1); init {{ set k = {k}; }} }}").replace(
+        f"~erlang({k}, 1)", "~erlang(k, 1)")
+    with pytest.raises(serq.SerqError, match="phases; an Erlang draw has more than 0 and at most 10,000"):
+        serq.run(serq.load(drawn))

@@ -11,6 +11,9 @@ import serq
     # a loop that never waits
     ("workload { arrive batch(1); }\nsession { loop { set x = x + 1; } }",
      "ran a loop a million times without waiting"),
+    # a loop whose pass reads 4 096 keys: stopped after 245 passes, not a million (issue 38: 40 minutes)
+    ("workload { arrive batch(1); }\nsession { loop { choose j in 4096 by (j); } }",
+     "ran a loop a million times without waiting"),
     # a loop of zero-work runs: ready again at the same instant, forever
     ("stage s : delay;\nworkload { arrive batch(1); }\nsession { loop { run s (0); } }",
      "became ready more than 1000 times at that instant"),
@@ -55,3 +58,16 @@ def test_an_index_equal_to_a_whole_number_picks_that_member(index: str) -> None:
                f"session {{ set i = {index}; run s[i] (1); }}\nrun {{ horizon 10; }}")
     done = [s.completed for s in serq.run(serq.load(program)).stages]
     assert done == ([10, 0] if index == "-0.0" else [0, 10])
+
+
+def test_sessions_created_inside_one_event_count_against_the_event_budget() -> None:
+    # `spawn (1e9)` and `batch(1e6)` start their sessions inside one event: 22 s and 37 s before
+    # the live limit stopped them; with a budget, each session counts as an event
+    for src in ("stage d : delay;\nworkload { arrive batch(1); }\nsession { spawn (1e9) into kids { } join kids; }\n",
+                "stage d : delay;\nworkload { arrive batch(1000000); }\nsession { run d (1); }\n"):
+        with pytest.raises(serq.SerqError, match="it handled its budget of 5,000 events"):
+            serq.run(serq.load(src + "run { horizon 5; }\n"), max_events=5000)
+    # and a run under its budget is the same run
+    report = serq.run(serq.load("stage d : delay;\nworkload { arrive batch(10); }\nsession { run d (1); }\n"
+                                "run { horizon 5; }\n"), max_events=21)
+    assert report.ended == 10 and report.events == 10

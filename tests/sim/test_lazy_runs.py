@@ -215,3 +215,16 @@ def test_a_users_engine_class_keeps_the_old_rule() -> None:
 
     sim = Simulator(serq.load(AGENTS), seed=1, horizon=10.0, warmup=0.0, engines={"engine": Mine})
     assert sim.lazy is None
+
+
+@pytest.mark.parametrize("limit", [1, 2, 7, 64])
+def test_a_run_longer_than_the_limit_is_several_runs_with_the_same_report(limit: int,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    # a coalesced run stands for at most MAX_RUN iterations (a decode of 1e9 tokens listed a
+    # billion ends, issue 38); cut shorter, the bundled program's report is byte for byte the same
+    from serq.sim.stages import coalesce
+
+    program = serq.load(ROOT / "programs" / "multi-turn" / "vllm.sq")
+    whole = serq.run(program, horizon=150, warmup=20).to_json()
+    monkeypatch.setattr(coalesce, "MAX_RUN", limit)
+    assert serq.run(program, horizon=150, warmup=20).to_json() == whole

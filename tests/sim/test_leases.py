@@ -258,7 +258,7 @@ def test_a_release_in_the_body_leaves_nothing_to_lease() -> None:
 
 
 def test_a_bad_lease_time_is_an_error() -> None:
-    with pytest.raises(SerqError, match=r"`lease kv \(…\)`: the time is NaN"):
+    with pytest.raises(SerqError, match=r"^<text>:5:77: `lease kv \(x\)`: the time is NaN"):
         run("""
             pool kv { cap 10; }
             stage svc : delay;

@@ -51,7 +51,7 @@ CASES = [
      "note: the expression reads `r` = -1"),
     ("let c = -1;\npool kv { cap 100; }\nstage e : step { cost c + 0 * tokens; memory kv; }\nworkload { arrive batch(1); }\n"
      "session { hold kv (4) { run e prefill (4) growing kv; } }\nrun { horizon 5; }\n",
-     "<text>:3:23: stage `e`: an iteration of 4 tokens costs 0; an iteration that schedules tokens lasts a positive time",
+     "<text>:3:23: stage `e`: an iteration of 4 tokens costs -1; an iteration that schedules tokens lasts a positive time",
      "note: the expression reads `c` = -1"),
     ("let k = -1;\nstage d : delay;\nworkload { arrive batch(1); }\nsession { spawn (k) into kids { } join kids; }\n"
      "run { horizon 5; }\n",

@@ -563,11 +563,19 @@ def _replayable(pool: Any) -> bool:
 _EXACT_WORK = 2.0**52
 
 
+#: The most iterations one coalesced run stands for.  A longer stretch of identical decodes is
+#: several runs, one after another, with the same times (each iteration's end is added to the
+#: last as it is iteration by iteration): a run's ends may be listed one by one, and a decode
+#: of 1e9 tokens at a cost of 1e-9 s listed a billion of them (a MemoryError), past any event
+#: budget, which is read between events.
+MAX_RUN = 1 << 16
+
+
 def _whole_tokens(assign: list) -> int:
     """Iterations of one token per job that finish none of them (0 when a job
     is not taking one whole token now, or has an amount of work a token off
-    which might round)."""
-    cap = 1 << 30
+    which might round), at most :data:`MAX_RUN`."""
+    cap = MAX_RUN
     for job, tk in assign:
         if tk != 1.0 or not job.work < _EXACT_WORK:
             return 0

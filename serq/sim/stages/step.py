@@ -544,11 +544,11 @@ class StepEngine(Stage):
                 decoders += 1.0
                 if memory is not None:
                     kv_d += job.session.held_in(memory)
-        cost = self.cost_of(tokens, prefilled, decoders, kv_d, kv_p, attention)
-        cost = cost if cost > 0.0 else 0.0
+        raw = self.cost_of(tokens, prefilled, decoders, kv_d, kv_p, attention)
+        cost = raw if raw > 0.0 else 0.0
         if tokens > 0.0 and not cost > 0.0:
             raise SerqRuntimeError(
-                f"stage `{self.label}`: an iteration of {tokens:g} tokens costs {cost:g}; "
+                f"stage `{self.label}`: an iteration of {tokens:g} tokens costs {raw:g}; "
                 "an iteration that schedules tokens lasts a positive time", at=self.decl.sites.get("cost"))
         if not math.isfinite(cost):
             raise SerqRuntimeError(f"stage `{self.label}`: an iteration costs {cost:g}, not a finite time",
