@@ -14,6 +14,7 @@ from .ir import Program, TraceDecl
 
 if TYPE_CHECKING:
     from .report import Report
+    from .sim.goodput import Target
 
 Sets = Mapping[str, str] | Sequence[tuple[str, str]]
 
@@ -68,6 +69,10 @@ def run(
     steps: bool = False,
     progress: bool = False,
     max_events: int | None = None,
+    goodput: "str | Sequence[Target] | None" = None,
+    precision: float | None = None,
+    precision_on: str | None = None,
+    max_horizon: float | None = None,
 ) -> "Report":
     """Simulate a program and return its :class:`~serq.report.Report`.
 
@@ -86,10 +91,27 @@ def run(
     coalesced runs, which is slower and gives the same report
     (docs/calibration.md).  ``progress=True`` shows the simulated time against
     the horizon on standard error once the run has lasted a second (``serq
-    run`` does when standard error is a terminal)."""
+    run`` does when standard error is a terminal).  ``goodput`` (``'ttft<=0.5,
+    tpot<=0.05'``, seconds) adds the client row ``goodput``: per turn, 1 when it
+    met every target (docs/report.md, "Goodput").  ``precision=REL`` doubles
+    the horizon (and the warm-up with it) until the 95 % half-width of
+    ``precision_on`` (default ``client.response.mean``) is within REL of its
+    value, up to ``max_horizon`` (default 32 × the horizon); the report is the
+    last run's, and ``report.precision`` says what was reached."""
+    from .sim.goodput import parse_goodput
     from .sim.simulator import simulate
 
+    targets = parse_goodput(goodput) if isinstance(goodput, str) else tuple(goodput or ())
     if not isinstance(program, Program):
         program = load(program)
-    return simulate(program, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals, engines=engines or {},
-                    max_live=max_live, steps=steps, progress=progress, max_events=max_events)
+    def once(h: float | None, w: float | None) -> "Report":
+        return simulate(program, seed=seed, horizon=h, warmup=w, arrivals=arrivals, engines=engines or {},
+                        max_live=max_live, steps=steps, progress=progress, max_events=max_events,
+                        goodput=targets)
+
+    if precision is None:
+        return once(horizon, warmup)
+    from .sim.precision import run_precise
+
+    h, w = program.run.window(horizon, warmup)
+    return run_precise(once, precision, precision_on, h, w, max_horizon)

@@ -168,6 +168,14 @@ def _emit(text: str, what: str) -> None:
 SetOpt = typer.Option(None, "--set", metavar="NAME=EXPR", help="Override a `let` constant (repeatable).")
 MaxLiveOpt = typer.Option(None, "--max-live", min=1, metavar="N",
                           help="End the run with an error past N sessions live at once (default 1000000).")
+PrecisionOpt = typer.Option(None, "--precision", metavar="REL",
+                            help="Lengthen the run until the 95% half-width is within REL of the figure "
+                            "(0.05: 5%), doubling the horizon and warm-up.")
+MaxHorizonOpt = typer.Option(None, "--max-horizon", metavar="T",
+                             help="The longest horizon --precision may reach (default 32 x the horizon).")
+GoodputOpt = typer.Option(None, "--goodput", metavar="TARGETS",
+                          help="Add client.goodput, the share of turns meeting every target, e.g. "
+                          "'ttft<=0.5,tpot<=0.05' (seconds).")
 
 
 @app.command()
@@ -211,6 +219,12 @@ def run(
         "slo[:TARGET] or module:Class (repeatable; docs/policies.md)."
     ),
     quiet: bool = typer.Option(False, "--quiet", help="No progress line (shown on a terminal once a run lasts 1 s)."),
+    goodput: Optional[str] = GoodputOpt,
+    precision: Optional[float] = PrecisionOpt,
+    precision_on: Optional[str] = typer.Option(
+        None, "--precision-on", metavar="FIGURE",
+        help="The mean --precision reads (default client.response.mean)."),
+    max_horizon: Optional[float] = MaxHorizonOpt,
 ) -> None:
     """Simulate a program and print its report."""
     from . import api
@@ -220,6 +234,8 @@ def run(
     try:
         _finite_positive(horizon, "horizon")
         _finite_positive(warmup, "warmup", allow_zero=True)
+        if precision is None and (precision_on is not None or max_horizon is not None):
+            raise UsageError("--precision-on and --max-horizon go with --precision REL")
         if steps and dump is None:
             raise UsageError("--steps needs --dump DIR: the step logs are written there as STAGE.steps.csv")
         if dump == "-":
@@ -240,7 +256,8 @@ def run(
 
         report = api.run(program, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals, engines=engines,
                          max_live=max_live, steps=steps, progress=not quiet and stderr_is_terminal(),
-                         max_events=max_events)
+                         max_events=max_events, goodput=goodput, precision=precision,
+                         precision_on=precision_on, max_horizon=max_horizon)
     except RunInterrupted as err:
         typer.echo(f"interrupted at t={err.now:g} of {err.horizon:g} simulated seconds: no report was written",
                    err=True)
@@ -261,6 +278,11 @@ def run(
     note = report.replay_note()
     if note is not None:
         typer.echo(f"note: {note}", err=True)
+    if report.precision is not None:
+        from .sim.precision import note as precision_note
+
+        kind = "note" if report.precision["reached"] else "warning"
+        typer.echo(f"{kind}: {precision_note(report.precision)}", err=True)
 
 
 @app.command()
@@ -331,6 +353,12 @@ def sweep(
     baseline: Optional[str] = typer.Option(
         None, metavar="AXIS=VALUE",
         help="Also print each other design's paired difference from this one (same seed, same point)."),
+    goodput: Optional[str] = GoodputOpt,
+    precision: Optional[float] = PrecisionOpt,
+    precision_on: Optional[str] = typer.Option(
+        None, "--precision-on", metavar="FIGURE",
+        help="The mean --precision reads (default: the first --slo's row, else client.response.mean)."),
+    max_horizon: Optional[float] = MaxHorizonOpt,
 ) -> None:
     """Run a grid of --set values x seeds in parallel; print a summary across seeds."""
     from .experiments.command import SweepOptions, sweep_command
@@ -338,7 +366,8 @@ def sweep(
     _need_stdout("the summary")
     opts = SweepOptions(file, set_ or [], seeds, policy or [], engine or [], horizon, warmup, arrivals, trace, jobs,
                         out, resume, quiet, [f for s in show or [] for f in s.split(",") if f], json_, backend,
-                        address, find_max, slo or [], slo_on, tol, max_live, find_min, baseline, csv_)
+                        address, find_max, slo or [], slo_on, tol, max_live, find_min, baseline, csv_,
+                        goodput, precision, precision_on, max_horizon)
     try:
         code = sweep_command(opts, lambda text: _emit(text, "the summary"), lambda line: typer.echo(line, err=True))
     except SerqError as err:

@@ -383,6 +383,51 @@ class StepLog(Sequence):  # type: ignore[type-arg]
 
 
 @dataclass
+class Settling:
+    """Whether a run reached its steady state (docs/report.md, "Did the run
+    settle?"; computed by :mod:`serq.sim.settling`).  ``settled`` is ``None``
+    for a run that is not judged (``batch`` arrivals); ``reasons`` say why it
+    did not settle; ``warmup`` is the suggested warm-up (MSER-5), ``horizon``
+    the suggested horizon (NaN when settled, ``inf`` when the backlog grows
+    without end: no horizon settles an overloaded system); ``evidence`` holds
+    the statistics behind the verdict."""
+
+    settled: bool | None
+    reasons: list[str]
+    warmup: float
+    horizon: float
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+    def line(self) -> str:
+        """The text report's line: ``settled: yes (…)`` or ``settled: no — …``."""
+        if self.settled is None:
+            return f"settled: not judged ({self.reasons[0]})" if self.reasons else "settled: not judged"
+        if self.settled:
+            return (f"settled: yes (MSER-5 suggests warm-up {shortest(self.warmup)}; no drift in the response "
+                    "time or the backlog)")
+        return f"settled: no ({'; '.join(self.reasons)}): {self.advice()}"
+
+    def advice(self) -> str:
+        """What would settle it: a longer horizon, or nothing (overload)."""
+        if self.horizon == INF:
+            return "the load exceeds what the system serves, and no horizon settles it"
+        return f"try --warmup {shortest(self.warmup)} --horizon {shortest(self.horizon)}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{reasons, warmup, horizon, …evidence}``: the verdict's evidence for ``--json``."""
+        def clean(v: Any) -> Any:
+            if isinstance(v, dict):
+                return {k: clean(x) for k, x in v.items()}
+            if isinstance(v, float):
+                return _finite(v)
+            return v
+
+        return {"reasons": list(self.reasons), "warmup": _finite(self.warmup),
+                "horizon": _finite(self.horizon),
+                **clean(self.evidence)}
+
+
+@dataclass
 class Report:
     """The result of a run.  ``observes`` and ``client`` keep report order;
     ``samples`` holds every observe's samples (recording order) for
@@ -427,6 +472,17 @@ class Report:
     #: the program's gauges in declaration order (empty without any: then the text,
     #: JSON and dump have no gauge table, ``gauges`` or ``gauge/`` folder)
     gauges: dict[str, GaugeSummary] = field(default_factory=dict)
+    #: the run's judgement of its own steady state (``None``: a report built by
+    #: hand, which then prints no ``settled:`` line and has no ``settled`` key)
+    settling: Settling | None = None
+    #: with ``precision=``: the figure, the share asked for, its mean and half-width,
+    #: whether it was reached, the horizon and the number of runs (``serq.sim.precision``)
+    precision: dict[str, Any] | None = None
+
+    @property
+    def settled(self) -> bool | None:
+        """Whether the run settled (``None``: not judged)."""
+        return None if self.settling is None else self.settling.settled
 
     def replay_note(self) -> str | None:
         """The stderr ``note:`` of an `arrive trace` run: which ended it, the trace or the horizon."""
@@ -480,14 +536,16 @@ class Report:
     def warnings(self) -> list[str]:
         """Lines for stderr (decision 8): one per pool where sessions got stuck,
         then one per step stage whose budget let nothing run while work waited
-        to the end of the run."""
+        to the end of the run, then one when the run did not settle."""
         return [
             f"{p.stuck} session(s) stuck at pool `{p.label}`: the means are over the sessions that got through"
             for p in self.pools
             if p.stuck > 0
         ] + ([f"{self.tasks.stuck} task(s) with a session stuck at a pool: the task table is over the tasks "
               "that got through"] if self.tasks is not None and self.tasks.stuck > 0 else []
-             ) + list(self.stage_warnings)
+             ) + list(self.stage_warnings) + (
+            [f"the run did not settle ({'; '.join(self.settling.reasons)}): {self.settling.advice()}"]
+            if self.settling is not None and self.settling.settled is False else [])
 
     # -- text (§9.1) ----------------------------------------------------------
 
@@ -566,6 +624,8 @@ class Report:
             for p in self.pools
             if p.stuck > 0
         ]
+        if self.settling is not None:
+            out += ["", self.settling.line()]
         return "\n".join(out)
 
     def __str__(self) -> str:
@@ -576,6 +636,7 @@ class Report:
     def to_dict(self) -> dict[str, Any]:
         """The §9.2 object as Python data (non-finite numbers are ``None``)."""
         return {
+            **({"settled": self.settling.settled} if self.settling is not None else {}),
             "horizon": _finite(self.horizon),
             "end": _finite(self.end),
             "warmup": _finite(self.warmup),
@@ -592,6 +653,9 @@ class Report:
             "pools": [p.to_dict() for p in self.pools],
             **({"tasks": self.tasks.to_dict()} if self.tasks is not None else {}),
             **({"replay": {**self.replay, "end": _finite(self.replay["end"])}} if self.replay is not None else {}),
+            **({"settling": self.settling.to_dict()} if self.settling is not None else {}),
+            **({"precision": {k: (_finite(v) if isinstance(v, float) else v) for k, v in self.precision.items()}}
+               if self.precision is not None else {}),
         }
 
     def to_json(self) -> str:

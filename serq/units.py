@@ -37,6 +37,12 @@ RUN = (
     Column("turns", "turns", "count"),
     Column("mean_live", "mean live", "sessions"),
     Column("req_per_s", "requests per second", "req/s"),
+    # the settling verdict (docs/report.md, "Did the run settle?"): 1 yes, 0 no
+    Column("settled", "settled", "1 = yes"),
+    Column("settling.warmup", "suggested warm-up", "s"),
+    Column("settling.horizon", "suggested horizon", "s"),
+    Column("settling.overloaded", "backlog grows without end", "1 = yes"),
+    Column("settling.reasons", "why not settled", "text"),
 )
 
 #: The client table's rows (§7): each row's statistics are in its unit.
@@ -44,6 +50,7 @@ CLIENT = (
     Column("ttft", "ttft", "s"),
     Column("tpot", "tpot", "s per token"),
     Column("response", "response", "s"),
+    Column("goodput", "goodput", "share of turns"),  # with --goodput: 1 a turn that met every target
 )
 
 #: The task table's rows (§8).

@@ -41,6 +41,12 @@ def attr(p: Program, name: str) -> int:
 
 def cli_main(*argv: str) -> tuple[int, str]:
     """Run the `serq` command in this process: its exit code and everything it printed."""
+    code, out, err = cli_streams(*argv)
+    return code, out + err
+
+
+def cli_streams(*argv: str) -> tuple[int, str, str]:
+    """Run the `serq` command in this process: its exit code, standard output and standard error."""
     out, err = io.StringIO(), io.StringIO()
     with mock.patch.object(sys, "argv", ["serq", *argv]), contextlib.redirect_stdout(out), \
             contextlib.redirect_stderr(err):
@@ -49,7 +55,7 @@ def cli_main(*argv: str) -> tuple[int, str]:
             code = 0
         except SystemExit as done:
             code = done.code if isinstance(done.code, int) else 1
-    return code, out.getvalue() + err.getvalue()
+    return code, out.getvalue(), err.getvalue()
 
 
 def default_sigint() -> None:

@@ -90,7 +90,12 @@ def report_json(program: str, sets: tuple[tuple[str, str], ...], seed: int, hori
             loaded = serq.load(path, sets=list(sets))
     else:
         loaded = serq.load(ROOT / program, sets=list(sets))
-    return serq.run(loaded, seed=seed, horizon=horizon, warmup=horizon / 10).to_json()
+    report = serq.run(loaded, seed=seed, horizon=horizon, warmup=horizon / 10)
+    # the figures, as the goldens were taken: the settling verdict (issue 39) came later and is
+    # pinned by tests/sim/test_settling.py; it only reads the run, so every figure is unchanged
+    from serq.report import _encode
+
+    return _encode({k: v for k, v in report.to_dict().items() if k not in ("settled", "settling")})
 
 
 @pytest.fixture(scope="module")

@@ -51,7 +51,7 @@ def _run_on_a_terminal(*extra: str) -> tuple[int, str, str]:
     """`serq run` with its standard error on a pseudo-terminal, the line shown from the start."""
     master, slave = pty.openpty()
     # at once: the run need not last a second
-    proc = subprocess.Popen([sys.executable, "-m", "serq", "run", "programs/multi-turn/vllm.sq", "--horizon", "300",
+    proc = subprocess.Popen([sys.executable, "-m", "serq", "run", "programs/multi-turn/vllm.sq", "--horizon", "300", "--warmup", "30",
                              *extra], cwd=ROOT, stdout=subprocess.PIPE, stderr=slave, env=env(SERQ_PROGRESS_AFTER="0"))
     os.close(slave)
     seen = b""
@@ -82,6 +82,7 @@ def test_serq_run_on_a_terminal_shows_progress_and_quiet_turns_it_off() -> None:
 
 
 def test_serq_run_into_a_pipe_shows_no_progress() -> None:
-    done = subprocess.run([sys.executable, "-m", "serq", "run", "programs/multi-turn/vllm.sq", "--horizon", "300"],
+    done = subprocess.run([sys.executable, "-m", "serq", "run", "programs/multi-turn/vllm.sq", "--horizon", "300",
+                           "--warmup", "30"],  # (settles: no warning)
                           cwd=ROOT, capture_output=True, text=True, env=env(SERQ_PROGRESS_AFTER="0"))
     assert done.returncode == 0 and done.stderr == ""

@@ -26,7 +26,8 @@ SECTIONS = {
 }
 #: Figures in the JSON only (the text report has no column for them), and the text report's
 #: one derived column (``idle``: 1 − the step table's three shares, not in the JSON).
-JSON_ONLY = {"req_per_s", "mean_itl"}
+JSON_ONLY = {"req_per_s", "mean_itl", "settled", "settling.warmup", "settling.horizon", "settling.overloaded",
+             "settling.reasons"}  # (the settling verdict has a line of its own, not run-line fields)
 TEXT_ONLY = {"idle": "fraction of time"}
 
 

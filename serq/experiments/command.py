@@ -51,6 +51,10 @@ class SweepOptions:
     find_min: str | None = None
     baseline: str | None = None
     csv: bool = False
+    goodput: str | None = None
+    precision: float | None = None
+    precision_on: str | None = None
+    max_horizon: float | None = None
 
     @property
     def search(self) -> tuple[str, str] | None:
@@ -171,8 +175,12 @@ def sweep_command(opts: SweepOptions, emit: Callable[[str], None], warn: Callabl
         text = read_text("-")
         opts.file = text if "\n" in text else text + "\n"
     progress = _Progress(not opts.quiet and _stderr_is_terminal())
+    if opts.precision is None and (opts.precision_on is not None or opts.max_horizon is not None):
+        raise UsageError("--precision-on and --max-horizon go with --precision REL")
     plan_options = {"horizon": opts.horizon, "warmup": opts.warmup, "arrivals": opts.arrivals,
-                    "trace": opts.trace, "max_live": opts.max_live}
+                    "trace": opts.trace, "max_live": opts.max_live, "goodput": opts.goodput,
+                    "precision": opts.precision, "max_horizon": opts.max_horizon,
+                    "precision_on": opts.precision_on or _precision_figure(slos)}
     run_options: dict[str, Any] = {"jobs": opts.jobs, "backend": opts.backend, "address": opts.address,
                                    "out": opts.out, "resume": opts.resume,
                                    "on_start": progress.start, "on_row": progress.advance}
@@ -207,6 +215,17 @@ def sweep_command(opts: SweepOptions, emit: Callable[[str], None], warn: Callabl
     else:
         emit(summary.text() if pairs is None else summary.text() + "\n\n" + pairs.text())
     return 0
+
+
+def _precision_figure(slos: list[Any]) -> str | None:
+    """What ``--precision`` reads in a sweep by default: the first SLO's figure
+    when it is a mean, else the mean of its row (a quantile has no interval in
+    one run: ``client.ttft.p99`` reads ``client.ttft.mean``); without an SLO,
+    the run's default (``client.response.mean``)."""
+    if not slos:
+        return None
+    head, _, _stat = slos[0].figure.rpartition(".")
+    return f"{head}.mean" if head else None
 
 
 def _interrupted(stop: SweepInterrupted) -> str:

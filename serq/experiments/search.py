@@ -56,8 +56,10 @@ class SearchResult:
 
 
 def meets(rows: Sequence[dict[str, Any]], slos: Sequence[Slo], on: str) -> bool:
-    """Whether ``rows`` (one point's runs) meet every SLO, on every seed or on the mean."""
-    if not rows:
+    """Whether ``rows`` (one point's runs) meet every SLO, on every seed or on
+    the mean.  A run that did not settle (``settled`` 0) meets nothing: its
+    figures describe a transient, not the design (docs/report.md)."""
+    if not rows or unsettled(rows):
         return False
     for slo in slos:
         if on == "mean":
@@ -67,6 +69,23 @@ def meets(rows: Sequence[dict[str, Any]], slos: Sequence[Slo], on: str) -> bool:
         elif not all(slo.met(r.get(slo.figure)) for r in rows):
             return False
     return True
+
+
+def unsettled(rows: Sequence[dict[str, Any]]) -> list[Any]:
+    """The seeds of ``rows`` whose run did not settle."""
+    return [r.get("seed") for r in rows if r.get("settled") == 0]
+
+
+def horizon_advice(rows: Sequence[dict[str, Any]]) -> float | None:
+    """The longest horizon the unsettled runs of ``rows`` suggest; ``inf``
+    when one's backlog grew without end (no horizon settles it); None if all settled."""
+    bad = [r for r in rows if r.get("settled") == 0]
+    if not bad:
+        return None
+    if any(r.get("settling.overloaded") for r in bad):
+        return math.inf
+    return max((float(r["settling.horizon"]) for r in bad if r.get("settling.horizon") is not None),
+               default=math.nan)
 
 
 def _midpoint(lo: float, hi: float, tol: float) -> float:
@@ -159,10 +178,19 @@ def search(
                                      ["the figures are the columns of a sweep's --out file"])
             checked.append(True)
         ok = meets(rows, slos, on)
+        last[:] = rows
         return ok
 
+    last: list[dict[str, Any]] = []
+
     def step(value: float, ok: bool) -> None:
-        entry = {"value": value, "met": ok, "lo": result.lo, "hi": result.hi}
+        entry: dict[str, Any] = {"value": value, "met": ok, "lo": result.lo, "hi": result.hi}
+        seeds_out = unsettled(last)
+        if seeds_out:
+            advice = horizon_advice(last)
+            entry["unsettled"] = seeds_out
+            entry["horizon"] = None if advice is None or not math.isfinite(advice) else advice
+            entry["overloaded"] = advice == math.inf
         result.steps.append(entry)
         if on_step is not None:
             on_step(entry)
@@ -228,8 +256,18 @@ def _sort_file(out: Any, plan: Any, name: str, seeds: list[int], evaluated: dict
 def describe(entry: dict[str, Any], name: str) -> str:
     """One line per evaluation: the value, met or not, the bracket after it."""
     verdict = "meets" if entry["met"] else "fails"
-    return (f"{name} = {shortest(entry['value'])} {verdict} the SLOs; "
+    line = (f"{name} = {shortest(entry['value'])} {verdict} the SLOs; "
             f"bracket [{shortest(entry['lo'])}, {shortest(entry['hi'])}]")
+    if entry.get("unsettled"):
+        seeds = ", ".join(str(s) for s in entry["unsettled"])
+        if entry.get("overloaded"):
+            why = "its backlog grows without end, no horizon settles it"
+        elif entry.get("horizon") is not None:
+            why = f"a horizon of {shortest(entry['horizon'])} would"
+        else:
+            why = "run longer"
+        line += f" (not settled on seed {seeds}: {why})"
+    return line
 
 
 def no_answer(result: SearchResult) -> SerqError:

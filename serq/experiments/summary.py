@@ -102,8 +102,10 @@ def summarize(rows: Sequence[Mapping[str, Any]], axes: Sequence[str], show: Sequ
         group = groups[key]
         values = {a: group[0].get(a) for a in axes}
         values["runs"] = len(group)
+        judged = [int(r["settled"]) for r in group if r.get("settled") is not None]
+        values["settled"] = f"{sum(judged)}/{len(judged)}" if judged else "-"
         points.append((values, {f: across(r.get(f) for r in group) for f in figures}))
-    return Summary([*axes, "runs"], figures, points)
+    return Summary([*axes, "runs", "settled"], figures, points)
 
 
 @dataclass
@@ -199,7 +201,8 @@ def paired(rows: Sequence[Mapping[str, Any]], axes: Sequence[str], figures: Sequ
 
 
 def summary_csv(summary: Summary, pairs: Paired | None = None) -> str:
-    """The summary as one CSV table: a row per point (the axes, ``runs``), then
+    """The summary as one CSV table: a row per point (the axes, ``runs``,
+    ``settled`` as runs settled/runs judged), then
     per figure ``FIGURE.mean``, ``FIGURE.ci`` (the 95 % half-width across
     seeds) and ``FIGURE.n``; with ``pairs``, per figure ``FIGURE.diff``,
     ``FIGURE.diff_ci`` and ``FIGURE.pairs``, the design's paired difference
@@ -219,8 +222,8 @@ def summary_csv(summary: Summary, pairs: Paired | None = None) -> str:
     if pairs is not None:
         for values, stats in pairs.points:
             diffs[tuple(value_text(values[a]) for a in pairs.axes)] = stats
-    axes = [a for a in summary.axes if a != "runs"]
-    header = [*axes, "runs"]
+    axes = [a for a in summary.axes if a not in ("runs", "settled")]
+    header = [*axes, "runs", "settled"]
     for f in summary.figures:
         header += [f"{f}.mean", f"{f}.ci", f"{f}.n"]
     if pairs is not None:
@@ -230,7 +233,7 @@ def summary_csv(summary: Summary, pairs: Paired | None = None) -> str:
     out = csv.writer(buf, lineterminator="\n")
     out.writerow(header)
     for values, stats in summary.points:
-        row = [value_text(values[a]) for a in axes] + [str(values["runs"])]
+        row = [value_text(values[a]) for a in axes] + [str(values["runs"]), str(values.get("settled", "-"))]
         for f in summary.figures:
             row += cells(stats[f])
         if pairs is not None:
@@ -266,7 +269,8 @@ def _number(x: Any) -> float | None:
 
 
 _STATS = ("count", "mean", "ci", "cv2", "p50", "p90", "p95", "p99")
-_RUN = ("horizon", "end", "warmup", "seed", "events", "arrivals", "ended", "turns", "mean_live", "req_per_s")
+_RUN = ("settled", "horizon", "end", "warmup", "seed", "events", "arrivals", "ended", "turns", "mean_live",
+        "req_per_s", "settling.warmup", "settling.horizon", "settling.overloaded", "settling.reasons")
 
 
 def report_columns(program: Any) -> dict[str, None]:

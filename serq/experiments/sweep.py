@@ -42,8 +42,14 @@ def flatten(report: Mapping[str, Any]) -> dict[str, Any]:
     """The report's §9.2 object as one flat mapping: nested objects join their
     keys with dots (``client.ttft.p99``, ``observes.hit.mean``); a list of
     stage or pool rows is keyed by each row's label (``pools.kvD[0].used``),
-    its ``name`` and ``index`` dropped.  Order: the report's."""
+    its ``name`` and ``index`` dropped.  Order: the report's.  The settling
+    verdict keeps ``settled`` (1 or 0; empty when not judged), the suggested warm-up and horizon, whether the
+    backlog grew without end and the reasons joined by ``; `` (its evidence
+    is in the report's JSON, not in a row)."""
     out: dict[str, Any] = {}
+    settling = report.get("settling")
+    if settling is not None:
+        report = {k: v for k, v in report.items() if k != "settling"}
 
     def walk(prefix: str, value: Any) -> None:
         if isinstance(value, Mapping):
@@ -61,6 +67,13 @@ def flatten(report: Mapping[str, Any]) -> dict[str, Any]:
             out[prefix] = value
 
     walk("", report)
+    if settling is not None:  # (verdicts as 1/0, which a CSV keeps: a mean over seeds is the share)
+        if out.get("settled") is not None:
+            out["settled"] = int(out["settled"])
+        out["settling.warmup"] = settling.get("warmup")
+        out["settling.horizon"] = settling.get("horizon")
+        out["settling.overloaded"] = int(bool(settling.get("overloaded")))
+        out["settling.reasons"] = "; ".join(settling.get("reasons") or []) or None
     return out
 
 
@@ -107,6 +120,11 @@ class Task:
     arrivals: int | None
     trace: str | None
     max_live: int | None = None
+    #: ``--goodput`` targets, ``--precision`` share, its figure and cap (None: not asked)
+    goodput: str | None = None
+    precision: float | None = None
+    precision_on: str | None = None
+    max_horizon: float | None = None
 
 
 @dataclass
@@ -126,6 +144,10 @@ class Plan:
     settings: list[tuple[float, float]] = field(default_factory=list)
     #: every figure a run of some point can have (``summary.report_columns``), known before the runs
     figures: dict[str, None] = field(default_factory=dict)
+    goodput: str | None = None
+    precision: float | None = None
+    precision_on: str | None = None
+    max_horizon: float | None = None
 
     @property
     def columns(self) -> list[str]:
@@ -136,7 +158,8 @@ class Plan:
         sets = tuple((a.target, value_text(v)) for a, v in zip(self.axes, values) if a.kind == "set")
         engines = tuple((a.target, a.kind, str(v)) for a, v in zip(self.axes, values) if a.kind != "set")
         return Task(point * len(self.seeds) + seed_no, point, self.seeds[seed_no], self.program, sets, engines,
-                    self.horizon, self.warmup, self.arrivals, self.trace, self.max_live)
+                    self.horizon, self.warmup, self.arrivals, self.trace, self.max_live,
+                    self.goodput, self.precision, self.precision_on, self.max_horizon)
 
     def tasks(self) -> list[Task]:
         return [self.task(p, s) for p in range(len(self.points)) for s in range(len(self.seeds))]
@@ -183,6 +206,10 @@ def make_plan(
     arrivals: int | None = None,
     trace: str | None = None,
     max_live: int | None = None,
+    goodput: str | None = None,
+    precision: float | None = None,
+    precision_on: str | None = None,
+    max_horizon: float | None = None,
 ) -> Plan:
     """Check the axes against the program and expand the grid.
 
@@ -228,7 +255,19 @@ def make_plan(
     count = math.prod(len(a.values) for a in axes)
     if count * len(seeds) > MAX_POINTS * 10:
         raise UsageError(f"{count} points × {len(seeds)} seeds: more than {MAX_POINTS * 10} runs")
-    plan = Plan(ref, list(axes), seeds, horizon, warmup, arrivals, trace, max_live, figures=report_columns(base))
+    if goodput is not None:
+        from ..sim.goodput import parse_goodput
+
+        parse_goodput(goodput)  # a bad one is an error before any run
+    if precision is not None:
+        from ..sim.precision import check_rel
+
+        check_rel(precision)
+    plan = Plan(ref, list(axes), seeds, horizon, warmup, arrivals, trace, max_live, figures=report_columns(base),
+                goodput=goodput, precision=precision, precision_on=precision_on, max_horizon=max_horizon)
+    if goodput is not None:
+        plan.figures.update((f"client.goodput.{k}", None) for k in ("count", "mean", "ci", "cv2", "p50", "p90",
+                                                                     "p95", "p99"))
     for values in itertools.product(*(a.values for a in axes)):
         sets = [(a.target, value_text(v)) for a, v in zip(axes, values) if a.kind == "set"]
         loaded = api.load(ref[1], sets=sets, trace=trace) if sets else base
@@ -274,7 +313,8 @@ def execute(task: Task) -> tuple[int, dict[str, Any] | None, str | None]:
                 cls = _CLASSES[(kind, spec)] = resolve_engine(kind, spec)
             engines[stage] = cls
         report = api.run(program, seed=task.seed, horizon=task.horizon, warmup=task.warmup,
-                         arrivals=task.arrivals, engines=engines, max_live=task.max_live)
+                         arrivals=task.arrivals, engines=engines, max_live=task.max_live, goodput=task.goodput,
+                         precision=task.precision, precision_on=task.precision_on, max_horizon=task.max_horizon)
     except SerqError as err:
         return task.index, None, err.render()
     return task.index, flatten(report.to_dict()), None

@@ -11,6 +11,8 @@ from ..errors import SerqError, SerqRuntimeError
 from . import rng
 from .kernel import SessionProcess
 from .session import Session, Task
+from .goodput import meets
+from .settling import WindowSeries, start_width
 from .stats import TimeAverage
 
 if TYPE_CHECKING:
@@ -44,6 +46,8 @@ class Population:
         self.next_child = CHILD_SERIALS
         self.created = 0  # sessions created, counted against an event budget only when there is one
         self.live_avg = TimeAverage(0.0, 0.0)
+        #: the live count over equal windows of the whole run, for the settling verdict
+        self.backlog = WindowSeries(start_width(sim.horizon))
         self.closed = program.arrival.kind == "closed"  # an ended root is replaced at once
         self.closed_n = max(1, program.arrival.n) if self.closed else 1
         self._replace_at = -1.0  # the instant closed-population sessions were last replaced at, and how often
@@ -63,6 +67,8 @@ class Population:
         self.tasks_stuck = 0
         # the client rows' samples, (time, session, turn, value) as an observe's
         self.client: dict[str, list[tuple[float, int, int, float]]] = {"ttft": [], "tpot": [], "response": []}
+        if sim.goodput:
+            self.client["goodput"] = []
         #: what to do about a workload that makes more sessions than the limit (the arrivals say)
         self.outpace: Callable[[], str] = lambda: "lower the number of sessions the workload creates"
 
@@ -146,6 +152,7 @@ class Population:
         kernel = self.kernel
         live = kernel.live = kernel.live + delta
         self.live_avg.set(kernel.now, live)
+        self.backlog.set(kernel.now, live)
 
     def too_many_live(self, tree: bool = False) -> SerqError:
         now = self.kernel.now
@@ -218,8 +225,15 @@ class Population:
         turn's end, the session, its turn number."""
         c = self.client
         serial, turn = s.serial, int(s.a[ir.TURN_NO])
+        ttft = tpot = None
         if s.first_tok is not None:
-            c["ttft"].append((now, serial, turn, s.first_tok - s.sent))
+            ttft = s.first_tok - s.sent
+            c["ttft"].append((now, serial, turn, ttft))
             if s.n_after >= 1:
-                c["tpot"].append((now, serial, turn, (s.last_tok - s.first_tok) / s.n_after))
-        c["response"].append((now, serial, turn, now - s.sent))
+                tpot = (s.last_tok - s.first_tok) / s.n_after
+                c["tpot"].append((now, serial, turn, tpot))
+        response = now - s.sent
+        c["response"].append((now, serial, turn, response))
+        goodput = self.sim.goodput
+        if goodput:  # --goodput: 1 when the turn met every target (docs/report.md, "Goodput")
+            c["goodput"].append((now, serial, turn, 1.0 if meets(goodput, ttft, tpot, response) else 0.0))

@@ -5,8 +5,9 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from ..report import PoolSummary, Report, Sample, StageSummary, StepLog, TaskRecord, TaskSummary
+from ..report import PoolSummary, Report, Sample, Settling, StageSummary, StepLog, TaskRecord, TaskSummary
 from .session import Task
+from .settling import judge
 from .stages.shared import SharedStage
 from .stages.step import StepEngine
 from .stats import summarize
@@ -103,12 +104,25 @@ def build_report(sim: "Simulator") -> Report:
     tasks = _tasks(sim, samples)
     steps = {e.label: StepLog(e.step_log) for e in sim.engines if e.step_log is not None}
     return Report(
+        settling=_settling(sim, observes, samples),
         horizon=sim.horizon, end=end, warmup=sim.warmup, seed=sim.seed, events=sim.events,
         arrivals=sim.arrivals, ended=sim.ended, turns=sim.turns, mean_live=sim.population.live_avg.mean(end, start),
         observes=observes, client=client, stages=stages, pools=pools, notes=notes, samples=SampleLists(samples),
         stage_warnings=stage_warnings, tasks=tasks, steps=steps, replay=sim.replay,
         gauges={} if sim.gauges is None else {g.name: g for g in sim.gauges.summaries(start, end)},
     )
+
+
+def _settling(sim: "Simulator", observes: dict[str, Any], samples: dict[str, Any]) -> Settling:
+    """The run's verdict on its steady state (:mod:`serq.sim.settling`): on the
+    client's response times, else the first observe with samples, and the backlog."""
+    rows = sim.population.client.get("response") or []
+    name = "client.response"
+    if not rows:
+        name, rows = next(((k, samples[k]) for k in observes if samples.get(k)), (name, []))
+    kind = sim.program.arrival.kind
+    return judge(series=[(r[0], r[3]) for r in rows], series_name=name, backlog=sim.population.backlog,
+                 warmup=sim.warmup, end=sim.env.now, horizon=sim.horizon, arrival_kind=kind)
 
 
 def _tasks(sim: "Simulator", samples: dict[str, Any]) -> TaskSummary | None:

@@ -26,6 +26,7 @@ from ..expr import base_namespace
 from . import deployment, lazy, rng
 from .arrivals import KINDS, Arrivals
 from .compile import Compiler
+from .goodput import Target
 from .holds import Holds
 from .kernel import Kernel
 from .pool import HoldRequest, Pool
@@ -64,8 +65,10 @@ class Simulator:
 
     def __init__(self, program: ir.Program, *, seed: int, horizon: float, warmup: float,
                  arrivals: int | None = None, engines: Mapping[str, type] | None = None,
-                 max_live: int | None = None, steps: bool = False, max_events: int | None = None) -> None:
+                 max_live: int | None = None, steps: bool = False, max_events: int | None = None,
+                 goodput: tuple[Target, ...] = ()) -> None:
         self.program = program
+        self.goodput = goodput
         self.seed = seed
         self.horizon = horizon
         self.warmup = warmup
@@ -238,7 +241,8 @@ class Simulator:
 def simulate(program: ir.Program, *, seed: int | None = None, horizon: float | None = None,
              warmup: float | None = None, arrivals: int | None = None,
              engines: Mapping[str, type] | None = None, max_live: int | None = None,
-             steps: bool = False, progress: bool = False, max_events: int | None = None) -> Any:
+             steps: bool = False, progress: bool = False, max_events: int | None = None,
+             goodput: tuple[Target, ...] = ()) -> Any:
     """Run ``program`` and return its report (see :func:`serq.run`)."""
     from .results import build_report
 
@@ -255,7 +259,8 @@ def simulate(program: ir.Program, *, seed: int | None = None, horizon: float | N
     if max_events is not None and not (isinstance(max_events, int) and max_events >= 1):
         raise SerqError(f"max_events must be a positive whole number, not {max_events!r}")
     sim = Simulator(program, seed=int(seed), horizon=float(horizon), warmup=float(warmup),
-                    arrivals=arrivals, engines=engines, max_live=max_live, steps=steps, max_events=max_events)
+                    arrivals=arrivals, engines=engines, max_live=max_live, steps=steps, max_events=max_events,
+                    goodput=goodput)
     try:
         with _fewer_collections():
             if progress:

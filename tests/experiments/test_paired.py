@@ -77,7 +77,7 @@ def test_the_command_prints_the_paired_table_and_json(tmp_path: Path) -> None:
 
     rows = list(csv.DictReader(io.StringIO(text)))
     fig = "observes.response.mean"
-    assert list(rows[0]) == ["lam", "law", "runs", f"{fig}.mean", f"{fig}.ci", f"{fig}.n",
+    assert list(rows[0]) == ["lam", "law", "runs", "settled", f"{fig}.mean", f"{fig}.ci", f"{fig}.n",
                              f"{fig}.diff", f"{fig}.diff_ci", f"{fig}.pairs"]
     assert [(r["lam"], r["law"], r[f"{fig}.pairs"]) for r in rows] == \
         [("0.5", "0", ""), ("0.5", "1", "2"), ("0.7", "0", ""), ("0.7", "1", "2")]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from frontend_util import cli_main
+from frontend_util import cli_main, cli_streams
 
 from serq.experiments.sweep import flatten
 from serq.sim.stages import StepEngine
@@ -37,7 +37,7 @@ def test_an_engine_axis_gives_a_column_named_engine_and_runs_each_class(tmp_path
     ]
     # each row is the plain run with that engine
     for row in rows:
-        code, plain = cli_main("run", VLLM, *RUN, "--seed", str(row["seed"]), "--json", "--engine",
+        code, plain, _ = cli_streams("run", VLLM, *RUN, "--seed", str(row["seed"]), "--json", "--engine",
                                f"engine={row['engine']}")
         assert code == 0
         expected = flatten(json.loads(plain))

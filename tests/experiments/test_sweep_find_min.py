@@ -48,7 +48,8 @@ def test_find_min_finds_the_fewest_replicas(replicas: str) -> None:
     lines = out.strip().splitlines()
     assert lines[-1] == "N = 6"
     steps = [line for line in lines[:-1] if "bracket [" in line]
-    assert steps[0] == "N = 1 fails the SLOs; bracket [1, 16]"
+    assert steps[0] == ("N = 1 fails the SLOs; bracket [1, 16] (not settled on seed 1, 2: its backlog grows "
+                        "without end, no horizon settles it)")  # load 3 on one server
     assert steps[1] == "N = 16 meets the SLOs; bracket [1, 16]"
     # whole numbers only, and the bracket ends one apart
     values = [float(s.split(" ")[2]) for s in steps]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from bounds import HANG, env, wait_for
-from frontend_util import cli_main, default_sigint
+from frontend_util import cli_main, cli_streams, default_sigint
 
 import serq
 from serq.errors import SerqError
@@ -57,7 +57,7 @@ def test_each_row_equals_a_plain_run_of_its_point_and_seed(tmp_path: Path) -> No
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(rows) == 4
     for row in rows:
-        code, plain = cli_main("run", VLLM, "--set", f"Lambda={row['Lambda']}", "--seed", str(row["seed"]),
+        code, plain, _ = cli_streams("run", VLLM, "--set", f"Lambda={row['Lambda']}", "--seed", str(row["seed"]),
                                "--horizon", "60", "--warmup", "10", "--json")
         assert code == 0
         expected = flatten(json.loads(plain))
@@ -197,7 +197,8 @@ def test_the_summary_json_and_a_single_seed(tmp_path: Path) -> None:
     code, table = cli_main("sweep", VLLM, "--set", "Lambda=0.3", "--horizon", "40", "--warmup", "5", "--jobs", "1")
     assert " ± " not in table  # one seed: the means alone, no `± -` in every cell
     row = table.splitlines()[2].split()
-    assert row[:2] == ["0.3", "1"] and all(float(x) >= 0 for x in row[2:])
+    assert row[:3] == ["0.3", "1", "0/1"]  # a 35 s run is too short to settle (issue 39)
+    assert all(float(x) >= 0 for x in row[3:])
 
 
 def test_import_serq_does_not_import_the_experiments() -> None:

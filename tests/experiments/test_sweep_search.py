@@ -54,7 +54,7 @@ def test_find_max_on_m_m_1_finds_mu_minus_one_over_r(mm1: str, tmp_path: Path) -
     assert abs(found - 0.5) <= 0.04
     # a bracket line per evaluation, narrowing to the tolerance
     steps = [line for line in lines[:-1] if "bracket [" in line]
-    assert steps[0] == "lam = 0.9 fails the SLOs; bracket [0.1, 0.9]"
+    assert steps[0].startswith("lam = 0.9 fails the SLOs; bracket [0.1, 0.9]")  # (it may not settle either)
     assert steps[1] == "lam = 0.1 meets the SLOs; bracket [0.1, 0.9]"
     lo, hi = (float(x) for x in steps[-1].split("[")[1].rstrip("]").split(", "))
     assert hi - lo <= 0.01 and lo == found

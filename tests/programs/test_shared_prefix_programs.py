@@ -31,7 +31,9 @@ def run(path: str, seed: int = 1, horizon: float = 300, sets: dict[str, str] | N
 def test_the_program_checks_and_runs_from_the_command_line(path: str) -> None:
     done = subprocess.run([sys.executable, "-m", "serq", "run", path, "--horizon", "60", "--warmup", "6"],
                           cwd=ROOT, capture_output=True, text=True)
-    assert done.returncode == 0 and done.stderr == "", done.stderr
+    # nothing on stderr but the verdict that a 60 s run is too short to settle (issue 39)
+    assert done.returncode == 0 and all(line.startswith("warning: the run did not settle (")
+                                        for line in done.stderr.splitlines()), done.stderr
     assert done.stdout.startswith("run: horizon 60 end 60 warmup 6 seed 1 ")
     assert "\nhit " in done.stdout and "\nprefill_tokens " in done.stdout
 

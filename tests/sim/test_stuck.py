@@ -105,7 +105,7 @@ def test_the_cli_prints_the_report_then_the_warning_and_exits_0() -> None:
     assert out.returncode == 0, out.stderr
     assert "ended 0" in out.stdout.splitlines()[0]
     assert out.stderr.startswith("warning: stage `engine` scheduled nothing from time 0 to the end: its budget was 0")
-    ok = subprocess.run([sys.executable, "-m", "serq", "run", str(prog), "--horizon", "300"],
+    ok = subprocess.run([sys.executable, "-m", "serq", "run", str(prog), "--horizon", "300", "--warmup", "30"],
                         capture_output=True, text=True)
     assert ok.returncode == 0 and ok.stderr == ""
     # the same columns as a run that serves, and no line the seed's layout lacks
