@@ -412,6 +412,9 @@ def test_the_page_commands_run(page, work):
         (found,) = [b for l, t, b in bl if b.startswith("Lambda = 0.9")]
         out = next(o for c, o in outs.items() if "--find-max" in c)
         assert out.strip() == found.strip(), f"experiments.md: --find-max now prints\n{out}"
+        (compared,) = [b for l, t, b in bl if b.startswith("A = programs/pd/colocated.sq")]
+        out = next(o for c, o in outs.items() if c.startswith("compare "))
+        assert out.strip() == compared.strip(), f"experiments.md: serq compare now prints\n{out}"
     if page == "docs/subagents.md":
         (table,) = [b for l, t, b in bl if b.startswith("task      count")]
         out = run_ok(["run", "programs/subagent/vllm_spawn.sq"])
