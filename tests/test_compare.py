@@ -169,6 +169,7 @@ def test_the_default_figures_are_those_both_programs_have(tmp_path: Path) -> Non
     ((MG1, MG1, "--set", "lamb=1"), 2, "error: unknown constant `lamb`: neither program has it\n"
      "help: did you mean `lam`?"),
     ((MG1, MG1, "--set-a", "x"), 2, "error: invalid --set `x`; expected NAME=EXPR"),
+    ((MG1, "TWO", "--set", "servers=lam"), 2, "error: TWO: --set servers: `lam` is not a constant"),
     ((MG1, MG1, "--horizon", "-1"), 2, "error: invalid value for --horizon: -1 (must be finite and > 0)"),
     ((MG1, MG1, "--json", "--csv"), 2, "error: --csv and --json: give one of them"),
     (("-", "-"), 2, "error: both programs read standard input"),

@@ -207,10 +207,15 @@ def compare_command(opts: CompareOptions, emit: Callable[[str], None], warn: Cal
     sets_a, sets_b = split_sets(opts.sets, opts.sets_a, opts.sets_b, list(programs[0].constants),
                                 list(programs[1].constants), (_label(opts.a, []), _label(opts.b, [])))
     plans = []
-    for source, sets in zip(sources, (sets_a, sets_b)):
+    for source, sets, file in zip(sources, (sets_a, sets_b), (opts.a, opts.b)):
         axes = [Axis(name, (number_or_text(expr),), "set", name) for name, expr in sets]
-        plans.append(make_plan(source, axes, seeds, horizon=opts.horizon, warmup=opts.warmup,
-                               arrivals=opts.arrivals, trace=opts.trace, max_live=opts.max_live))
+        try:
+            plans.append(make_plan(source, axes, seeds, horizon=opts.horizon, warmup=opts.warmup,
+                                   arrivals=opts.arrivals, trace=opts.trace, max_live=opts.max_live))
+        except SerqError as err:  # a --set value one program refuses: say which
+            if err.span is None and not err.prefix:
+                err.message = f"{_label(file, [])}: {err.message}"
+            raise
     labels = [_label(opts.a, sets_a), _label(opts.b, sets_b)]
     for f in opts.show:  # a figure one program cannot have: an error before the runs
         for plan, file in zip(plans, (opts.a, opts.b)):
