@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 from bounds import EVENTS
+
+import serq
 from frontend_util import cli_main
 
 from serq.experiments.compare import compare_rows, split_sets
@@ -66,6 +68,10 @@ def test_compare_gives_the_sweeps_paired_differences_bit_for_bit(tmp_path: Path)
                  *(x for f in shown for x in ("--show", f)))
     assert same["rows"] == got["rows"]
     assert (same["a"], same["b"]) == (f"{MG1} (lam=0.5)", f"{MG1} (lam=0.7)")
+    # and from Python, with the values as numbers
+    result = serq.compare(MG1, MG1, sets={"lam": 0.5}, sets_b={"lam": 0.7}, seeds=range(1, 4), horizon=100,
+                          warmup=10, jobs=1, show=shown)
+    assert json.loads(json.dumps(result.to_dict()))["rows"] == got["rows"]
 
 
 def test_a_program_against_itself_differs_by_exactly_zero() -> None:

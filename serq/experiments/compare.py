@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..errors import SerqError, UsageError, suggest
 from .grid import Axis, number_or_text, parse_seeds, value_text
@@ -161,7 +161,7 @@ def _listing(lets: Sequence[str]) -> str:
 
 
 def _label(file: str, sets: Sequence[tuple[str, str]]) -> str:
-    shown = "<stdin>" if file == "-" else file
+    shown = "<stdin>" if file == "-" else str(file)
     return shown + (" (" + ", ".join(f"{n}={e}" for n, e in sets) + ")" if sets else "")
 
 
@@ -180,10 +180,8 @@ def default_figures(rows_a: Sequence[dict[str, Any]], rows_b: Sequence[dict[str,
 
 def compare_command(opts: CompareOptions, emit: Callable[[str], None], warn: Callable[[str], None]) -> int:
     """Run ``serq compare``; the exit code (0, or 130 after Ctrl-C)."""
-    from .. import api
-    from .backends import Runner
     from .command import _Progress, _stderr_is_terminal, check_window
-    from .sweep import SweepInterrupted, SweepRunError, make_plan, run_plan
+    from .sweep import SweepInterrupted
 
     check_window(opts.horizon, opts.warmup)
     if opts.csv and opts.json:
@@ -203,48 +201,122 @@ def compare_command(opts: CompareOptions, emit: Callable[[str], None], warn: Cal
             sources.append(text if "\n" in text else text + "\n")
         else:
             sources.append(file)
-    programs = [api.load(s, trace=opts.trace) for s in sources]  # a program that does not load: before any run
-    sets_a, sets_b = split_sets(opts.sets, opts.sets_a, opts.sets_b, list(programs[0].constants),
-                                list(programs[1].constants), (_label(opts.a, []), _label(opts.b, [])))
-    plans = []
-    for source, sets, file in zip(sources, (sets_a, sets_b), (opts.a, opts.b)):
-        axes = [Axis(name, (number_or_text(expr),), "set", name) for name, expr in sets]
-        try:
-            plans.append(make_plan(source, axes, seeds, horizon=opts.horizon, warmup=opts.warmup,
-                                   arrivals=opts.arrivals, trace=opts.trace, max_live=opts.max_live))
-        except SerqError as err:  # a --set value one program refuses: say which
-            if err.span is None and not err.prefix:
-                err.message = f"{_label(file, [])}: {err.message}"
-            raise
-    labels = [_label(opts.a, sets_a), _label(opts.b, sets_b)]
-    for f in opts.show:  # a figure one program cannot have: an error before the runs
-        for plan, file in zip(plans, (opts.a, opts.b)):
-            if f not in plan.figures and not ("replay." in plan.figures and f.startswith("replay.")):
-                raise UsageError(f"unknown figure `{f}`: {_label(file, [])} has no such figure",
-                                 helps=_figure_helps(f, [c for c in plan.figures if c != "replay."]))
-    (ha, wa), (hb, wb) = plans[0].settings[0], plans[1].settings[0]
-    if (ha, wa) != (hb, wb):
-        warn(f"warning: A runs to {value_text(ha)} s from warm-up {value_text(wa)} s and B to {value_text(hb)} s "
-             f"from {value_text(wb)} s; give --horizon and --warmup to measure both over one window")
-    total = 2 * len(seeds)
     progress = _Progress(not opts.quiet and _stderr_is_terminal())
-    results = []
     try:
-        with progress, Runner(opts.jobs, opts.backend, opts.address) as runner:
-            for offset, plan, label in ((0, plans[0], labels[0]), (len(seeds), plans[1], labels[1])):
-                def start(skipped: int, _runs: int, offset: int = offset) -> None:  # one bar for both programs
-                    progress.start(offset + skipped, total)
-
-                try:
-                    results.append(run_plan(plan, runner=runner, on_row=progress.advance, on_start=start))
-                except SweepRunError as err:
-                    raise SerqError(f"{label}: {err.message}", helps=err.helps, notes=err.notes) from None
+        with progress:
+            result = compare(sources[0], sources[1], seeds=seeds, sets=opts.sets, sets_a=opts.sets_a,
+                             sets_b=opts.sets_b, show=opts.show or None, horizon=opts.horizon, warmup=opts.warmup,
+                             arrivals=opts.arrivals, trace=opts.trace, max_live=opts.max_live, jobs=opts.jobs,
+                             backend=opts.backend, address=opts.address, names=(opts.a, opts.b), warn=warn,
+                             on_start=progress.start, on_row=progress.advance)
     except SweepInterrupted:
         warn("interrupted: no comparison was printed")
         return EXIT_INTERRUPTED
-    result = compare_rows(results[0].rows, results[1].rows, opts.show or None, labels, seeds)
     emit(_encode(result.to_dict()) if opts.json else result.csv() if opts.csv else result.text())
     return 0
+
+
+Sets = Mapping[str, Any] | Sequence[tuple[str, str]] | None
+
+
+def _pairs(sets: Sets) -> list[tuple[str, str]]:
+    """``{"Lambda": 1.2}`` or ``[("Lambda", "1.2")]`` → ``[("Lambda", "1.2")]`` (numbers in shortest form)."""
+    if sets is None:
+        return []
+    items = sets.items() if isinstance(sets, Mapping) else sets
+    return [(str(name), value_text(value)) for name, value in items]
+
+
+def compare(
+    a: Any,
+    b: Any,
+    *,
+    seeds: Iterable[int] = (1,),
+    sets: Sets = None,
+    sets_a: Sets = None,
+    sets_b: Sets = None,
+    show: Sequence[str] | None = None,
+    horizon: float | None = None,
+    warmup: float | None = None,
+    arrivals: int | None = None,
+    trace: str | None = None,
+    max_live: int | None = None,
+    jobs: int | None = None,
+    backend: str = "local",
+    address: str | None = None,
+    names: tuple[str, str] | None = None,
+    warn: Callable[[str], None] | None = None,
+    on_start: Callable[[int, int], None] | None = None,
+    on_row: Callable[[dict[str, Any]], None] | None = None,
+) -> Comparison:
+    """Run programs ``a`` and ``b`` (paths, program text or loaded programs
+    with a path) on the same ``seeds`` and compare them (:class:`Comparison`).
+
+    ``sets`` (``let`` name → value or expression) go to each program that has
+    the constant, ``sets_a``/``sets_b`` to one; ``show`` the figures (default
+    :func:`default_figures`); the run options as in :func:`serq.sweep`.
+    ``names`` label the programs (default: as given); ``warn`` hears of two
+    different measuring windows; ``on_start(done, total)`` and ``on_row(row)``
+    follow the runs of both.  Raises :class:`SerqError` (a failed run names its
+    program) and :class:`~serq.experiments.SweepInterrupted` on Ctrl-C."""
+    from .. import api
+    from ..ir import Program
+    from .backends import Runner
+    from .sweep import SweepRunError, make_plan, run_plan
+
+    seeds = list(seeds)
+    sources = [a, b]
+    if names is None:
+        names = (_name(a), _name(b))
+    # each loaded once here, as given, so that one that does not load fails before any run
+    programs = [s if isinstance(s, Program) else api.load(s, trace=trace) for s in sources]
+    set_a, set_b = split_sets(_pairs(sets), _pairs(sets_a), _pairs(sets_b), list(programs[0].constants),
+                              list(programs[1].constants), (_label(names[0], []), _label(names[1], [])))
+    plans = []
+    for source, pairs, name in zip(sources, (set_a, set_b), names):
+        axes = [Axis(n, (number_or_text(expr),), "set", n) for n, expr in pairs]
+        try:
+            plans.append(make_plan(source, axes, seeds, horizon=horizon, warmup=warmup, arrivals=arrivals,
+                                   trace=trace, max_live=max_live))
+        except SerqError as err:  # a --set value one program refuses: say which
+            if err.span is None and not err.prefix:
+                err.message = f"{_label(name, [])}: {err.message}"
+            raise
+    labels = [_label(names[0], set_a), _label(names[1], set_b)]
+    for f in show or ():  # a figure one program cannot have: an error before the runs
+        for plan, name in zip(plans, names):
+            if f not in plan.figures and not ("replay." in plan.figures and f.startswith("replay.")):
+                raise UsageError(f"unknown figure `{f}`: {_label(name, [])} has no such figure",
+                                 helps=_figure_helps(f, [c for c in plan.figures if c != "replay."]))
+    (ha, wa), (hb, wb) = plans[0].settings[0], plans[1].settings[0]
+    if (ha, wa) != (hb, wb) and warn is not None:
+        warn(f"warning: A runs to {value_text(ha)} s from warm-up {value_text(wa)} s and B to {value_text(hb)} s "
+             f"from {value_text(wb)} s; give --horizon and --warmup to measure both over one window")
+    total = 2 * len(seeds)
+    results = []
+    with Runner(jobs, backend, address) as runner:
+        for offset, plan, label in ((0, plans[0], labels[0]), (len(seeds), plans[1], labels[1])):
+            def start(skipped: int, _runs: int, offset: int = offset) -> None:  # one count for both programs
+                if on_start is not None:
+                    on_start(offset + skipped, total)
+
+            try:
+                results.append(run_plan(plan, runner=runner, on_row=on_row, on_start=start))
+            except SweepRunError as err:
+                raise SerqError(f"{label}: {err.message}", helps=err.helps, notes=err.notes) from None
+    return compare_rows(results[0].rows, results[1].rows, show, labels, seeds)
+
+
+def _name(program: Any) -> str:
+    """A program as its label names it: its path as given, ``<text>`` for program text."""
+    from ..api import _looks_like_source
+    from ..ir import Program
+
+    if isinstance(program, Program):
+        return str(program.path)
+    if isinstance(program, str) and _looks_like_source(program):
+        return "<text>"
+    return str(program)
 
 
 def _encode(data: dict[str, Any]) -> str:
