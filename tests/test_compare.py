@@ -211,3 +211,16 @@ def test_two_windows_are_warned_of(tmp_path: Path) -> None:
     code, text = cli_main("compare", short, str(program), "--seeds", "1", "--quiet")
     assert code == 0, text
     assert "warning: A runs to 20 s from warm-up 0 s and B to 10 s from 0 s; give --horizon and --warmup" in text
+
+
+def test_a_figure_one_programs_runs_lack_is_an_error_naming_that_program() -> None:
+    # (a `replay.…` figure passes the check before the runs, which knows only its prefix)
+    rows_a = [{"seed": 1, "replay.arrived": 3, "x": 1.0}]
+    rows_b = [{"seed": 1, "x": 2.0}]
+    with pytest.raises(UsageError, match="unknown figure `replay.arrived`: the runs of b.sq have no such figure"):
+        compare_rows(rows_a, rows_b, ["x", "replay.arrived"], ["a.sq", "b.sq"])
+    with pytest.raises(UsageError) as info:
+        compare_rows(rows_a, rows_b, ["latency"], ["a.sq", "b.sq"])
+    assert info.value.helps == ["the figures are the keys of `serq run --json`, joined with dots (client.ttft.p99)"]
+    assert compare_rows(rows_a, rows_b, ["x"]).to_dict()["rows"] == [
+        {"key": "x", "a": 1.0, "b": 2.0, "diff": 1.0, "half_width": None, "n": 1}]  # one seed: no interval

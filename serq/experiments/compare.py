@@ -31,9 +31,6 @@ from .summary import DEFAULT_SHOW, _delta, _figure_helps, _num, paired, summariz
 #: The column that tells the two programs' rows apart (not an identifier, so no ``let`` can clash with it).
 PROGRAM = "(program)"
 
-#: The exit status after Ctrl-C (128 + SIGINT), as a shell reports it.
-EXIT_INTERRUPTED = 130
-
 
 @dataclass
 class CompareOptions:
@@ -156,6 +153,14 @@ def split_sets(sets: Sequence[tuple[str, str]], sets_a: Sequence[tuple[str, str]
     return list(out[0].items()), list(out[1].items())
 
 
+def _helps(f: str, columns: Sequence[str]) -> list[str]:
+    """The sweep's help for an unknown figure, but for its last resort (compare has no --out)."""
+    helps = _figure_helps(f, columns)
+    if helps[0].startswith("the figures are the columns"):
+        return ["the figures are the keys of `serq run --json`, joined with dots (client.ttft.p99)"]
+    return helps
+
+
 def _listing(lets: Sequence[str]) -> str:
     return ", ".join(f"`{k}`" for k in lets) if lets else "no constants"
 
@@ -180,7 +185,7 @@ def default_figures(rows_a: Sequence[dict[str, Any]], rows_b: Sequence[dict[str,
 
 def compare_command(opts: CompareOptions, emit: Callable[[str], None], warn: Callable[[str], None]) -> int:
     """Run ``serq compare``; the exit code (0, or 130 after Ctrl-C)."""
-    from .command import _Progress, _stderr_is_terminal, check_window
+    from .command import EXIT_INTERRUPTED, _Progress, _stderr_is_terminal, check_window
     from .sweep import SweepInterrupted
 
     check_window(opts.horizon, opts.warmup)
@@ -287,7 +292,7 @@ def compare(
         for plan, name in zip(plans, names):
             if f not in plan.figures and not ("replay." in plan.figures and f.startswith("replay.")):
                 raise UsageError(f"unknown figure `{f}`: {_label(name, [])} has no such figure",
-                                 helps=_figure_helps(f, [c for c in plan.figures if c != "replay."]))
+                                 helps=_helps(f, [c for c in plan.figures if c != "replay."]))
     (ha, wa), (hb, wb) = plans[0].settings[0], plans[1].settings[0]
     if (ha, wa) != (hb, wb) and warn is not None:
         warn(f"warning: A runs to {value_text(ha)} s from warm-up {value_text(wa)} s and B to {value_text(hb)} s "
@@ -331,6 +336,12 @@ def compare_rows(rows_a: Sequence[dict[str, Any]], rows_b: Sequence[dict[str, An
     the same seeds): the figures of ``show`` (default :func:`default_figures`),
     through the sweep's :func:`summarize` and :func:`paired` with A the baseline."""
     figures = list(show) if show else default_figures(rows_a, rows_b)
+    for rows, label in zip((rows_a, rows_b), labels):  # (a `replay.…` figure is known only once the runs end)
+        columns = list(dict.fromkeys(c for r in rows for c in r))
+        for f in figures:
+            if f not in columns:
+                raise UsageError(f"unknown figure `{f}`: the runs of {label} have no such figure",
+                                 helps=_helps(f, columns))
     if not figures:
         raise SerqError("no figure has a value in both programs' runs (none of the sweep's default figures, "
                         "no observe's mean)", helps=["name the figures to compare with --show FIGURE"])
