@@ -18,7 +18,7 @@ from .errors import SerqError, SerqRuntimeError
 from .ir import Program
 
 __all__ = ["load", "check", "run", "Program", "Report", "SerqError", "SerqRuntimeError"]
-__all__ += ["sweep", "SweepResult"]  # serq.experiments, imported on first use
+__all__ += ["sweep", "SweepResult", "compare"]  # serq.experiments, imported on first use
 
 
 def __getattr__(name: str):  # Report lives with the simulator, policies are engines: import them lazily
@@ -30,7 +30,7 @@ def __getattr__(name: str):  # Report lives with the simulator, policies are eng
         import importlib
 
         return importlib.import_module(".policies", __name__)
-    if name in ("sweep", "SweepResult"):  # the experiments: imported on first use
+    if name in ("sweep", "SweepResult", "compare"):  # the experiments: imported on first use
         from . import experiments
 
         return getattr(experiments, name)

@@ -375,6 +375,55 @@ def sweep(
     raise typer.Exit(code)
 
 
+# The run options of the commands that run a program on many seeds (`serq compare`; `serq sweep`
+# spells the same options out and can take these).
+HorizonOpt = typer.Option(None, "--horizon", metavar="T", help="Simulated end time (overrides run { horizon }).")
+WarmupOpt = typer.Option(None, "--warmup", metavar="T", help="Statistics start here (overrides run { warmup }).")
+ArrivalsOpt = typer.Option(None, "--arrivals", min=1, metavar="N", help="Stop after exactly N open arrivals, then drain.")
+JobsOpt = typer.Option(None, "--jobs", min=1, help="Worker processes (default: this process, then the cores once the "
+                       "runs left would take over a second).")
+BackendOpt = typer.Option("local", "--backend", help="local (a process pool) or ray.")
+AddressOpt = typer.Option(None, "--address", help="A Ray cluster to join (--backend ray).")
+
+
+@app.command()
+def compare(
+    file_a: str = typer.Argument(..., metavar="A", help="The baseline program (- reads standard input)."),
+    file_b: str = typer.Argument(..., metavar="B", help="The program compared with it."),
+    set_: Optional[List[str]] = typer.Option(None, "--set", metavar="NAME=EXPR",
+                                             help="Override a `let` in each program that has it (repeatable)."),
+    set_a: Optional[List[str]] = typer.Option(None, "--set-a", metavar="NAME=EXPR",
+                                              help="Override a `let` of A alone (repeatable; wins over --set)."),
+    set_b: Optional[List[str]] = typer.Option(None, "--set-b", metavar="NAME=EXPR",
+                                              help="Override a `let` of B alone (repeatable; wins over --set)."),
+    seeds: str = typer.Option("1", metavar="SEEDS", help="The common seeds: 1-10, 1,3,5 or 7."),
+    horizon: Optional[float] = HorizonOpt,
+    warmup: Optional[float] = WarmupOpt,
+    arrivals: Optional[int] = ArrivalsOpt,
+    max_live: Optional[int] = MaxLiveOpt,
+    trace: Optional[str] = typer.Option(None, metavar="F", help="Replace both workloads' trace file."),
+    jobs: Optional[int] = JobsOpt,
+    quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
+    show: Optional[List[str]] = typer.Option(None, metavar="FIGURE", help="A figure to compare (repeatable)."),
+    json_: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
+    csv_: bool = typer.Option(False, "--csv", help="Print the comparison as CSV: key, a, b, diff, half_width, n."),
+    backend: str = BackendOpt,
+    address: Optional[str] = AddressOpt,
+) -> None:
+    """Run two programs on the same seeds; print B − A per figure, paired by seed, with 95 % intervals."""
+    from .experiments.compare import CompareOptions, compare_command
+
+    _need_stdout("the comparison")
+    try:
+        opts = CompareOptions(file_a, file_b, parse_sets(set_), parse_sets(set_a), parse_sets(set_b), seeds,
+                              horizon, warmup, arrivals, trace, max_live, jobs, backend, address, quiet,
+                              [f for s in show or [] for f in s.split(",") if f], json_, csv_)
+        code = compare_command(opts, lambda text: _emit(text, "the comparison"), lambda line: typer.echo(line, err=True))
+    except SerqError as err:
+        raise _fail(err, None) from None
+    raise typer.Exit(code)
+
+
 @app.command()
 def plot(
     files: List[str] = typer.Argument(..., metavar="RESULTS | CSV...",

@@ -135,13 +135,18 @@ def _stderr_is_terminal() -> bool:
         return False
 
 
-def sweep_command(opts: SweepOptions, emit: Callable[[str], None], warn: Callable[[str], None]) -> int:
-    """Run ``serq sweep``; the exit code (0, or 130 after Ctrl-C)."""
-    for name, value, zero in (("horizon", opts.horizon, False), ("warmup", opts.warmup, True),
-                              ("tol", opts.tol, False)):
+def check_window(horizon: float | None, warmup: float | None, tol: float | None = None) -> None:
+    """``--horizon`` and ``--tol`` finite and > 0, ``--warmup`` finite and >= 0
+    (``serq sweep``'s and ``serq compare``'s run options)."""
+    for name, value, zero in (("horizon", horizon, False), ("warmup", warmup, True), ("tol", tol, False)):
         if value is not None and not (value == value and abs(value) != float("inf") and
                                       (value > 0 or (zero and value == 0))):
             raise UsageError(f"invalid value for --{name}: {value:g} (must be finite and {'>=' if zero else '>'} 0)")
+
+
+def sweep_command(opts: SweepOptions, emit: Callable[[str], None], warn: Callable[[str], None]) -> int:
+    """Run ``serq sweep``; the exit code (0, or 130 after Ctrl-C)."""
+    check_window(opts.horizon, opts.warmup, opts.tol)
     if opts.find_max is not None and opts.find_min is not None:
         raise UsageError("--find-max and --find-min: give one of them")
     if opts.search is None and (opts.slo or opts.tol is not None or opts.slo_on != "every"):

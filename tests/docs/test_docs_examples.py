@@ -412,6 +412,9 @@ def test_the_page_commands_run(page, work):
         (found,) = [b for l, t, b in bl if b.startswith("Lambda = 0.9")]
         out = next(o for c, o in outs.items() if "--find-max" in c)
         assert out.strip() == found.strip(), f"experiments.md: --find-max now prints\n{out}"
+        (compared,) = [b for l, t, b in bl if b.startswith("A = programs/pd/colocated.sq")]
+        out = next(o for c, o in outs.items() if c.startswith("compare "))
+        assert out.strip() == compared.strip(), f"experiments.md: serq compare now prints\n{out}"
     if page == "docs/subagents.md":
         (table,) = [b for l, t, b in bl if b.startswith("task      count")]
         out = run_ok(["run", "programs/subagent/vllm_spawn.sq"])
@@ -463,7 +466,7 @@ def test_experiments_python_runs(work):
     """docs/experiments.md: the API example runs, its last line `df = result.to_frame()` too
     when pandas is installed (the `pandas` extra), giving one frame row per run.  Without
     pandas the rest of the example runs and the test is skipped, saying which line was not."""
-    (body,) = [b for l, t, b in blocks("docs/experiments.md") if t == "python"]
+    (body,) = [b for l, t, b in blocks("docs/experiments.md") if t == "python" and "serq.sweep(" in b]
     line = "df = result.to_frame()"
     assert body.count(line) == 1, "docs/experiments.md: the example's to_frame line moved: update this test"
     ns = {"__name__": "__doc__"}
@@ -474,6 +477,17 @@ def test_experiments_python_runs(work):
     result, df = ns["result"], ns["df"]
     assert len(result.rows) == 8  # 2 Lambda values x 4 seeds
     assert len(df) == len(result.rows) and list(df.columns) == result.columns()
+
+
+def test_experiments_compare_python_runs(work):
+    """docs/experiments.md: `serq.compare` from Python gives the table `serq compare` prints there."""
+    (body,) = [b for l, t, b in blocks("docs/experiments.md") if t == "python" and "serq.compare(" in b]
+    (table,) = [b for l, t, b in blocks("docs/experiments.md") if b.startswith("A = programs/pd/colocated.sq")]
+    ns = {"__name__": "__doc__", "print": lambda *a: None}
+    exec(compile(body, "experiments.md", "exec"), ns)  # noqa: S102 (running the page's example is the point)
+    assert ns["c"].text() == table.rstrip("\n")
+    d = ns["c"].diffs["client.ttft.mean"]
+    assert (round(d.mean, 5), round(d.half, 6), d.n) == (-0.01579, 0.002243, 4)  # as the page's comment says
 
 
 def test_workloads_python_runs():
