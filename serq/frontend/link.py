@@ -9,6 +9,7 @@ at once; validation errors found on the way are raised at the end (§7).
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, replace
 from typing import Sequence
 
@@ -29,6 +30,7 @@ _HEADER_DRAW = ("a hold's header may not draw: it is read again at every admissi
 _PREFIX_DRAW = ("a prefix key or length may not draw: it names cached content and is read again at every "
                 "admission attempt; sample into an attribute with `set` first")
 _TESTS = {"<", "<=", ">", ">=", "==", "!=", "&&", "||"}
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 
 @dataclass(frozen=True)
@@ -111,7 +113,11 @@ class Linker(Declarations):
                 raise error(f"`{let.name}` is both a `let` constant and a session attribute", let.name_span,
                             helps=["rename one of them"])
             what = f"`let {let.name}`"
-            if let.name in by_let:
+            if let.choices:
+                self.lets[let.name] = self.choice(let, by_let.get(let.name))
+                if let.name in by_let:
+                    self.given.add(let.name)
+            elif let.name in by_let:
                 key, text = by_let[let.name]
                 self.lets[let.name] = self.set_value(key, text, what)
                 self.given.add(let.name)
@@ -119,6 +125,41 @@ class Linker(Declarations):
                 e = let.expr.default if isinstance(let.expr, A.ArgsNumber) else let.expr
                 self.lets[let.name] = self.const(e, what)
             self.let_spans[let.name] = let.name_span
+
+    def choice(self, let: A.LetItem, given: tuple[str, str] | None) -> float:
+        """The place of a ``let``'s choice (docs/language.md, "A choice among
+        names"): its default, or the name (or place) a ``--set`` gives.  Its
+        names become constants, each its own place, from here on."""
+        for place, (name, span) in enumerate(zip(let.choices, let.choice_spans)):
+            self.check_declared_name(name, span, "a choice")
+            also = ("a session attribute" if name in self.attrs else "a spawn handle" if name in self.handles
+                    else {"let": "a `let` constant", "pool": "a pool", "stage": "a stage"}.get(self.declared.get(name, "")))
+            if also:
+                raise error(f"the choice `{name}` of `let {let.name}` is also {also}", span,
+                            helps=["a choice is a constant of the program: rename one of them"])
+            if name in self.choices and self.choices[name][0] != place:
+                other, _let, where = self.choices[name]
+                raise error(f"`{name}` is choice {place} of `let {let.name}` but choice {other} of `let {_let}`",
+                            span, notes=[f"that one is at {at(where)}"],
+                            helps=["a name read as a constant has one value: list shared choices in the same order"])
+            self.choices.setdefault(name, (place, let.name, span))
+        assert isinstance(let.expr, A.Name)  # the builder's rule
+        if given is None:
+            return float(let.choices.index(let.expr.id))
+        key, text = given
+        t = text.strip()
+        if t in let.choices:
+            return float(let.choices.index(t))
+        names = ", ".join(f"`{n}`" for n in let.choices)
+        listing = f"the choices are {names}, or their places 0 to {len(let.choices) - 1}"
+        try:
+            v = float(t) if _NUMBER.fullmatch(t) else math.nan
+        except ValueError:  # pragma: no cover - the pattern admits only numbers
+            v = math.nan
+        if math.isfinite(v) and v == int(v) and 0 <= v < len(let.choices):
+            return float(int(v))
+        helps, _ = did_you_mean(t, "", let.choices)
+        raise UsageError(f"--set {key}: `{t}` is not a choice of `let {let.name}`", helps=helps + [listing])
 
     def set_value(self, key: str, text: str, what: str) -> float:
         """A ``--set`` value, evaluated in its ``let``'s place; errors carry no location."""
