@@ -16,6 +16,7 @@ from parsimonious.nodes import Node, NodeVisitor
 from ..errors import SerqError, Source, Span
 from . import ast as A
 from .build_expr import ExprVisits, Keys, Tok, not_supported
+from .choices import let_with_choices
 from .diag import at, did_you_mean, error
 from .lexer import Tokens
 from .words import ADVANCED_ITEMS, ADVANCED_STMTS, LATER, MAX_MEMBERS, RETIRED, too_many_members
@@ -32,32 +33,6 @@ _TOKENS = {"name", "string", "semi", "comma", "colon", "dot", "lbrace", "rbrace"
 
 def retired(word: str, span: Span) -> SerqError:
     return error(RETIRED[word], span)
-
-
-def let_with_choices(name: Tok, value: A.Expr, choices: list[Tok], span: Span, list_span: Span) -> A.LetItem:
-    """``let NAME = C in (C0, …)`` (docs/language.md, "A choice among names"): the
-    choices are distinct names, and the value is one of them, by name."""
-    what = f"`let {name.text}`"
-    if not choices:
-        raise error(f"{what} lists no choices", list_span,
-                    helps=[f"list the names it may take, as in `let {name.text} = a in (a, b);`"])
-    first: dict[str, Tok] = {}
-    for c in choices:
-        if c.text in first:
-            raise error(f"`{c.text}` is listed twice among the choices of {what}", c.span,
-                        notes=[f"the first is at {at(first[c.text].span)}"], helps=["keep one of them"])
-        first[c.text] = c
-    names = [c.text for c in choices]
-    if not isinstance(value, A.Name):
-        helps = [f"write one of {', '.join(f'`{n}`' for n in names)}"]
-        if isinstance(value, A.Num) and value.value in range(len(names)):
-            helps = [f"choice {int(value.value)} is `{names[int(value.value)]}`: write `{names[int(value.value)]}`"]
-        raise error(f"the value of {what} is one of its choices, by name", value.span, helps=helps)
-    if value.id not in first:
-        helps, _ = did_you_mean(value.id, "", names)
-        raise error(f"`{value.id}` is not among the choices of {what}", value.span,
-                    helps=helps or [f"the choices are {', '.join(f'`{n}`' for n in names)}"])
-    return A.LetItem(name.text, value, span, name.span, tuple(names), tuple(c.span for c in choices))
 
 
 class Builder(ExprVisits, NodeVisitor):

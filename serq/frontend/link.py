@@ -9,7 +9,6 @@ at once; validation errors found on the way are raised at the end (§7).
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, replace
 from typing import Sequence
 
@@ -18,6 +17,7 @@ from ..errors import SerqError, Source, Span, UsageError
 from ..expr import walk as expr_walk
 from . import ast as A
 from . import pretty
+from .choices import place
 from .declare import Declarations
 from .diag import at, at_from, did_you_mean, error
 from .expand import Expanded, head
@@ -30,7 +30,6 @@ _HEADER_DRAW = ("a hold's header may not draw: it is read again at every admissi
 _PREFIX_DRAW = ("a prefix key or length may not draw: it names cached content and is read again at every "
                 "admission attempt; sample into an attribute with `set` first")
 _TESTS = {"<", "<=", ">", ">=", "==", "!=", "&&", "||"}
-_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 
 @dataclass(frozen=True)
@@ -130,36 +129,20 @@ class Linker(Declarations):
         """The place of a ``let``'s choice (docs/language.md, "A choice among
         names"): its default, or the name (or place) a ``--set`` gives.  Its
         names become constants, each its own place, from here on."""
-        for place, (name, span) in enumerate(zip(let.choices, let.choice_spans)):
+        for k, (name, span) in enumerate(zip(let.choices, let.choice_spans)):
             self.check_declared_name(name, span, "a choice")
             also = ("a session attribute" if name in self.attrs else "a spawn handle" if name in self.handles
                     else {"let": "a `let` constant", "pool": "a pool", "stage": "a stage"}.get(self.declared.get(name, "")))
             if also:
                 raise error(f"the choice `{name}` of `let {let.name}` is also {also}", span,
                             helps=["a choice is a constant of the program: rename one of them"])
-            if name in self.choices and self.choices[name][0] != place:
-                other, _let, where = self.choices[name]
-                raise error(f"`{name}` is choice {place} of `let {let.name}` but choice {other} of `let {_let}`",
+            if name in self.choices and self.choices[name][0] != k:
+                other, first, where = self.choices[name]
+                raise error(f"`{name}` is choice {k} of `let {let.name}` but choice {other} of `let {first}`",
                             span, notes=[f"that one is at {at(where)}"],
                             helps=["a name read as a constant has one value: list shared choices in the same order"])
-            self.choices.setdefault(name, (place, let.name, span))
-        assert isinstance(let.expr, A.Name)  # the builder's rule
-        if given is None:
-            return float(let.choices.index(let.expr.id))
-        key, text = given
-        t = text.strip()
-        if t in let.choices:
-            return float(let.choices.index(t))
-        names = ", ".join(f"`{n}`" for n in let.choices)
-        listing = f"the choices are {names}, or their places 0 to {len(let.choices) - 1}"
-        try:
-            v = float(t) if _NUMBER.fullmatch(t) else math.nan
-        except ValueError:  # pragma: no cover - the pattern admits only numbers
-            v = math.nan
-        if math.isfinite(v) and v == int(v) and 0 <= v < len(let.choices):
-            return float(int(v))
-        helps, _ = did_you_mean(t, "", let.choices)
-        raise UsageError(f"--set {key}: `{t}` is not a choice of `let {let.name}`", helps=helps + [listing])
+            self.choices.setdefault(name, (k, let.name, span))
+        return place(let, given)
 
     def set_value(self, key: str, text: str, what: str) -> float:
         """A ``--set`` value, evaluated in its ``let``'s place; errors carry no location."""
