@@ -166,3 +166,18 @@ def test_a_sweep_with_a_name_that_is_no_choice_is_refused_before_any_run(tmp_pat
         "help: did you mean `fast`?",
         "help: the choices are `slow`, `fast`, or their places 0 to 1",
     ]
+
+
+def test_a_queue_entry_reads_a_choice_as_it_reads_a_let() -> None:
+    # one request of 2 units on a delay stage: 2 s quick, twice that slow
+    src = ("let mode = quick in (quick, slow);\n"
+           "queue P : prefill { serve delay; nic delay; prefill (p) { run (mode == slow ? 2 * p : p); } }\n"
+           "workload { arrive batch(1); init { set n = 2; } }\n"
+           "session { P.prefill (n); observe done = now; }\nrun { horizon 10; }\n")
+    assert serq.run(load(src)).observe("done").mean == 2.0
+    assert serq.run(load(src, sets=[("mode", "slow")])).observe("done").mean == 4.0
+
+
+def test_an_aggregate_index_may_not_take_a_choices_name() -> None:
+    err = fails("let router = a in (a, b);\nlet k = max a in 3 (a);\n" + _REST)
+    assert (err.message, err.line, err.col) == ("`max a in …`: the index `a` is also a choice of `let router`", 2, 13)

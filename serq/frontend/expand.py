@@ -104,7 +104,7 @@ class Expander:
         self.stations = stations or Stations()
         self.calling: list[tuple[str, str, bool]] = []  # the entries being expanded (a cycle is an error)
         if self.stations.queues:
-            lets = {it.name for it in items if isinstance(it, A.LetItem)}
+            lets = {n for it in items if isinstance(it, A.LetItem) for n in (it.name, *it.choices)}
             hidden: set[str] = set()
             for it in items:
                 if isinstance(it, A.WorkloadItem):
