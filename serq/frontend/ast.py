@@ -381,6 +381,10 @@ class LetItem(Node):
     expr: Expr
     span: Span
     name_span: Span
+    #: ``let NAME = C in (C0, C1, …)``: the choices' names and spans (empty: a plain ``let``);
+    #: ``expr`` is then the :class:`Name` of the default
+    choices: tuple[str, ...] = ()
+    choice_spans: tuple[Span, ...] = ()
 
 
 @node

@@ -16,6 +16,7 @@ from parsimonious.nodes import Node, NodeVisitor
 from ..errors import SerqError, Source, Span
 from . import ast as A
 from .build_expr import ExprVisits, Keys, Tok, not_supported
+from .choices import let_with_choices
 from .diag import at, did_you_mean, error
 from .lexer import Tokens
 from .words import ADVANCED_ITEMS, ADVANCED_STMTS, LATER, MAX_MEMBERS, RETIRED, too_many_members
@@ -200,7 +201,16 @@ class Builder(ExprVisits, NodeVisitor):
 
     def visit_let_item(self, node, ch):
         name: Tok = ch[1]
-        return A.LetItem(name.text, ch[3], self.span(node), name.span)
+        choices: list[Tok] | None = self.opt(ch[4])
+        if choices is None:
+            return A.LetItem(name.text, ch[3], self.span(node), name.span)
+        return let_with_choices(name, ch[3], choices, self.span(node), self.span(node.children[4]))
+
+    def visit_let_choices(self, node, ch):
+        return self.opt(ch[2]) or []
+
+    def visit_choice_names(self, node, ch):
+        return [ch[0]] + [pair[1] for pair in ch[1]] if isinstance(ch[1], list) else [ch[0]]
 
     def visit_gauge_item(self, node, ch):
         name: Tok = ch[1]

@@ -104,7 +104,7 @@ class Expander:
         self.stations = stations or Stations()
         self.calling: list[tuple[str, str, bool]] = []  # the entries being expanded (a cycle is an error)
         if self.stations.queues:
-            lets = {it.name for it in items if isinstance(it, A.LetItem)}
+            lets = {n for it in items if isinstance(it, A.LetItem) for n in (it.name, *it.choices)}
             hidden: set[str] = set()
             for it in items:
                 if isinstance(it, A.WorkloadItem):
@@ -653,7 +653,8 @@ class Expander:
         for ordinal, item in enumerate(self.items):
             env = Env(site=ordinal)
             if isinstance(item, A.LetItem):
-                lets.append(A.LetItem(item.name, self.xe(item.expr, env), item.span, item.name_span))
+                # a choice's value is its name, which no definition may stand for
+                lets.append(item if item.choices else replace(item, expr=self.xe(item.expr, env)))
             elif isinstance(item, A.GaugeItem):
                 gauges.append(A.GaugeItem(item.name, self.xe(item.expr, env), item.span, item.name_span))
             elif isinstance(item, A.PoolItem):

@@ -83,8 +83,12 @@ entry_from     = kw_from name
 pull_item      = !item_kw name kw_pull name q_latency? pull_share? semi
 pull_share     = kw_share name
 
-let_item       = kw_let name eq let_value semi
+let_item       = kw_let name eq let_value let_choices? semi
 let_value      = args_number / expr
+# `let router = affinity in (random, affinity);`: the let's choices, by name
+# (docs/language.md, "A choice among names"); the value is the chosen one's place
+let_choices    = kw_in lparen choice_names? rparen
+choice_names   = name (comma name)* comma?
 # decision 5: `args.number("name", default)` as the whole initializer of a `let`
 args_number    = kw_args dot kw_number lparen string comma expr rparen
 use_item       = kw_use string semi

@@ -17,6 +17,7 @@ from ..errors import SerqError, Source, Span, UsageError
 from ..expr import walk as expr_walk
 from . import ast as A
 from . import pretty
+from .choices import place
 from .declare import Declarations
 from .diag import at, at_from, did_you_mean, error
 from .expand import Expanded, head
@@ -111,7 +112,11 @@ class Linker(Declarations):
                 raise error(f"`{let.name}` is both a `let` constant and a session attribute", let.name_span,
                             helps=["rename one of them"])
             what = f"`let {let.name}`"
-            if let.name in by_let:
+            if let.choices:
+                self.lets[let.name] = self.choice(let, by_let.get(let.name))
+                if let.name in by_let:
+                    self.given.add(let.name)
+            elif let.name in by_let:
                 key, text = by_let[let.name]
                 self.lets[let.name] = self.set_value(key, text, what)
                 self.given.add(let.name)
@@ -119,6 +124,25 @@ class Linker(Declarations):
                 e = let.expr.default if isinstance(let.expr, A.ArgsNumber) else let.expr
                 self.lets[let.name] = self.const(e, what)
             self.let_spans[let.name] = let.name_span
+
+    def choice(self, let: A.LetItem, given: tuple[str, str] | None) -> float:
+        """The place of a ``let``'s choice (docs/language.md, "A choice among
+        names"): its default, or the name (or place) a ``--set`` gives.  Its
+        names become constants, each its own place, from here on."""
+        for k, (name, span) in enumerate(zip(let.choices, let.choice_spans)):
+            self.check_declared_name(name, span, "a choice")
+            also = ("a session attribute" if name in self.attrs else "a spawn handle" if name in self.handles
+                    else {"let": "a `let` constant", "pool": "a pool", "stage": "a stage"}.get(self.declared.get(name, "")))
+            if also:
+                raise error(f"the choice `{name}` of `let {let.name}` is also {also}", span,
+                            helps=["a choice is a constant of the program: rename one of them"])
+            if name in self.choices and self.choices[name][0] != k:
+                other, first, where = self.choices[name]
+                raise error(f"`{name}` is choice {k} of `let {let.name}` but choice {other} of `let {first}`",
+                            span, notes=[f"that one is at {at(where)}"],
+                            helps=["a name read as a constant has one value: list shared choices in the same order"])
+            self.choices.setdefault(name, (k, let.name, span))
+        return place(let, given)
 
     def set_value(self, key: str, text: str, what: str) -> float:
         """A ``--set`` value, evaluated in its ``let``'s place; errors carry no location."""

@@ -119,6 +119,7 @@ def declare(items: list[A.Item]) -> tuple[list[A.Item], Stations]:
     for item in items:
         if isinstance(item, A.LetItem):
             lets.add(item.name)
+            lets.update(item.choices)  # constants too (docs/language.md, "A choice among names")
         if isinstance(item, A.ShareItem):
             if relation_share is not None:
                 raise error(f"`share` is given twice: the pull relation at {at(relation_share.span)} "

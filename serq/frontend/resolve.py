@@ -71,6 +71,8 @@ class Resolver:
         self.agg_terms = 1  # terms the enclosing aggregates write out, multiplied
         self.estimated: set[int] = set()  # the stages whose online estimates some expression reads
         self.given: set[str] = set()  # the `let`s a `--set` gave
+        #: the choices of the `let`s that list them, by name: (its place, its `let`, where it is listed)
+        self.choices: dict[str, tuple[int, str, Span]] = {}
 
     def site(self, label: str, e: A.Expr | None) -> Site:
         """``label`` for run-time errors about ``e``: where ``e`` is written and the
@@ -150,9 +152,11 @@ class Resolver:
         if w.const is not None:
             if n in self.lets:
                 return ir.Num(self.lets[n])
+            if n in self.choices:
+                return ir.Num(float(self.choices[n][0]))
             if n == "inf":
                 return ir.Num(math.inf)
-            helps, notes = did_you_mean(n, "", self.let_spans)
+            helps, notes = did_you_mean(n, "", {**self.let_spans, **{c: x[2] for c, x in self.choices.items()}})
             if not helps:
                 if n in self.attrs:
                     helps = [f"`{n}` is a session attribute; {w.const} is evaluated before any session exists"]
@@ -176,6 +180,8 @@ class Resolver:
             return ir.Attr(slot, n)
         if n in self.lets:
             return ir.Num(self.lets[n])
+        if n in self.choices:
+            return ir.Num(float(self.choices[n][0]))
         if n in ir.TREE_ATTRIBUTES:  # a program that never spawns: every session is a root
             if not w.attrs or w.only:
                 self.defer(error(w.only or f"`{n}` is a session attribute, but {MOMENT_TEXT[w.moment]}, has no session",
@@ -205,6 +211,7 @@ class Resolver:
         if n in RETIRED:
             raise error(f"`{n}` is a retired word and names nothing: {RETIRED[n]}", e.span, prefix=w.prefix)
         cands: dict[str, Span | None] = dict(self.let_spans)  # attributes have no declaration to point at
+        cands.update({c: where for c, (_place, _let, where) in self.choices.items()})
         cands.update({a: None for a in self.attrs})
         raise unknown("name", n, e.span, cands, prefix=w.prefix, kind_in_help=False,
                       fallback="declare a `let` constant, or assign a session attribute with `set` before using it")
@@ -217,7 +224,8 @@ class Resolver:
         j = e.var
         kind = ("a session attribute" if j in self.attrs else "an aggregate's index" if j in self.agg
                 else {"let": "a `let` constant", "pool": "a pool", "stage": "a stage"}.get(self.declared.get(j, ""))
-                or ("a `let` constant" if j in self.lets else None))
+                or ("a `let` constant" if j in self.lets else None)
+                or (f"a choice of `let {self.choices[j][1]}`" if j in self.choices else None))
         if kind is not None:
             raise error(f"{what}: the index `{j}` is also {kind}", e.var_span, prefix=w.prefix,
                         helps=["an aggregate's index is a fresh name: rename it"])
