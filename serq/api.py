@@ -68,6 +68,7 @@ def run(
     steps: bool = False,
     progress: bool = False,
     max_events: int | None = None,
+    timeline: float | bool | None = None,
 ) -> "Report":
     """Simulate a program and return its :class:`~serq.report.Report`.
 
@@ -86,10 +87,14 @@ def run(
     coalesced runs, which is slower and gives the same report
     (docs/calibration.md).  ``progress=True`` shows the simulated time against
     the horizon on standard error once the run has lasted a second (``serq
-    run`` does when standard error is a terminal)."""
+    run`` does when standard error is a terminal).  ``timeline=DT`` (seconds,
+    finite and > 0; ``True``: the horizon / 200) keeps the pools' and stages'
+    state every DT simulated seconds in ``report.timeline``
+    (:class:`serq.timeline.Timeline`; docs/report.md, "Over time"); the
+    report is otherwise the same bits."""
     from .sim.simulator import simulate
 
     if not isinstance(program, Program):
         program = load(program)
     return simulate(program, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals, engines=engines or {},
-                    max_live=max_live, steps=steps, progress=progress, max_events=max_events)
+                    max_live=max_live, steps=steps, progress=progress, max_events=max_events, timeline=timeline)

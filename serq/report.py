@@ -427,6 +427,9 @@ class Report:
     #: the program's gauges in declaration order (empty without any: then the text,
     #: JSON and dump have no gauge table, ``gauges`` or ``gauge/`` folder)
     gauges: dict[str, GaugeSummary] = field(default_factory=dict)
+    #: the run over time (:class:`serq.timeline.Timeline`), with ``serq.run(…, timeline=DT)``
+    #: or ``serq run --timeline DIR``; None otherwise.  Not part of the text or JSON report
+    timeline: Any = field(default=None, repr=False)
 
     def replay_note(self) -> str | None:
         """The stderr ``note:`` of an `arrive trace` run: which ended it, the trace or the horizon."""
