@@ -211,6 +211,12 @@ def run(
         "slo[:TARGET] or module:Class (repeatable; docs/policies.md)."
     ),
     quiet: bool = typer.Option(False, "--quiet", help="No progress line (shown on a terminal once a run lasts 1 s)."),
+    timeline: Optional[str] = typer.Option(
+        None, "--timeline", metavar="DIR", help="Write DIR/timeline.csv: queues, running, used and tokens/s of "
+        "every stage and pool, sampled every --timeline-every seconds (docs/report.md, \"Over time\")."),
+    timeline_every: Optional[float] = typer.Option(
+        None, "--timeline-every", metavar="DT", help="The timeline's interval in simulated seconds "
+        "(default: the horizon / 200)."),
 ) -> None:
     """Simulate a program and print its report."""
     from . import api
@@ -220,6 +226,12 @@ def run(
     try:
         _finite_positive(horizon, "horizon")
         _finite_positive(warmup, "warmup", allow_zero=True)
+        _finite_positive(timeline_every, "timeline-every")
+        if timeline_every is not None and timeline is None:
+            raise UsageError("--timeline-every needs --timeline DIR: the samples are written there as timeline.csv")
+        if timeline == "-":
+            raise UsageError("--timeline -: the timeline is a folder with timeline.csv, which standard output "
+                             "cannot hold", helps=["give a folder: --timeline DIR"])
         if steps and dump is None:
             raise UsageError("--steps needs --dump DIR: the step logs are written there as STAGE.steps.csv")
         if dump == "-":
@@ -240,7 +252,8 @@ def run(
 
         report = api.run(program, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals, engines=engines,
                          max_live=max_live, steps=steps, progress=not quiet and stderr_is_terminal(),
-                         max_events=max_events)
+                         max_events=max_events,
+                         timeline=None if timeline is None else (True if timeline_every is None else timeline_every))
     except RunInterrupted as err:
         typer.echo(f"interrupted at t={err.now:g} of {err.horizon:g} simulated seconds: no report was written",
                    err=True)
@@ -254,6 +267,14 @@ def run(
             write_dir_atomic(dump, report.dump)
         except OSError as err:
             typer.echo(f"cannot write {dump}: {err.strerror or err}", err=True)
+            raise typer.Exit(1) from None
+    if timeline is not None and report.timeline is not None:
+        from .files import write_dir_atomic
+
+        try:
+            write_dir_atomic(timeline, report.timeline.write)
+        except OSError as err:
+            typer.echo(f"cannot write {timeline}: {err.strerror or err}", err=True)
             raise typer.Exit(1) from None
     _emit(report.to_json() if json_ else report.text(), "the report")
     for line in report.warnings():
@@ -363,15 +384,18 @@ def plot(
     baseline: Optional[str] = typer.Option(None, "--baseline", metavar="AXIS=VALUE",
                                            help="Plot each other design's paired difference from this one "
                                                 "(same seed, same point), with 0 marked."),
+    timeline: bool = typer.Option(False, "--timeline", help="Draw a run's timeline: the folder (or its "
+                                  "timeline.csv) that serq run --timeline DIR wrote."),
     out: str = typer.Option(..., metavar="FIG.png|FIG.svg",
                             help="The figure, PNG or SVG by suffix (- writes SVG to standard output)."),
 ) -> None:
-    """Plot a sweep's figures across seeds, or CDFs of a dump's samples (needs matplotlib: the plot extra)."""
+    """Plot a sweep's figures across seeds, CDFs of a dump's samples, or a run's timeline (needs matplotlib:
+    the plot extra)."""
     from .experiments.plot import command
 
     try:
         command(files, x, y or [], hue, where or [], cdf, log_x, out, log_y=log_y, slo=slo or [],
-                baseline=baseline)
+                baseline=baseline, timeline=timeline)
     except SerqError as err:
         raise _fail(err, None) from None
 

@@ -270,7 +270,9 @@ def simulate(program: ir.Program, *, seed: int | None = None, horizon: float | N
         try:
             check_interval(interval, float(horizon))
         except ValueError as err:
-            raise SerqError(str(err)) from None
+            from ..errors import UsageError
+
+            raise UsageError(str(err)) from None
         interval = float(interval)
     sim = Simulator(program, seed=int(seed), horizon=float(horizon), warmup=float(warmup),
                     arrivals=arrivals, engines=engines, max_live=max_live, steps=steps, max_events=max_events,
