@@ -86,6 +86,7 @@ class RecordedCount(CountAverage):
     """A stage's count of jobs present (:class:`CountAverage`) that also tells a trail."""
 
     __slots__ = ("trail",)
+    trail: Trail
 
     def set(self, now: float, value: int) -> None:
         CountAverage.set(self, now, value)
@@ -171,10 +172,11 @@ class Recorder:
                 st.presence = count
                 tokens = None
                 if isinstance(st, StepEngine):
-                    tokens = st.timeline = Tokens(self.times)
+                    tokens = Tokens(self.times)
+                    st.timeline = tokens
                 self.stages.append((st, trail, tokens))
-        for members in sim.pools:
-            for pool in members:
+        for pools in sim.pools:
+            for pool in pools:
                 trail = Trail(self.times, (0.0, 0, 0))
                 pool.timeline = trail
                 self.pools.append((pool, trail))
