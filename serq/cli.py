@@ -370,7 +370,8 @@ def sweep(
 @app.command()
 def plot(
     files: List[str] = typer.Argument(..., metavar="RESULTS | CSV...",
-                                      help="A sweep's .jsonl/.csv (- reads standard input), or dump CSVs."),
+                                      help="A sweep's .jsonl/.csv (- reads standard input), dump CSVs, "
+                                           "or with --timeline a timeline folder."),
     x: Optional[str] = typer.Option(None, "--x", metavar="COLUMN", help="The axis across (e.g. Lambda)."),
     y: Optional[List[str]] = typer.Option(None, "--y", metavar="COLUMN", help="A figure (repeatable: one panel each)."),
     hue: Optional[str] = typer.Option(None, metavar="COLUMN", help="One line per value of COLUMN (e.g. policy)."),

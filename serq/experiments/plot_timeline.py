@@ -1,12 +1,13 @@
 """``serq plot --timeline DIR``: a run over time (issue 39), from the
 ``timeline.csv`` that ``serq run --timeline DIR`` writes (:mod:`serq.timeline`).
 
-One panel per figure and stage or pool — the queues, the pools' units used
-and holders, the stages' running jobs, the step stages' tokens per second —
-against simulated time; a family's members share their panel, one line each
-(the units of two pools, KV tokens and request slots, never share an axis).  A series that is 0 at every sample is left out (a panel says how
-many), and so is a panel left with none, so a ``delay`` stage's empty queue
-or a slots pool's always-zero queue does not take room.  matplotlib, the
+One panel per figure and stage or pool — the queues, the pools' units used,
+the stages' running jobs, the pools' holders, the step stages' tokens per
+second — against simulated time; a family's members share their panel, one
+line each (the units of two pools, KV tokens and request slots, never share
+an axis).  A series that is 0 at every sample is left out, and a panel the
+same line for line as one above it (a slots pool's ``used`` and its engine's
+``running``): the panel kept names what it stands for.  matplotlib, the
 output formats and the errors are :mod:`serq.experiments.plot`'s.
 """
 
