@@ -170,6 +170,19 @@ def test_a_run_that_ends_before_the_horizon_is_sampled_to_its_end() -> None:
     assert report.timeline.get("stage", "svc", "queue") == [0, 1, 1, 0, 0]
 
 
+def test_a_run_without_a_timeline_gives_no_pool_or_stage_a_sink() -> None:
+    from serq.sim.simulator import Simulator
+    from serq.sim.stats import CountAverage
+
+    program = serq.load(CLUSTER)
+    plain = Simulator(program, seed=1, horizon=10, warmup=0)
+    assert plain.timeline is None
+    assert all(p.timeline is None for p in plain.all_pools) and all(e.timeline is None for e in plain.engines)
+    assert all(type(st.presence) is CountAverage for members in plain.stages for st in members)
+    kept = Simulator(program, seed=1, horizon=10, warmup=0, timeline=1.0)
+    assert all(p.timeline is not None for p in kept.all_pools) and all(e.timeline is not None for e in kept.engines)
+
+
 # -- the CSV --------------------------------------------------------------------
 
 
