@@ -73,6 +73,7 @@ def run(
     precision: float | None = None,
     precision_on: str | None = None,
     max_horizon: float | None = None,
+    timeline: float | bool | None = None,
 ) -> "Report":
     """Simulate a program and return its :class:`~serq.report.Report`.
 
@@ -97,7 +98,11 @@ def run(
     the horizon (and the warm-up with it) until the 95 % half-width of
     ``precision_on`` (default ``client.response.mean``) is within REL of its
     value, up to ``max_horizon`` (default 32 × the horizon); the report is the
-    last run's, and ``report.precision`` says what was reached."""
+    last run's, and ``report.precision`` says what was reached.  ``timeline=DT`` (seconds,
+    finite and > 0; ``True``: the horizon / 200) keeps the pools' and stages'
+    state every DT simulated seconds in ``report.timeline``
+    (:class:`serq.timeline.Timeline`; docs/report.md, "Over time"); the
+    report is otherwise the same bits."""
     from .sim.goodput import parse_goodput
     from .sim.simulator import simulate
 
@@ -107,7 +112,7 @@ def run(
     def once(h: float | None, w: float | None) -> "Report":
         return simulate(program, seed=seed, horizon=h, warmup=w, arrivals=arrivals, engines=engines or {},
                         max_live=max_live, steps=steps, progress=progress, max_events=max_events,
-                        goodput=targets)
+                        goodput=targets, timeline=timeline)
 
     if precision is None:
         return once(horizon, warmup)

@@ -225,6 +225,12 @@ def run(
         None, "--precision-on", metavar="FIGURE",
         help="The mean --precision reads (default client.response.mean)."),
     max_horizon: Optional[float] = MaxHorizonOpt,
+    timeline: Optional[str] = typer.Option(
+        None, "--timeline", metavar="DIR", help="Write DIR/timeline.csv: queues, running, used and tokens/s of "
+        "every stage and pool, sampled every --timeline-every seconds (docs/report.md, \"Over time\")."),
+    timeline_every: Optional[float] = typer.Option(
+        None, "--timeline-every", metavar="DT", help="The timeline's interval in simulated seconds "
+        "(default: the horizon / 200)."),
 ) -> None:
     """Simulate a program and print its report."""
     from . import api
@@ -236,6 +242,12 @@ def run(
         _finite_positive(warmup, "warmup", allow_zero=True)
         if precision is None and (precision_on is not None or max_horizon is not None):
             raise UsageError("--precision-on and --max-horizon go with --precision REL")
+        _finite_positive(timeline_every, "timeline-every")
+        if timeline_every is not None and timeline is None:
+            raise UsageError("--timeline-every needs --timeline DIR: the samples are written there as timeline.csv")
+        if timeline == "-":
+            raise UsageError("--timeline -: the timeline is a folder with timeline.csv, which standard output "
+                             "cannot hold", helps=["give a folder: --timeline DIR"])
         if steps and dump is None:
             raise UsageError("--steps needs --dump DIR: the step logs are written there as STAGE.steps.csv")
         if dump == "-":
@@ -257,7 +269,8 @@ def run(
         report = api.run(program, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals, engines=engines,
                          max_live=max_live, steps=steps, progress=not quiet and stderr_is_terminal(),
                          max_events=max_events, goodput=goodput, precision=precision,
-                         precision_on=precision_on, max_horizon=max_horizon)
+                         precision_on=precision_on, max_horizon=max_horizon,
+                         timeline=None if timeline is None else (True if timeline_every is None else timeline_every))
     except RunInterrupted as err:
         typer.echo(f"interrupted at t={err.now:g} of {err.horizon:g} simulated seconds: no report was written",
                    err=True)
@@ -271,6 +284,14 @@ def run(
             write_dir_atomic(dump, report.dump)
         except OSError as err:
             typer.echo(f"cannot write {dump}: {err.strerror or err}", err=True)
+            raise typer.Exit(1) from None
+    if timeline is not None and report.timeline is not None:
+        from .files import write_dir_atomic
+
+        try:
+            write_dir_atomic(timeline, report.timeline.write)
+        except OSError as err:
+            typer.echo(f"cannot write {timeline}: {err.strerror or err}", err=True)
             raise typer.Exit(1) from None
     _emit(report.to_json() if json_ else report.text(), "the report")
     for line in report.warnings():
@@ -427,7 +448,8 @@ def compare(
 @app.command()
 def plot(
     files: List[str] = typer.Argument(..., metavar="RESULTS | CSV...",
-                                      help="A sweep's .jsonl/.csv (- reads standard input), or dump CSVs."),
+                                      help="A sweep's .jsonl/.csv (- reads standard input), dump CSVs, "
+                                           "or with --timeline a timeline folder."),
     x: Optional[str] = typer.Option(None, "--x", metavar="COLUMN", help="The axis across (e.g. Lambda)."),
     y: Optional[List[str]] = typer.Option(None, "--y", metavar="COLUMN", help="A figure (repeatable: one panel each)."),
     hue: Optional[str] = typer.Option(None, metavar="COLUMN", help="One line per value of COLUMN (e.g. policy)."),
@@ -441,15 +463,18 @@ def plot(
     baseline: Optional[str] = typer.Option(None, "--baseline", metavar="AXIS=VALUE",
                                            help="Plot each other design's paired difference from this one "
                                                 "(same seed, same point), with 0 marked."),
+    timeline: bool = typer.Option(False, "--timeline", help="Draw a run's timeline: the folder (or its "
+                                  "timeline.csv) that serq run --timeline DIR wrote."),
     out: str = typer.Option(..., metavar="FIG.png|FIG.svg",
                             help="The figure, PNG or SVG by suffix (- writes SVG to standard output)."),
 ) -> None:
-    """Plot a sweep's figures across seeds, or CDFs of a dump's samples (needs matplotlib: the plot extra)."""
+    """Plot a sweep's figures across seeds, CDFs of a dump's samples, or a run's timeline (needs matplotlib:
+    the plot extra)."""
     from .experiments.plot import command
 
     try:
         command(files, x, y or [], hue, where or [], cdf, log_x, out, log_y=log_y, slo=slo or [],
-                baseline=baseline)
+                baseline=baseline, timeline=timeline)
     except SerqError as err:
         raise _fail(err, None) from None
 

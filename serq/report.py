@@ -483,6 +483,9 @@ class Report:
     def settled(self) -> bool | None:
         """Whether the run settled (``None``: not judged)."""
         return None if self.settling is None else self.settling.settled
+    #: the run over time (:class:`serq.timeline.Timeline`), with ``serq.run(…, timeline=DT)``
+    #: or ``serq run --timeline DIR``; None otherwise.  Not part of the text or JSON report
+    timeline: Any = field(default=None, repr=False)
 
     def replay_note(self) -> str | None:
         """The stderr ``note:`` of an `arrive trace` run: which ended it, the trace or the horizon."""

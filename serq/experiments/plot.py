@@ -583,11 +583,25 @@ def _save(fig: Any, out: Any, fmt: str | None) -> None:
 
 def command(files: Sequence[str], x: str | None, y: Sequence[str], hue: str | None, where: Sequence[str],
             cdf: bool, log_x: bool, out: str, log_y: bool = False, slo: Sequence[str] = (),
-            baseline: str | None = None) -> None:
-    """``serq plot``: a sweep's figures (``--x``, ``--y``) or CDFs (``--cdf``).
-    Every option is checked before any file is read."""
+            baseline: str | None = None, timeline: bool = False) -> None:
+    """``serq plot``: a sweep's figures (``--x``, ``--y``), CDFs (``--cdf``) or
+    a run's timeline (``--timeline``).  Every option is checked before any file is read."""
     ys = [f.strip() for item in y for f in item.split(",") if f.strip()]
     _format(out)
+    if timeline:
+        extra = [flag for flag, given in (("--x", x), ("--y", ys), ("--hue", hue), ("--where", where),
+                                          ("--cdf", cdf), ("--log-x", log_x), ("--log-y", log_y), ("--slo", slo),
+                                          ("--baseline", baseline)) if given]
+        if extra:
+            raise UsageError(f"--timeline draws the timeline.csv of serq run --timeline: {', '.join(extra)} "
+                             "do not apply")
+        if len(files) != 1:
+            raise UsageError(f"--timeline draws one run's timeline (a folder or its timeline.csv), "
+                             f"not {len(files)}")
+        from .plot_timeline import plot_timeline
+
+        plot_timeline(files[0], out=out)
+        return
     if cdf:
         extra = [flag for flag, given in (("--x", x), ("--y", ys), ("--hue", hue), ("--where", where),
                                           ("--log-y", log_y), ("--slo", slo), ("--baseline", baseline)) if given]

@@ -156,6 +156,10 @@ class HoldRequest(Event):
 class Pool(BaseResource):
     """One pool (or one member of a pool array)."""
 
+    #: the timeline's sink (``serq.sim.timeline.Trail``), told every change ``record`` makes;
+    #: None (no timeline asked for): nothing is told
+    timeline: Any = None
+
     def __init__(self, sim: "Simulator", decl: Any, label: str, index: int | None) -> None:
         super().__init__(sim.env, decl.cap)
         self.sim = sim
@@ -315,6 +319,9 @@ class Pool(BaseResource):
         h.integral += h.value * (now - h.last)
         h.last = now
         h.value = len(self.holders)
+        trail = self.timeline
+        if trail is not None:
+            trail.change(now, (u.value, q.value, h.value))
 
     def make_room(self, need: float, now: float | None = None) -> None:
         """Evict cached units until ``need`` more fit beside what is used (§3.3),
@@ -358,7 +365,7 @@ class Pool(BaseResource):
         cache = self.cache
         cap = self.cap
         limit = cap + EPS
-        used = self.used
+        used = first = self.used
         ui, uv = ua.integral, ua.value
         ci, cv = ca.integral, ca.value
         qi, qv = qa.integral, qa.value
@@ -395,6 +402,9 @@ class Pool(BaseResource):
             last = now
             if after is not None:
                 after.append((used, total))
+        trail = self.timeline
+        if trail is not None:  # (the growths at their times: `used += need` from where the run began)
+            trail.grew(first, needs, times, qn, hn)
         self.used = used
         ua.integral, ua.last, ua.value = ui, last, uv
         ca.integral, ca.last, ca.value = ci, last, cv

@@ -110,6 +110,7 @@ def build_report(sim: "Simulator") -> Report:
         observes=observes, client=client, stages=stages, pools=pools, notes=notes, samples=SampleLists(samples),
         stage_warnings=stage_warnings, tasks=tasks, steps=steps, replay=sim.replay,
         gauges={} if sim.gauges is None else {g.name: g for g in sim.gauges.summaries(start, end)},
+        timeline=None if sim.timeline is None else sim.timeline.finish(end),
     )
 
 

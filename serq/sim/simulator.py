@@ -66,7 +66,7 @@ class Simulator:
     def __init__(self, program: ir.Program, *, seed: int, horizon: float, warmup: float,
                  arrivals: int | None = None, engines: Mapping[str, type] | None = None,
                  max_live: int | None = None, steps: bool = False, max_events: int | None = None,
-                 goodput: tuple[Target, ...] = ()) -> None:
+                 goodput: tuple[Target, ...] = (), timeline: float | None = None) -> None:
         self.program = program
         self.goodput = goodput
         self.seed = seed
@@ -134,6 +134,12 @@ class Simulator:
         self.lazy: Any = None
         if lazy.wanted(self):
             self.lazy = self.env.lazy = lazy.LazyRuns(self)
+        #: the timeline's recorder (serq/sim/timeline.py), with ``timeline=DT``; None: none is kept
+        self.timeline: Any = None
+        if timeline is not None:
+            from .timeline import Recorder
+
+            self.timeline = Recorder(self, timeline)
 
     def _trace_session(self, serial: int) -> Any:
         """The trace session a new root replays: in file order (``ordered``), or drawn."""
@@ -242,7 +248,7 @@ def simulate(program: ir.Program, *, seed: int | None = None, horizon: float | N
              warmup: float | None = None, arrivals: int | None = None,
              engines: Mapping[str, type] | None = None, max_live: int | None = None,
              steps: bool = False, progress: bool = False, max_events: int | None = None,
-             goodput: tuple[Target, ...] = ()) -> Any:
+             goodput: tuple[Target, ...] = (), timeline: float | bool | None = None) -> Any:
     """Run ``program`` and return its report (see :func:`serq.run`)."""
     from .results import build_report
 
@@ -258,9 +264,21 @@ def simulate(program: ir.Program, *, seed: int | None = None, horizon: float | N
         raise SerqError(f"max_live must be a positive whole number, not {max_live!r}")
     if max_events is not None and not (isinstance(max_events, int) and max_events >= 1):
         raise SerqError(f"max_events must be a positive whole number, not {max_events!r}")
+    interval = None
+    if timeline is not None and timeline is not False:
+        from ..timeline import DEFAULT_SAMPLES, check_interval
+
+        interval = float(horizon) / DEFAULT_SAMPLES if timeline is True else timeline
+        try:
+            check_interval(interval, float(horizon))
+        except ValueError as err:
+            from ..errors import UsageError
+
+            raise UsageError(str(err)) from None
+        interval = float(interval)
     sim = Simulator(program, seed=int(seed), horizon=float(horizon), warmup=float(warmup),
                     arrivals=arrivals, engines=engines, max_live=max_live, steps=steps, max_events=max_events,
-                    goodput=goodput)
+                    goodput=goodput, timeline=interval)
     try:
         with _fewer_collections():
             if progress:

@@ -88,6 +88,9 @@ class StepEngine(Stage):
     #: ``iteration_cost`` overrides pure (all of them): prefer
     #: :func:`~serq.sim.stages.hooks.pure` on each.
     coalesce_safe = False
+    #: the timeline's sink (``serq.sim.timeline.Tokens``), told the tokens of every iteration
+    #: at its end; None (no timeline asked for): nothing is told
+    timeline: Any = None
 
     def __init__(self, sim: Any, decl: Any, label: str, index: int | None, *,
                  budget: Callable[[Any], float], chunk: Callable[[Any], float],
@@ -611,6 +614,8 @@ class StepEngine(Stage):
             self.sim.events += 1
             return
         self.iterating = False
+        if self.timeline is not None:
+            self.timeline.served(self, self.env.now)
         assign = self.assign
         run = self.run
         if run is not None:
