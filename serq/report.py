@@ -472,7 +472,8 @@ class Report:
         return _find("stage", name, self.stages)
 
     def pool(self, name: str) -> PoolSummary:
-        """Pool ``name`` (the first member of an array) or member ``name[i]``."""
+        """Pool ``name`` (the first member of an array; :meth:`pool_total` for the
+        family as a whole) or member ``name[i]``."""
         return _find("pool", name, self.pools)
 
     def stage_total(self, name: str) -> StageSummary:
