@@ -237,3 +237,18 @@ def test_serq_sweep_shows_a_family_total_on_the_cluster_program() -> None:
                             sets=[("N", str(p["N"])), ("blocks", "400")])
         r = serq.run(program, horizon=100, warmup=10, seed=1, max_events=EVENTS)
         assert p["pools.kv.preemptions"]["mean"] == sum(m.preemptions for m in r.pools_named("kv"))
+
+
+def test_a_total_past_the_largest_float_is_inf_not_an_error(tmp_path: Path) -> None:
+    # each member holds 1.7e308 units for the whole run: its mean is finite, the family's is not
+    r = run_text(tmp_path, """\
+pool big[2] { cap inf; }
+stage d : delay;
+workload { arrive batch(2); }
+session { hold big[serial] (1.7e308) { run d (100); } }
+run { horizon 0.5; warmup 0; }
+""")
+    assert [p.mean_used for p in r.pools_named("big")] == [1.7e308, 1.7e308]
+    assert r.pool_total("big").mean_used == math.inf
+    assert r.to_dict()["totals"]["pools"]["big"]["mean_used"] is None
+    assert next(x for x in r.text().split("\n") if x.startswith("big[*]")).split()[1] == "inf"

@@ -132,13 +132,13 @@ def _family_totals(sim: "Simulator", stages: list[StageSummary], pools: list[Poo
             continue
         total = StageSummary(sdecl.name, None, **_combine(STAGE, mine, SUM, MEAN))
         done = sum(st.completed for st in members)
-        total.mean_wait = _div(math.fsum(st.wait_sum for st in members), done)
-        total.mean_service = _div(math.fsum(st.service_sum for st in members), done)
+        total.mean_wait = _div(_add(st.wait_sum for st in members), done)
+        total.mean_service = _div(_add(st.service_sum for st in members), done)
         engines = [st for st in members if isinstance(st, StepEngine)]
         if engines:  # a family is one declaration: every member a step stage, or none
             iters = sum(e.dec_iters for e in engines)
-            total.mean_decode_batch = _div(math.fsum(e.dec_sum for e in engines), iters)
-            total.mean_decode_step = _div(math.fsum(e.dec_cost for e in engines), iters)
+            total.mean_decode_batch = _div(_add(e.dec_sum for e in engines), iters)
+            total.mean_decode_step = _div(_add(e.dec_cost for e in engines), iters)
             itl = LogHistogram.merged(e.itl for e in engines)
             total.mean_itl = itl.mean
             total.itl_p50 = itl.quantile(0.5)
@@ -151,9 +151,19 @@ def _family_totals(sim: "Simulator", stages: list[StageSummary], pools: list[Poo
         if pdecl.size is None:
             continue
         ptotal = PoolSummary(pdecl.name, None, **_combine(POOL, pmine, SUM, MEAN))
-        ptotal.mean_wait = _div(math.fsum(m.wait_sum for m in pool_members), sum(m.wait_count for m in pool_members))
+        ptotal.mean_wait = _div(_add(m.wait_sum for m in pool_members), sum(m.wait_count for m in pool_members))
         pool_totals[pdecl.name] = ptotal
     return stage_totals, pool_totals
+
+
+def _add(values: Any) -> float:
+    """The correctly rounded sum of ``values`` (whatever their order); ``inf``
+    where it overflows, ``NaN`` for ``inf − inf``, where :func:`math.fsum` raises."""
+    xs = [float(v) for v in values]
+    try:
+        return math.fsum(xs)
+    except (OverflowError, ValueError):
+        return sum(xs)
 
 
 def _combine(columns: Any, rows: list[Any], sum_rule: str, mean_rule: str) -> dict[str, Any]:
@@ -166,9 +176,9 @@ def _combine(columns: Any, rows: list[Any], sum_rule: str, mean_rule: str) -> di
         if any(v is None for v in values):
             out[c.key] = None
         elif c.total == sum_rule:
-            out[c.key] = sum(values) if all(isinstance(v, int) for v in values) else math.fsum(values)
+            out[c.key] = sum(values) if all(isinstance(v, int) for v in values) else _add(values)
         elif c.total == mean_rule:
-            out[c.key] = math.fsum(values) / len(values)
+            out[c.key] = _add(values) / len(values)
         else:
             out[c.key] = NAN
     return out
