@@ -486,6 +486,12 @@ class Report:
     #: the run over time (:class:`serq.timeline.Timeline`), with ``serq.run(…, timeline=DT)``
     #: or ``serq run --timeline DIR``; None otherwise.  Not part of the text or JSON report
     timeline: Any = field(default=None, repr=False)
+    #: each stage family's total row by name (``stage engine[N]``, a family of
+    #: one included), index ``None``: docs/report.md, "Families"; the text shows
+    #: it as ``engine[*]`` after the members, for two members or more
+    stage_totals: dict[str, StageSummary] = field(default_factory=dict)
+    #: each pool family's total row by name (``pool kv[N]``), as ``stage_totals``
+    pool_totals: dict[str, PoolSummary] = field(default_factory=dict)
 
     def replay_note(self) -> str | None:
         """The stderr ``note:`` of an `arrive trace` run: which ended it, the trace or the horizon."""
@@ -525,8 +531,21 @@ class Report:
         return _find("stage", name, self.stages)
 
     def pool(self, name: str) -> PoolSummary:
-        """Pool ``name`` (the first member of an array) or member ``name[i]``."""
+        """Pool ``name`` (the first member of an array; :meth:`pool_total` for the
+        family as a whole) or member ``name[i]``."""
         return _find("pool", name, self.pools)
+
+    def stage_total(self, name: str) -> StageSummary:
+        """Stage family ``name`` as a whole (its total row, index ``None``), or
+        stage ``name`` itself when it is not a family: what the sweep key
+        ``stages.NAME.…`` reads (docs/report.md, "Families")."""
+        return _total("stage", name, self.stage_totals, self.stages)
+
+    def pool_total(self, name: str) -> PoolSummary:
+        """Pool family ``name`` as a whole (its total row, index ``None``), or
+        pool ``name`` itself when it is not a family: what the sweep key
+        ``pools.NAME.…`` reads (docs/report.md, "Families")."""
+        return _total("pool", name, self.pool_totals, self.pools)
 
     def stages_named(self, name: str) -> list[StageSummary]:
         """Every member of stage (array) ``name``, in index order."""
@@ -582,10 +601,10 @@ class Report:
             ("stage", "number", "util", "done", "thru", "wait", "service", "iters"),
             [
                 [
-                    st.label, fixed(st.mean_number, 3), fixed(st.utilization, 3), str(int(st.completed)),
+                    label, fixed(st.mean_number, 3), fixed(st.utilization, 3), str(int(st.completed)),
                     fixed(st.throughput, 4), fixed(st.mean_wait, 4), fixed(st.mean_service, 4), str(int(st.iterations)),
                 ]
-                for st in self.stages
+                for label, st in _with_totals(self.stages, self.stages, self.stage_totals)
             ],
         )
         # §9.1: the step table only lists (and only appears for) stages that iterated
@@ -594,12 +613,12 @@ class Report:
              "itl p50", "itl p99"),
             [
                 [
-                    st.label, fixed(st.prefill_only, 3), fixed(st.decode_only, 3), fixed(st.mixed, 3),
+                    label, fixed(st.prefill_only, 3), fixed(st.decode_only, 3), fixed(st.mixed, 3),
                     fixed(st.idle, 3), fixed(st.mean_decodes, 3), fixed(st.mean_decode_batch, 3),
                     fixed(st.mean_decode_step, 6), fixed(st.itl_p50, 6), fixed(st.itl_p99, 6),
                 ]
-                for st in self.stages
-                if st.iterations > 0
+                for label, st in _with_totals([st for st in self.stages if st.iterations > 0], self.stages,
+                                              self.stage_totals)
             ],
         )
         out += _table(
@@ -607,12 +626,12 @@ class Report:
              "spill", "rej", "stuck"),
             [
                 [
-                    p.label, fixed(p.mean_used, 1), fixed(p.mean_cached, 1), fixed(p.mean_queue, 3),
+                    label, fixed(p.mean_used, 1), fixed(p.mean_cached, 1), fixed(p.mean_queue, 3),
                     fixed(p.mean_holders, 3), fixed(p.mean_wait, 4), str(int(p.admissions)),
                     str(int(p.evicted_entries)), fixed(p.evicted_units, 0), str(int(p.preemptions)),
                     str(int(p.spills)), str(int(p.rejected)), str(int(p.stuck)),
                 ]
-                for p in self.pools
+                for label, p in _with_totals(self.pools, self.pools, self.pool_totals)
             ],
         )
         # §4.5, §2.8: the pathologies, named under the pool table
@@ -654,12 +673,24 @@ class Report:
             **({"gauges": {name: g.to_dict() for name, g in self.gauges.items()}} if self.gauges else {}),
             "stages": [st.to_dict() for st in self.stages],
             "pools": [p.to_dict() for p in self.pools],
+            **({"totals": self._totals_dict()} if self.stage_totals or self.pool_totals else {}),
             **({"tasks": self.tasks.to_dict()} if self.tasks is not None else {}),
             **({"replay": {**self.replay, "end": _finite(self.replay["end"])}} if self.replay is not None else {}),
             **({"settling": self.settling.to_dict()} if self.settling is not None else {}),
             **({"precision": {k: (_finite(v) if isinstance(v, float) else v) for k, v in self.precision.items()}}
                if self.precision is not None else {}),
         }
+
+    def _totals_dict(self) -> dict[str, Any]:
+        """``{"stages": {NAME: total}, "pools": {NAME: total}}``, a total being
+        ``{members, …}`` and the member rows' fields but ``name`` and ``index``."""
+        def entry(row: StageSummary | PoolSummary, members: int) -> dict[str, Any]:
+            d = row.to_dict()
+            del d["name"], d["index"]
+            return {"members": members, **d}
+
+        return {"stages": {n: entry(t, len(self.stages_named(n))) for n, t in self.stage_totals.items()},
+                "pools": {n: entry(t, len(self.pools_named(n))) for n, t in self.pool_totals.items()}}
 
     def to_json(self) -> str:
         """One JSON object on one line (§9.2): floats in shortest round-trip
@@ -748,6 +779,35 @@ def _encode(v: Any) -> str:
 
 
 _MEMBER = re.compile(r"(.+)\[(\d+)\]\Z")
+
+
+def total_label(name: str) -> str:
+    """A family's total row in the text report: ``kv[*]``."""
+    return f"{name}[*]"
+
+
+def _with_totals(rows: Sequence[Any], every: Sequence[Any], totals: dict[str, Any]) -> list[tuple[str, Any]]:
+    """``(label, row)`` of each of ``rows``, and after the last one of a family
+    of two members or more (counted in ``every``, the whole table) its total
+    ``NAME[*]``: a family of one would repeat its member, and a program
+    without families prints as before."""
+    out: list[tuple[str, Any]] = []
+    for i, r in enumerate(rows):
+        out.append((r.label, r))
+        last = i + 1 == len(rows) or rows[i + 1].name != r.name
+        if last and r.name in totals and sum(1 for e in every if e.name == r.name) >= 2:
+            out.append((total_label(r.name), totals[r.name]))
+    return out
+
+
+def _total(kind: str, name: str, totals: dict[str, Any], rows: Sequence[Any]) -> Any:
+    """Family ``name``'s total, else the row of plain (not a family) ``name``."""
+    if name in totals:
+        return totals[name]
+    for r in rows:
+        if r.index is None and r.name == name:
+            return r
+    raise _unknown(kind, name, [r.name for r in rows])
 
 
 def _find(kind: str, name: str, rows: Sequence[Any]) -> Any:

@@ -4,7 +4,10 @@ labels.
 
 A sweep's row names a figure by its flattened JSON key (``client.ttft.p99``,
 ``pools.kv.preemptions``, ``stages.eng.utilization``); :func:`describe`
-gives its readable label, its unit and whether it can go below 0.  The
+gives its readable label, its unit and whether it can go below 0.  A
+family's key without an index (``pools.kv.preemptions`` of ``pool kv[N]``)
+is its total row, combined from the members' as each column's ``total``
+says; ``pools.kv[0].preemptions`` is a member's.  The
 figures a program defines (``observe``, ``gauge``) carry the unit of their
 expression, which serQ does not know: their unit is empty and they may be
 negative.
@@ -18,11 +21,27 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Column:
     """One figure of a report section: its JSON ``key``, the ``column`` the
-    text report heads it with, its ``unit`` (``""``: a pure number)."""
+    text report heads it with, its ``unit`` (``""``: a pure number), and for
+    a stage or pool figure how a family's ``total`` row combines its members'
+    (docs/report.md, "Families"): :data:`SUM`, :data:`MEAN` or :data:`POOLED`."""
 
     key: str
     column: str
     unit: str
+    total: str = ""
+
+
+#: A family total that adds the members' figures: counts, rates of counts,
+#: and time-averaged levels (by Little's law the family's level is their sum).
+SUM = "sum"
+#: A family total that is the plain mean of the members' figures: shares of
+#: time (each member's over the same span, so the mean is the share of all the
+#: members' time).
+MEAN = "mean"
+#: A family total computed like a member's figure over all the members' samples
+#: together: a per-job or per-iteration mean weighted by the members' counts,
+#: the percentiles of all the members' gaps (NaN where the family has none).
+POOLED = "pooled"
 
 
 #: The run line (docs/report.md §4), and the sweep's derived ``req_per_s``.
@@ -62,39 +81,42 @@ TASK = (
 
 #: The stage table (§9), then the step table (§10): fields of ``StageSummary``.
 STAGE = (
-    Column("mean_number", "number", "jobs"),
-    Column("utilization", "util", "fraction"),
-    Column("completed", "done", "jobs"),
-    Column("throughput", "thru", "jobs/s"),
-    Column("mean_wait", "wait", "s"),
-    Column("mean_service", "service", "s"),
-    Column("iterations", "iters", "iterations"),
-    Column("prefill_only", "prefill only", "fraction of time"),
-    Column("decode_only", "decode only", "fraction of time"),
-    Column("mixed", "mixed", "fraction of time"),
-    Column("mean_decodes", "decodes", "decoders"),
-    Column("mean_decode_batch", "decode batch", "decoders"),
-    Column("mean_decode_step", "decode step", "s"),
-    Column("mean_itl", "mean itl", "s"),
-    Column("itl_p50", "itl p50", "s"),
-    Column("itl_p99", "itl p99", "s"),
+    Column("mean_number", "number", "jobs", SUM),
+    Column("utilization", "util", "fraction", MEAN),
+    Column("completed", "done", "jobs", SUM),
+    Column("throughput", "thru", "jobs/s", SUM),
+    Column("mean_wait", "wait", "s", POOLED),
+    Column("mean_service", "service", "s", POOLED),
+    Column("iterations", "iters", "iterations", SUM),
+    Column("prefill_only", "prefill only", "fraction of time", MEAN),
+    Column("decode_only", "decode only", "fraction of time", MEAN),
+    Column("mixed", "mixed", "fraction of time", MEAN),
+    Column("mean_decodes", "decodes", "decoders", SUM),
+    Column("mean_decode_batch", "decode batch", "decoders", POOLED),
+    Column("mean_decode_step", "decode step", "s", POOLED),
+    Column("mean_itl", "mean itl", "s", POOLED),
+    Column("itl_p50", "itl p50", "s", POOLED),
+    Column("itl_p99", "itl p99", "s", POOLED),
 )
 
 #: The pool table (§11): fields of ``PoolSummary``.
 POOL = (
-    Column("mean_used", "used", "units"),
-    Column("mean_cached", "cached", "units"),
-    Column("mean_queue", "queue", "holds"),
-    Column("mean_holders", "holders", "sessions"),
-    Column("mean_wait", "wait", "s"),
-    Column("admissions", "admits", "holds"),
-    Column("evicted_entries", "evict(n)", "entries"),
-    Column("evicted_units", "evict(u)", "units"),
-    Column("preemptions", "preempt", "preemptions"),
-    Column("spills", "spill", "pieces"),
-    Column("rejected", "rej", "sessions"),
-    Column("stuck", "stuck", "sessions"),
+    Column("mean_used", "used", "units", SUM),
+    Column("mean_cached", "cached", "units", SUM),
+    Column("mean_queue", "queue", "holds", SUM),
+    Column("mean_holders", "holders", "sessions", SUM),
+    Column("mean_wait", "wait", "s", POOLED),
+    Column("admissions", "admits", "holds", SUM),
+    Column("evicted_entries", "evict(n)", "entries", SUM),
+    Column("evicted_units", "evict(u)", "units", SUM),
+    Column("preemptions", "preempt", "preemptions", SUM),
+    Column("spills", "spill", "pieces", SUM),
+    Column("rejected", "rej", "sessions", SUM),
+    Column("stuck", "stuck", "sessions", SUM),
 )
+
+#: A family total's one figure of its own (``pools.kv.members``: the members it adds up).
+MEMBERS = Column("members", "members", "members")
 
 #: The task section's counters (``tasks.open``, ``tasks.stuck``, ``tasks.count``).
 TASK_COUNTS = (
@@ -161,7 +183,7 @@ def describe(key: str) -> Figure:
         if c is not None:
             return Figure(key, f"tasks {c.column}", c.unit, False)
     if section in ("stages", "pools") and head:
-        c = _find(STAGE if section == "stages" else POOL, field)
+        c = _find(STAGE if section == "stages" else POOL, field) or (MEMBERS if field == "members" else None)
         if c is not None:
             return Figure(key, f"{section[:-1]} {head} {c.column}", c.unit, False)
     if section in ("observes", "gauges") and head and field:

@@ -277,7 +277,8 @@ def report_columns(program: Any) -> dict[str, None]:
     """Every figure a run of ``program`` (a loaded :class:`serq.ir.Program`) can
     put in a sweep's row, known before any run: the run's numbers, each
     observe's and client row's statistics, each gauge's, each stage and pool
-    member's row, and the task and replay sections when the program has them
+    member's row and each family's total (``pools.kv.preemptions`` and
+    ``pools.kv.members`` of ``pool kv[N]``), and the task and replay sections when the program has them
     (``replay.…`` as a prefix), in the order of a row (a dict as an ordered set)."""
     from dataclasses import fields
 
@@ -296,6 +297,8 @@ def report_columns(program: Any) -> dict[str, None]:
             for i in range(d.members):
                 label = row_label(d.name, i if d.size is not None else None)
                 out.update(dict.fromkeys(f"{kind}.{label}.{n}" for n in names))
+            if d.size is not None:  # the family's total (docs/report.md, "Families")
+                out.update(dict.fromkeys(f"{kind}.{d.name}.{n}" for n in ("members", *names)))
     if program.handles:
         out["tasks.count"] = None
         for row in ("time", "sessions", "depth"):

@@ -42,10 +42,12 @@ def flatten(report: Mapping[str, Any]) -> dict[str, Any]:
     """The report's §9.2 object as one flat mapping: nested objects join their
     keys with dots (``client.ttft.p99``, ``observes.hit.mean``); a list of
     stage or pool rows is keyed by each row's label (``pools.kvD[0].used``),
-    its ``name`` and ``index`` dropped.  Order: the report's.  The settling
-    verdict keeps ``settled`` (1 or 0; empty when not judged), the suggested warm-up and horizon, whether the
-    backlog grew without end and the reasons joined by ``; `` (its evidence
-    is in the report's JSON, not in a row)."""
+    its ``name`` and ``index`` dropped; a family's total (``totals.pools.kv``)
+    is keyed by the family's name in its section (``pools.kv.preemptions``),
+    as a plain pool's row is.  Order: the report's.  The settling verdict
+    keeps ``settled`` (1 or 0; empty when not judged), the suggested warm-up
+    and horizon, whether the backlog grew without end and the reasons joined
+    by ``; `` (its evidence is in the report's JSON, not in a row)."""
     out: dict[str, Any] = {}
     settling = report.get("settling")
     if settling is not None:
@@ -54,6 +56,9 @@ def flatten(report: Mapping[str, Any]) -> dict[str, Any]:
     def walk(prefix: str, value: Any) -> None:
         if isinstance(value, Mapping):
             for k, v in value.items():
+                if not prefix and k == "totals" and isinstance(v, Mapping):
+                    walk("", v)  # `totals.pools.kv.…` → `pools.kv.…`
+                    continue
                 walk(f"{prefix}.{k}" if prefix else str(k), v)
         elif isinstance(value, list):
             for i, item in enumerate(value):

@@ -10,7 +10,7 @@ from .session import Task
 from .settling import judge
 from .stages.shared import SharedStage
 from .stages.step import StepEngine
-from .stats import summarize
+from .stats import LogHistogram, summarize
 
 if TYPE_CHECKING:
     from .simulator import Simulator
@@ -99,6 +99,7 @@ def build_report(sim: "Simulator") -> Report:
                 evicted_entries=pool.cache.evicted_entries, evicted_units=pool.cache.evicted_units,
                 preemptions=pool.preemptions, spills=pool.spills, rejected=pool.rejected, stuck=pool.stuck,
             ))
+    stage_totals, pool_totals = _family_totals(sim, stages, pools, span)
     stage_warnings = [note for e in sim.engines for note in e.notes]
     stage_warnings += [w for w in map(_starved, sim.engines) if w is not None]
     tasks = _tasks(sim, samples)
@@ -111,6 +112,7 @@ def build_report(sim: "Simulator") -> Report:
         stage_warnings=stage_warnings, tasks=tasks, steps=steps, replay=sim.replay,
         gauges={} if sim.gauges is None else {g.name: g for g in sim.gauges.summaries(start, end)},
         timeline=None if sim.timeline is None else sim.timeline.finish(end),
+        stage_totals=stage_totals, pool_totals=pool_totals,
     )
 
 
@@ -124,6 +126,77 @@ def _settling(sim: "Simulator", observes: dict[str, Any], samples: dict[str, Any
     kind = sim.program.arrival.kind
     return judge(series=[(r[0], r[3]) for r in rows], series_name=name, backlog=sim.population.backlog,
                  warmup=sim.warmup, end=sim.env.now, horizon=sim.horizon, arrival_kind=kind)
+
+
+def _family_totals(sim: "Simulator", stages: list[StageSummary], pools: list[PoolSummary],
+                   span: float) -> tuple[dict[str, StageSummary], dict[str, PoolSummary]]:
+    """The total row of every family (``stage engine[N]``, ``pool kv[N]``, one
+    member included): each column combined from the members' as
+    :mod:`serq.units` says (docs/report.md, "Families") — summed, a plain
+    mean, or pooled over all the members' jobs, admissions, iterations and
+    gaps, which needs the simulator's own sums (a pool's wait is recorded at a
+    hold's first pool only, so its admissions are not its waits' count)."""
+    from ..units import MEAN, POOL, STAGE, SUM
+
+    p = sim.program
+    stage_totals: dict[str, StageSummary] = {}
+    rows = iter(stages)
+    for sdecl, members in zip(p.stages, sim.stages):
+        mine = [next(rows) for _ in members]
+        if sdecl.size is None:
+            continue
+        total = StageSummary(sdecl.name, None, **_combine(STAGE, mine, SUM, MEAN))
+        done = sum(st.completed for st in members)
+        total.mean_wait = _div(_add(st.wait_sum for st in members), done)
+        total.mean_service = _div(_add(st.service_sum for st in members), done)
+        engines = [st for st in members if isinstance(st, StepEngine)]
+        if engines:  # a family is one declaration: every member a step stage, or none
+            iters = sum(e.dec_iters for e in engines)
+            total.mean_decode_batch = _div(_add(e.dec_sum for e in engines), iters)
+            total.mean_decode_step = _div(_add(e.dec_cost for e in engines), iters)
+            itl = LogHistogram.merged(e.itl for e in engines)
+            total.mean_itl = itl.mean
+            total.itl_p50 = itl.quantile(0.5)
+            total.itl_p99 = itl.quantile(0.99)
+        stage_totals[sdecl.name] = total
+    pool_totals: dict[str, PoolSummary] = {}
+    prows = iter(pools)
+    for pdecl, pool_members in zip(p.pools, sim.pools):
+        pmine = [next(prows) for _ in pool_members]
+        if pdecl.size is None:
+            continue
+        ptotal = PoolSummary(pdecl.name, None, **_combine(POOL, pmine, SUM, MEAN))
+        ptotal.mean_wait = _div(_add(m.wait_sum for m in pool_members), sum(m.wait_count for m in pool_members))
+        pool_totals[pdecl.name] = ptotal
+    return stage_totals, pool_totals
+
+
+def _add(values: Any) -> float:
+    """The correctly rounded sum of ``values`` (whatever their order); ``inf``
+    where it overflows, ``NaN`` for ``inf − inf``, where :func:`math.fsum` raises."""
+    xs = [float(v) for v in values]
+    try:
+        return math.fsum(xs)
+    except (OverflowError, ValueError):
+        return sum(xs)
+
+
+def _combine(columns: Any, rows: list[Any], sum_rule: str, mean_rule: str) -> dict[str, Any]:
+    """The summed and averaged columns of a family's total from its member
+    ``rows`` (``None`` where the members have none: a stage that is not a step
+    stage); the pooled ones are NaN here, for the caller to compute."""
+    out: dict[str, Any] = {}
+    for c in columns:
+        values = [getattr(r, c.key) for r in rows]
+        if any(v is None for v in values):
+            out[c.key] = None
+        elif c.total == sum_rule:
+            out[c.key] = sum(values) if all(isinstance(v, int) for v in values) else _add(values)
+        elif c.total == mean_rule:
+            out[c.key] = _add(values) / len(values)
+        else:
+            out[c.key] = NAN
+    return out
 
 
 def _tasks(sim: "Simulator", samples: dict[str, Any]) -> TaskSummary | None:
