@@ -646,9 +646,25 @@ class Report:
             for p in self.pools
             if p.stuck > 0
         ]
-        if self.settling is not None:
-            out += ["", self.settling.line()]
+        if self.settling is not None:  # a run's report (not one built by hand, as the seed's excerpt)
+            out += ["", self.units_line(), self.settling.line()]
         return "\n".join(out)
+
+    def units_line(self) -> str:
+        """The units of the tables the text shows (docs/report.md; ``serq.units``): the
+        seed's headers stay as the seed prints them, and this line says what they are in."""
+        parts = []
+        if self.client_rows():
+            parts.append("client ttft, response in s, tpot in s a token"
+                         + (", goodput a share of turns" if "goodput" in self.client else ""))
+        if self.stages:
+            parts.append("stage number in jobs, thru in jobs/s, wait, service in s")
+        if any(st.iterations > 0 for st in self.stages):
+            parts.append("step decode step, itl in s")
+        if self.pools:
+            parts.append("pool used, cached, evict(u) in the pool's units (KV tokens), queue, holders in holds, "
+                         "wait in s")
+        return "units: " + ("; ".join(parts) if parts else "observes in their own units")
 
     def __str__(self) -> str:
         return self.text()

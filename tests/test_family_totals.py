@@ -154,7 +154,8 @@ def test_a_pooled_pool_wait_counts_the_waits_recorded_not_the_admissions(tmp_pat
 
 def test_the_text_has_a_total_row_after_a_family_of_two_only(tmp_path: Path) -> None:
     two = run_text(tmp_path, POOLS).text().split("\n")
-    labels = [line.split(" ")[0] for line in two[two.index(next(x for x in two if x.startswith("pool "))) + 2:]]
+    start = two.index(next(x for x in two if x.startswith("pool "))) + 2
+    labels = [line.split(" ")[0] for line in two[start:two.index("", start)]]  # (the units and settled lines follow)
     assert labels == ["q[0]", "q[1]", "q[*]", "m[0]", "m[1]", "m[*]", "plain"]
     row = next(x for x in two if x.startswith("q[*]"))
     assert row == "q[*]    1.2     0.0  0.143    1.163  0.1364      11         0         0        0      0    0      0"
