@@ -510,6 +510,10 @@ def sweep(
     resume: bool = False,
     backend: str = "local",
     address: str | None = None,
+    goodput: str | None = None,
+    precision: float | None = None,
+    precision_on: str | None = None,
+    max_horizon: float | None = None,
 ) -> SweepResult:
     """Run ``program`` at every point of ``grid`` (``let`` name → values) ×
     ``policies``/``engines`` (step stage → policy names / ``pkg.mod:Class``
@@ -519,8 +523,11 @@ def sweep(
     Returns a :class:`SweepResult`; raises :class:`SerqError` for bad input or
     a failed run, :class:`SweepInterrupted` on Ctrl-C (``out`` then holds the
     finished runs).  ``horizon``, ``warmup``, ``arrivals``, ``trace`` and
-    ``max_live`` apply to every run, as in :func:`serq.run`."""
+    ``max_live`` apply to every run, as in :func:`serq.run`, and so do
+    ``goodput``, ``precision``, ``precision_on`` and ``max_horizon``: each run
+    lengthens itself to the precision asked (its row says the horizon reached)."""
     axes = grid_axes(grid or {}) + class_axes("policy", policies or {}) + class_axes("engine", engines or {})
     plan = make_plan(program, axes, list(seeds), horizon=horizon, warmup=warmup, arrivals=arrivals, trace=trace,
-                     max_live=max_live)
+                     max_live=max_live, goodput=goodput, precision=precision, precision_on=precision_on,
+                     max_horizon=max_horizon)
     return run_plan(plan, jobs=jobs, backend=backend, address=address, out=out, resume=resume)
