@@ -430,6 +430,7 @@ def compare(
     csv_: bool = typer.Option(False, "--csv", help="Print the comparison as CSV: key, a, b, diff, half_width, n."),
     backend: str = BackendOpt,
     address: Optional[str] = AddressOpt,
+    goodput: Optional[str] = GoodputOpt,
 ) -> None:
     """Run two programs on the same seeds; print B − A per figure, paired by seed, with 95 % intervals."""
     from .experiments.compare import CompareOptions, compare_command
@@ -438,7 +439,7 @@ def compare(
     try:
         opts = CompareOptions(file_a, file_b, parse_sets(set_), parse_sets(set_a), parse_sets(set_b), seeds,
                               horizon, warmup, arrivals, trace, max_live, jobs, backend, address, quiet,
-                              [f for s in show or [] for f in s.split(",") if f], json_, csv_)
+                              [f for s in show or [] for f in s.split(",") if f], json_, csv_, goodput)
         code = compare_command(opts, lambda text: _emit(text, "the comparison"), lambda line: typer.echo(line, err=True))
     except SerqError as err:
         raise _fail(err, None) from None

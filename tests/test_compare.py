@@ -14,7 +14,7 @@ import pytest
 from bounds import EVENTS
 
 import serq
-from frontend_util import cli_main
+from frontend_util import cli_main, cli_streams
 
 from serq.experiments.compare import compare_rows, split_sets
 from serq.experiments.stats import t_quantile
@@ -31,8 +31,8 @@ def _bounded(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _json(*args: str) -> dict:
-    code, text = cli_main("compare", *args, "--json")
-    assert code == 0, text
+    code, text, err = cli_streams("compare", *args, "--json")
+    assert code == 0, text + err
     return json.loads(text)
 
 
@@ -52,8 +52,8 @@ def test_compare_gives_the_sweeps_paired_differences_bit_for_bit(tmp_path: Path)
     shown = ["observes.response.mean", "observes.wait.p99", "events"]
     a, b = _copy_with(tmp_path, "lam", "let lam = 0.5"), _copy_with(tmp_path, "lam", "let lam = 0.7")
     got = _json(a, b, "--seeds", "1-3", *RUN, *(x for f in shown for x in ("--show", f)))
-    code, text = cli_main("sweep", MG1, "--set", "lam=0.5,0.7", "--seeds", "1-3", *RUN, "--show", ",".join(shown),
-                          "--baseline", "lam=0.5", "--json")
+    code, text, _ = cli_streams("sweep", MG1, "--set", "lam=0.5,0.7", "--seeds", "1-3", *RUN, "--show",
+                                ",".join(shown), "--baseline", "lam=0.5", "--json")
     assert code == 0, text
     sweep = json.loads(text)
     (diff,) = sweep["paired"]["points"]
@@ -86,7 +86,7 @@ def test_a_program_against_itself_differs_by_exactly_zero() -> None:
 
 def test_the_json_has_a_row_per_figure_with_both_means_and_the_difference() -> None:
     data = _json(MG1, MG1, "--set-b", "law=0", "--seeds", "1,5", *RUN, "--show", "observes.service.mean")
-    assert list(data) == ["a", "b", "seeds", "rows"]
+    assert list(data) == ["a", "b", "seeds", "settled", "rows"]
     assert data["seeds"] == [1, 5] and data["b"] == f"{MG1} (law=0)"
     (row,) = data["rows"]
     assert list(row) == ["key", "a", "b", "diff", "half_width", "n"]
@@ -224,3 +224,13 @@ def test_a_figure_one_programs_runs_lack_is_an_error_naming_that_program() -> No
     assert info.value.helps == ["the figures are the keys of `serq run --json`, joined with dots (client.ttft.p99)"]
     assert compare_rows(rows_a, rows_b, ["x"]).to_dict()["rows"] == [
         {"key": "x", "a": 1.0, "b": 2.0, "diff": 1.0, "half_width": None, "n": 1}]  # one seed: no interval
+
+
+def test_the_comparison_says_how_many_runs_of_each_program_settled(tmp_path: Path) -> None:
+    # load 0.5 settles in 20 000 s; load 1.2 never does (its queue grows by 0.2 a second)
+    a, b = _copy_with(tmp_path, "lam", "let lam = 0.5"), _copy_with(tmp_path, "lam", "let lam = 1.2")
+    code, out, err = cli_streams("compare", a, b, "--seeds", "1-2", "--horizon", "20000", "--warmup", "1000",
+                                 "--quiet", "--json")
+    assert code == 0, err
+    assert json.loads(out)["settled"] == {"a": "2/2", "b": "0/2"}
+    assert err.startswith(f"warning: {b} did not settle on seed 1, 2: its figures describe a run still moving")

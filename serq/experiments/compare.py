@@ -55,6 +55,7 @@ class CompareOptions:
     show: list[str] = field(default_factory=list)
     json: bool = False
     csv: bool = False
+    goodput: str | None = None
 
 
 @dataclass
@@ -70,15 +71,18 @@ class Comparison:
     means_a: dict[str, Interval]
     means_b: dict[str, Interval]
     diffs: dict[str, Interval]
+    #: each program's runs that settled out of those judged (``"3/3"``; ``"-"``: none judged)
+    settled: tuple[str, str] = ("-", "-")
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"a": …, "b": …, "seeds": […], "rows": [{key, a, b, diff, half_width, n}]}``;
+        """``{"a": …, "b": …, "seeds": […], "settled": {a, b}, "rows": [{key, a, b, diff, half_width, n}]}``;
         a number that does not exist (no value, one seed's half-width) is ``null``."""
         fin = lambda x: x if math.isfinite(x) else None  # noqa: E731
         rows = [{"key": f, "a": fin(self.means_a[f].mean), "b": fin(self.means_b[f].mean),
                  "diff": fin(self.diffs[f].mean), "half_width": fin(self.diffs[f].half), "n": self.diffs[f].n}
                 for f in self.figures]
-        return {"a": self.a, "b": self.b, "seeds": list(self.seeds), "rows": rows}
+        return {"a": self.a, "b": self.b, "seeds": list(self.seeds),
+                "settled": {"a": self.settled[0], "b": self.settled[1]}, "rows": rows}
 
     def text(self) -> str:
         """Who A and B are, then a table: the figure with its unit, A's and B's
@@ -92,7 +96,8 @@ class Comparison:
         for f in self.figures:
             a, b, d = self.means_a[f], self.means_b[f], self.diffs[f]
             rows.append([describe(f).header, _mean(a), _mean(b), _delta(d), str(d.n)])
-        head = (f"A = {self.a}\nB = {self.b}\n"
+        said = [f" (settled {s})" if s != "-" else "" for s in self.settled]  # the runs that settled, of those judged
+        head = (f"A = {self.a}{said[0]}\nB = {self.b}{said[1]}\n"
                 f"paired differences B − A on {len(self.seeds)} common seed{'s' if len(self.seeds) != 1 else ''} "
                 "(mean ± 95 % half-width; * the interval excludes 0)")
         table = tabulate(rows, headers=["figure", "A", "B", "B − A", "n"], disable_numparse=True,
@@ -213,7 +218,7 @@ def compare_command(opts: CompareOptions, emit: Callable[[str], None], warn: Cal
                              sets_b=opts.sets_b, show=opts.show or None, horizon=opts.horizon, warmup=opts.warmup,
                              arrivals=opts.arrivals, trace=opts.trace, max_live=opts.max_live, jobs=opts.jobs,
                              backend=opts.backend, address=opts.address, names=(opts.a, opts.b), warn=warn,
-                             on_start=progress.start, on_row=progress.advance)
+                             on_start=progress.start, on_row=progress.advance, goodput=opts.goodput)
     except SweepInterrupted:
         warn("interrupted: no comparison was printed")
         return EXIT_INTERRUPTED
@@ -253,6 +258,7 @@ def compare(
     warn: Callable[[str], None] | None = None,
     on_start: Callable[[int, int], None] | None = None,
     on_row: Callable[[dict[str, Any]], None] | None = None,
+    goodput: str | None = None,
 ) -> Comparison:
     """Run programs ``a`` and ``b`` (paths, program text or loaded programs
     with a path) on the same ``seeds`` and compare them (:class:`Comparison`).
@@ -282,7 +288,7 @@ def compare(
         axes = [Axis(n, (number_or_text(expr),), "set", n) for n, expr in pairs]
         try:
             plans.append(make_plan(source, axes, seeds, horizon=horizon, warmup=warmup, arrivals=arrivals,
-                                   trace=trace, max_live=max_live))
+                                   trace=trace, max_live=max_live, goodput=goodput))
         except SerqError as err:  # a --set value one program refuses: say which
             if err.span is None and not err.prefix:
                 err.message = f"{_label(name, [])}: {err.message}"
@@ -309,7 +315,13 @@ def compare(
                 results.append(run_plan(plan, runner=runner, on_row=on_row, on_start=start))
             except SweepRunError as err:
                 raise SerqError(f"{label}: {err.message}", helps=err.helps, notes=err.notes) from None
-    return compare_rows(results[0].rows, results[1].rows, show, labels, seeds)
+    out = compare_rows(results[0].rows, results[1].rows, show, labels, seeds)
+    for label, result in zip(labels, results):  # a transient compared is no answer: say so
+        seeds_out = [r["seed"] for r in result.rows if r.get("settled") == 0]
+        if seeds_out and warn is not None:
+            warn(f"warning: {label} did not settle on seed {', '.join(map(str, seeds_out))}: its figures describe "
+                 "a run still moving (docs/report.md, \"Did the run settle?\")")
+    return out
 
 
 def _name(program: Any) -> str:
@@ -352,5 +364,6 @@ def compare_rows(rows_a: Sequence[dict[str, Any]], rows_b: Sequence[dict[str, An
     empty = {f: Interval(math.nan, math.nan, 0) for f in figures}
     if seeds is None:
         seeds = [r["seed"] for r in rows_a]
+    settled = {values[PROGRAM]: values.get("settled", "-") for values, _ in means.points}
     return Comparison(labels[0], labels[1], list(seeds), figures, by.get("A", empty), by.get("B", empty),
-                      diffs[0][1] if diffs else empty)
+                      diffs[0][1] if diffs else empty, (settled.get("A", "-"), settled.get("B", "-")))
