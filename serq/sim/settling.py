@@ -71,17 +71,21 @@ class WindowSeries:
     width doubles, so memory stays bounded whatever the horizon.  ``set`` is
     called when the signal changes (a session starts or ends)."""
 
-    __slots__ = ("width", "areas", "value", "last")
+    __slots__ = ("width", "areas", "value", "last", "edge")
 
     def __init__(self, width: float) -> None:
         self.width = width
         self.areas: list[float] = [0.0]
         self.value = 0.0
         self.last = 0.0
+        self.edge = width  # the end of the current window
 
     def set(self, now: float, value: float) -> None:
-        """The signal is ``value`` from ``now`` on."""
-        if now > self.last:
+        """The signal is ``value`` from ``now`` on (called at every session's start and end: kept short)."""
+        if now < self.edge:
+            self.areas[-1] += self.value * (now - self.last)
+            self.last = now
+        else:
             self._advance(now)
         self.value = value
 
@@ -103,6 +107,7 @@ class WindowSeries:
                 k = len(areas)
             areas.append(0.0)
         self.last = now
+        self.edge = len(self.areas) * self.width
 
     def _merge(self) -> None:
         a = self.areas
