@@ -358,7 +358,7 @@ def sweep(
                                        "once the runs left would take over a second)."),
     out: Optional[str] = typer.Option(None, metavar="FILE", help="Rows to FILE.jsonl or FILE.csv, as runs end."),
     resume: bool = typer.Option(False, "--resume", help="Skip the runs --out already holds."),
-    quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
+    quiet: bool = typer.Option(False, "--quiet", help="No progress bar, no search steps on stderr."),
     show: Optional[List[str]] = typer.Option(None, metavar="FIGURE", help="A figure for the summary (repeatable)."),
     json_: bool = typer.Option(False, "--json", help="Print the summary (or the search) as JSON."),
     csv_: bool = typer.Option(False, "--csv", help="Print the summary as CSV: a row per point, each figure's "

@@ -9,12 +9,12 @@ capacity search, shows progress on stderr and prints the summary; errors are
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from ..errors import UsageError
 from ..report import _encode, shortest
-from .grid import Axis, parse_baseline, parse_class_axis, parse_seeds, parse_set_axis, parse_slo
+from .grid import Axis, parse_baseline, parse_class_axis, parse_seeds, parse_set_axis, parse_slo, value_text
 from .summary import check_show, summary_csv
 from .sweep import SweepInterrupted, SweepRunError, class_axes, make_plan, run_plan
 
@@ -167,7 +167,6 @@ def sweep_command(opts: SweepOptions, emit: Callable[[str], None], warn: Callabl
     if opts.baseline is not None:
         if opts.search is not None:
             raise UsageError("--baseline goes with a sweep, not with --find-max or --find-min")
-        parse_baseline(opts.baseline, axes)  # a bad one is an error before any run
     seeds = parse_seeds(opts.seeds)
     slos = [parse_slo(s) for s in opts.slo]
     if opts.out is not None:
@@ -198,6 +197,7 @@ def sweep_command(opts: SweepOptions, emit: Callable[[str], None], warn: Callabl
                 return _find(opts, axes, seeds, slos, plan_options, run_options, emit, warn)
             plan = make_plan(opts.file, axes, seeds, **plan_options)  # type: ignore[arg-type]
             check_show(opts.show, plan.figures, plan.columns)  # a misspelt figure before the runs
+            baseline = _shown_baseline(opts.baseline, plan) if opts.baseline is not None else None  # before any run
             result = run_plan(plan, **run_options)
     except SweepInterrupted as stop:
         warn(_interrupted(stop))
@@ -209,7 +209,7 @@ def sweep_command(opts: SweepOptions, emit: Callable[[str], None], warn: Callabl
     if opts.resume and result.skipped and not opts.quiet:
         warn(f"resumed: {result.skipped} run(s) were already in {opts.out}")
     summary = result.summary(opts.show or None)
-    pairs = result.paired(opts.baseline, opts.show or None) if opts.baseline is not None else None
+    pairs = result.paired(baseline, opts.show or None) if baseline is not None else None
     if opts.json:
         data = summary.to_dict()
         if pairs is not None:
@@ -220,6 +220,24 @@ def sweep_command(opts: SweepOptions, emit: Callable[[str], None], warn: Callabl
     else:
         emit(summary.text() if pairs is None else summary.text() + "\n\n" + pairs.text())
     return 0
+
+
+def _shown_baseline(spec: str, plan: Any) -> str:
+    """``--baseline`` as the rows show its value: ``BwD=BwP`` → ``BwD=200000``
+    when ``BwP`` is an expression the plan replaced by its value (a value an
+    expression gives differently at different points is a usage error)."""
+    try:
+        axis, value = parse_baseline(spec, plan.axes)
+    except UsageError:  # a value as the rows show it, or an error that lists those
+        parse_baseline(spec, [replace(a, values=tuple(dict.fromkeys(p[i] for p in plan.points)))
+                              for i, a in enumerate(plan.axes)])
+        return spec
+    i = plan.columns.index(axis)
+    shown = list(dict.fromkeys(value_text(p[i]) for p, g in zip(plan.points, plan.given) if g[i] == value))
+    if len(shown) > 1:
+        raise UsageError(f"--baseline `{spec}`: `{value_text(value)}` gives {axis} the values {', '.join(shown)} "
+                         "at different points", helps=[f"name one of them: --baseline {axis}={shown[0]}"])
+    return spec if shown == [value_text(value)] else f"{axis}={shown[0]}"
 
 
 def _precision_figure(slos: list[Any]) -> str | None:
@@ -247,7 +265,8 @@ def _find(opts: SweepOptions, axes: list[Axis], seeds: list[int], slos: list[Any
 
     assert opts.search is not None
     name, goal = opts.search
-    show = (lambda entry: None) if opts.json else (lambda entry: emit(describe(entry, name)))
+    # each step on stderr as it ends (a terminal or not, with --json too): stdout keeps the answer alone
+    show = (lambda entry: None) if opts.quiet else (lambda entry: warn(describe(entry, name)))
     result = search(opts.file, axes, name, slos, seeds, goal=goal, on=opts.slo_on, tol=opts.tol,
                     run_options=run_options, plan_options=plan_options, on_step=show)
     if opts.json:

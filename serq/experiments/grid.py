@@ -7,7 +7,8 @@
   it.  (A value is then the float nearest that decimal, printed in shortest
   form.)  ``NAME=START:STOP`` (no step) is the interval ``--find-max`` bisects.
 * ``NAME=A,B,C`` — a list; ``NAME=A`` — one value.  A list item is a number or
-  any expression a ``let`` accepts (``--set B=2*K``), passed to the program as
+  any expression a ``let`` accepts (``--set B=2*K``); the rows and the summary
+  show the value the constant took (:func:`shown_value`), a choice's name as
   written.
 * Seeds: ``1-10``, ``1,3,5``, ``7``, or a mix (``1-3,9``); unsigned integers,
   each once.
@@ -25,7 +26,7 @@ import operator
 import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from ..errors import UsageError, suggest
 from ..report import shortest
@@ -70,6 +71,24 @@ def value_text(value: Any) -> str:
     if isinstance(value, (int, float)):
         return shortest(value)
     return str(value)
+
+
+def shown_value(axis: Axis, value: Any, constants: Mapping[str, float]) -> Any:
+    """What a point's rows hold in ``axis``'s column: the value as given, but
+    for a ``--set`` item that is an expression, the value its constant took in
+    the loaded program (``constants``): ``--set BwD=BwP`` shows 200000, not
+    ``BwP`` (issue 39).  A bare name that is no ``let`` — a choice's name
+    (``--set router=affinity``) or ``inf`` — stays as written, as does a value
+    that is not finite (a JSON row has no number for it)."""
+    if axis.kind != "set" or not isinstance(value, str):
+        return value
+    text = value.strip()
+    if _NAME.match(text) and text not in constants:
+        return value
+    folded = constants.get(axis.target)
+    if folded is None or not math.isfinite(folded):
+        return value
+    return folded
 
 
 def _decimal(text: str, what: str, spec: str) -> Decimal:

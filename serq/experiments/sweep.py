@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from ..errors import SerqError, UsageError, suggest
 from ..sim.engines import check_stages
 from ..report import row_label, shortest
-from .grid import MAX_POINTS, Axis, number_or_text, value_text
+from .grid import MAX_POINTS, Axis, number_or_text, shown_value, value_text
 from .summary import Paired, Summary, paired, report_columns, summarize
 
 
@@ -144,7 +144,10 @@ class Plan:
     arrivals: int | None = None
     trace: str | None = None
     max_live: int | None = None
+    #: the points as their rows show them (an expression's value: :func:`~.grid.shown_value`)
     points: list[tuple[Any, ...]] = field(default_factory=list)
+    #: the same points as the axes give them (``BwP`` where ``points`` has 200000)
+    given: list[tuple[Any, ...]] = field(default_factory=list)
     #: per point: the horizon and warm-up its runs use (for matching rows on resume)
     settings: list[tuple[float, float]] = field(default_factory=list)
     #: every figure a run of some point can have (``summary.report_columns``), known before the runs
@@ -273,13 +276,24 @@ def make_plan(
     if goodput is not None:
         plan.figures.update((f"client.goodput.{k}", None) for k in ("count", "mean", "ci", "cv2", "p50", "p90",
                                                                      "p95", "p99"))
+    given: dict[tuple[str, ...], tuple[Any, ...]] = {}
     for values in itertools.product(*(a.values for a in axes)):
         sets = [(a.target, value_text(v)) for a, v in zip(axes, values) if a.kind == "set"]
         loaded = api.load(ref[1], sets=sets, trace=trace) if sets else base
         if loaded is not base:  # (a `--set` may size an array: each point's rows)
             plan.figures.update(report_columns(loaded))
         h, w = loaded.run.window(horizon, warmup)
-        plan.points.append(tuple(values))
+        # the point as its rows show it (an expression's value); its runs get that value too
+        shown = tuple(shown_value(a, v, loaded.constants) for a, v in zip(axes, values))
+        key = tuple(value_text(v) for v in shown)
+        if key in given:
+            def show(point: Sequence[Any]) -> str:
+                return ", ".join(f"{a.name}={value_text(v)}" for a, v in zip(axes, point))
+            raise UsageError(f"the grid has the point `{show(key)}` twice: `{show(given[key])}` and "
+                             f"`{show(values)}` give it", helps=["list each value once"])
+        given[key] = values
+        plan.points.append(shown)
+        plan.given.append(tuple(values))
         plan.settings.append((float(h), float(w)))
     return plan
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
+from unittest import mock
 
 import pytest
-from frontend_util import cli_main
+from frontend_util import cli_main, cli_streams
 from test_sweep_search import search_writes_every_point_and_resumes
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,12 +44,12 @@ def replicas(tmp_path: Path) -> str:
 
 
 def test_find_min_finds_the_fewest_replicas(replicas: str) -> None:
-    code, out = cli_main("sweep", replicas, "--set", "N=1:16", "--find-min", "N", "--slo",
-                         "observes.response.mean<=2.2", "--slo-on", "mean", "--seeds", "1-2", "--quiet")
-    assert code == 0, out
-    lines = out.strip().splitlines()
-    assert lines[-1] == "N = 6"
-    steps = [line for line in lines[:-1] if "bracket [" in line]
+    code, out, err = cli_streams("sweep", replicas, "--set", "N=1:16", "--find-min", "N", "--slo",
+                                 "observes.response.mean<=2.2", "--slo-on", "mean", "--seeds", "1-2")
+    assert code == 0, out + err
+    assert out == "N = 6\n"  # standard output has the answer alone; the steps are on standard error
+    steps = err.splitlines()
+    assert all("bracket [" in line for line in steps)
     assert steps[0] == ("N = 1 fails the SLOs; bracket [1, 16] (not settled on seed 1, 2: its backlog grows "
                         "without end, no horizon settles it)")  # load 3 on one server
     assert steps[1] == "N = 16 meets the SLOs; bracket [1, 16]"
@@ -58,11 +60,14 @@ def test_find_min_finds_the_fewest_replicas(replicas: str) -> None:
 
 
 def test_find_min_in_json_and_when_even_the_top_fails(replicas: str) -> None:
-    code, out = cli_main("sweep", replicas, "--set", "N=5:8", "--find-min", "N", "--slo",
-                         "observes.response.mean<=2.2", "--slo-on", "mean", "--seeds", "1", "--quiet", "--json")
-    assert code == 0, out
+    code, out, err = cli_streams("sweep", replicas, "--set", "N=5:8", "--find-min", "N", "--slo",
+                                 "observes.response.mean<=2.2", "--slo-on", "mean", "--seeds", "1", "--json")
+    assert code == 0, out + err
     doc = json.loads(out)
     assert doc["goal"] == "min" and doc["value"] == 6.0 and doc["bracket"] == [5.0, 6.0]
+    # N = 5 fails (mean 2.5), 8 meets (1.6), then 6 meets (2.0): each step on stderr, with --json too
+    assert err.splitlines() == ["N = 5 fails the SLOs; bracket [5, 8]", "N = 8 meets the SLOs; bracket [5, 8]",
+                                "N = 6 meets the SLOs; bracket [5, 6]"]
     code, out = cli_main("sweep", replicas, "--set", "N=3:5", "--find-min", "N", "--slo",
                          "observes.response.mean<=2.2", "--seeds", "1", "--quiet")
     assert code == 1
@@ -70,9 +75,32 @@ def test_find_min_in_json_and_when_even_the_top_fails(replicas: str) -> None:
 
 
 def test_find_min_answers_the_bottom_when_it_meets_the_slo(replicas: str) -> None:
-    code, out = cli_main("sweep", replicas, "--set", "N=8:12", "--find-min", "N", "--slo",
-                         "observes.response.mean<=2.2", "--seeds", "1", "--quiet")
-    assert code == 0 and out.strip().splitlines() == ["N = 8 meets the SLOs; bracket [8, 8]", "N = 8"]
+    argv = ("sweep", replicas, "--set", "N=8:12", "--find-min", "N", "--slo", "observes.response.mean<=2.2",
+            "--seeds", "1")
+    assert cli_streams(*argv) == (0, "N = 8\n", "N = 8 meets the SLOs; bracket [8, 8]\n")
+    assert cli_streams(*argv, "--quiet") == (0, "N = 8\n", "")  # --quiet silences the steps
+
+
+def test_each_step_is_told_as_it_ends(replicas: str) -> None:
+    # the search evaluates N = 5, 8, 6 (the test above): when the k-th step line
+    # is written, k evaluations have run, not all three
+    from serq.experiments import command, search
+
+    ran: list[int] = []
+    told: list[tuple[int, str]] = []
+    real = search.run_plan
+
+    def counted(plan: Any, **kw: Any) -> Any:
+        ran.append(len(ran))
+        return real(plan, **kw)
+
+    opts = command.SweepOptions(replicas, sets=["N=5:8"], find_min="N", slo=["observes.response.mean<=2.2"],
+                                slo_on="mean", json=True)
+    printed: list[str] = []
+    with mock.patch.object(search, "run_plan", counted):
+        assert command.sweep_command(opts, printed.append, lambda line: told.append((len(ran), line))) == 0
+    assert [k for k, _ in told] == [1, 2, 3]
+    assert len(printed) == 1 and json.loads(printed[0])["value"] == 6.0
 
 
 @pytest.mark.parametrize("argv, message", [

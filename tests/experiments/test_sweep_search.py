@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from frontend_util import cli_main
+from frontend_util import cli_main, cli_streams
 
 from serq.experiments.grid import Slo
 from serq.experiments.search import _midpoint, meets
@@ -44,16 +44,17 @@ def test_find_max_on_m_m_1_finds_mu_minus_one_over_r(mm1: str, tmp_path: Path) -
     # of 4 seeds is within ±0.03 (one s.e.); dR/dlam = 1/(mu-lam)^2 = 4 there,
     # so lam moves by 0.03/4 = 0.0074 per s.e.  4 s.e. plus the bisection's
     # tolerance (0.01): |lam - 0.5| <= 0.04.
-    code, out = cli_main("sweep", mm1, "--set", "lam=0.1:0.9", "--find-max", "lam", "--slo",
-                         "observes.response.mean<=2", "--slo-on", "mean", "--seeds", "1-4", "--tol", "0.01",
-                         "--jobs", "2", "--quiet")
-    assert code == 0, out
+    code, out, err = cli_streams("sweep", mm1, "--set", "lam=0.1:0.9", "--find-max", "lam", "--slo",
+                                 "observes.response.mean<=2", "--slo-on", "mean", "--seeds", "1-4", "--tol", "0.01",
+                                 "--jobs", "2")
+    assert code == 0, out + err
     lines = out.strip().splitlines()
-    assert lines[-1].startswith("lam = ")
-    found = float(lines[-1].split("=")[1])
+    assert len(lines) == 1 and lines[0].startswith("lam = ")  # the answer alone on standard output
+    found = float(lines[0].split("=")[1])
     assert abs(found - 0.5) <= 0.04
-    # a bracket line per evaluation, narrowing to the tolerance
-    steps = [line for line in lines[:-1] if "bracket [" in line]
+    # a bracket line per evaluation on standard error, narrowing to the tolerance
+    steps = err.splitlines()
+    assert all("bracket [" in line for line in steps)
     assert steps[0].startswith("lam = 0.9 fails the SLOs; bracket [0.1, 0.9]")  # (it may not settle either)
     assert steps[1] == "lam = 0.1 meets the SLOs; bracket [0.1, 0.9]"
     lo, hi = (float(x) for x in steps[-1].split("[")[1].rstrip("]").split(", "))
