@@ -388,8 +388,9 @@ class Settling:
     settle?"; computed by :mod:`serq.sim.settling`).  ``settled`` is ``None``
     for a run that is not judged (``batch`` arrivals); ``reasons`` say why it
     did not settle; ``warmup`` is the suggested warm-up (MSER-5), ``horizon``
-    the suggested horizon (NaN when settled, ``inf`` when the backlog grows
-    without end: no horizon settles an overloaded system); ``evidence`` holds
+    the suggested horizon (NaN when settled; four times the run when the
+    backlog grew all through it, an overload or a queue still filling:
+    ``evidence["overloaded"]``); ``evidence`` holds
     the statistics behind the verdict."""
 
     settled: bool | None
@@ -409,8 +410,10 @@ class Settling:
 
     def advice(self) -> str:
         """What would settle it: a longer horizon, or nothing (overload)."""
-        if self.horizon == INF:
-            return "the load exceeds what the system serves, and no horizon settles it"
+        if self.evidence.get("overloaded"):
+            return (f"the backlog grew all through the run, as it does when the load exceeds what the system "
+                    f"serves; try --horizon {shortest(self.horizon)} to tell a queue still filling from one that "
+                    "never stops")
         return f"try --warmup {shortest(self.warmup)} --horizon {shortest(self.horizon)}"
 
     def to_dict(self) -> dict[str, Any]:

@@ -77,13 +77,11 @@ def unsettled(rows: Sequence[dict[str, Any]]) -> list[Any]:
 
 
 def horizon_advice(rows: Sequence[dict[str, Any]]) -> float | None:
-    """The longest horizon the unsettled runs of ``rows`` suggest; ``inf``
-    when one's backlog grew without end (no horizon settles it); None if all settled."""
+    """The longest horizon the unsettled runs of ``rows`` suggest (NaN when
+    none says); None if all settled."""
     bad = [r for r in rows if r.get("settled") == 0]
     if not bad:
         return None
-    if any(r.get("settling.overloaded") for r in bad):
-        return math.inf
     return max((float(r["settling.horizon"]) for r in bad if r.get("settling.horizon") is not None),
                default=math.nan)
 
@@ -190,7 +188,7 @@ def search(
             advice = horizon_advice(last)
             entry["unsettled"] = seeds_out
             entry["horizon"] = None if advice is None or not math.isfinite(advice) else advice
-            entry["overloaded"] = advice == math.inf
+            entry["overloaded"] = any(r.get("settling.overloaded") for r in last if r.get("settled") == 0)
         result.steps.append(entry)
         if on_step is not None:
             on_step(entry)
@@ -261,7 +259,9 @@ def describe(entry: dict[str, Any], name: str) -> str:
     if entry.get("unsettled"):
         seeds = ", ".join(str(s) for s in entry["unsettled"])
         if entry.get("overloaded"):
-            why = "its backlog grows without end, no horizon settles it"
+            why = "its backlog grew all through the run, an overload or a queue still filling"
+            if entry.get("horizon") is not None:
+                why += f": a horizon of {shortest(entry['horizon'])} would tell"
         elif entry.get("horizon") is not None:
             why = f"a horizon of {shortest(entry['horizon'])} would"
         else:

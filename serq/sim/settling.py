@@ -307,8 +307,8 @@ def judge(*, series: Sequence[tuple[float, float]], series_name: str, backlog: W
         reasons = []
     if settled:
         advice = math.nan
-    elif overloaded:
-        advice = math.inf  # the load exceeds what the system serves: no horizon settles it
+    elif overloaded:  # growing all through: an overload, or a queue still filling; four times longer tells
+        advice = _round(4.0 * end)
     else:
         advice = _round(max(2.0 * end, suggested + 2.0 * measured, 5.0 * suggested))
     evidence["overloaded"] = overloaded
