@@ -171,6 +171,9 @@ MaxLiveOpt = typer.Option(None, "--max-live", min=1, metavar="N",
 PrecisionOpt = typer.Option(None, "--precision", metavar="REL",
                             help="Lengthen the run until the 95% half-width is within REL of the figure "
                             "(0.05: 5%), doubling the horizon and warm-up.")
+PrecisionOnOpt = typer.Option(None, "--precision-on", metavar="FIGURE",
+                              help="The mean --precision reads (default: in a sweep the first --slo's row, "
+                              "else client.response.mean).")
 MaxHorizonOpt = typer.Option(None, "--max-horizon", metavar="T",
                              help="The longest horizon --precision may reach (default 32 x the horizon).")
 GoodputOpt = typer.Option(None, "--goodput", metavar="TARGETS",
@@ -221,9 +224,7 @@ def run(
     quiet: bool = typer.Option(False, "--quiet", help="No progress line (shown on a terminal once a run lasts 1 s)."),
     goodput: Optional[str] = GoodputOpt,
     precision: Optional[float] = PrecisionOpt,
-    precision_on: Optional[str] = typer.Option(
-        None, "--precision-on", metavar="FIGURE",
-        help="The mean --precision reads (default client.response.mean)."),
+    precision_on: Optional[str] = PrecisionOnOpt,
     max_horizon: Optional[float] = MaxHorizonOpt,
     timeline: Optional[str] = typer.Option(
         None, "--timeline", metavar="DIR", help="Write DIR/timeline.csv: queues, running, used and tokens/s of "
@@ -376,9 +377,7 @@ def sweep(
         help="Also print each other design's paired difference from this one (same seed, same point)."),
     goodput: Optional[str] = GoodputOpt,
     precision: Optional[float] = PrecisionOpt,
-    precision_on: Optional[str] = typer.Option(
-        None, "--precision-on", metavar="FIGURE",
-        help="The mean --precision reads (default: the first --slo's row, else client.response.mean)."),
+    precision_on: Optional[str] = PrecisionOnOpt,
     max_horizon: Optional[float] = MaxHorizonOpt,
 ) -> None:
     """Run a grid of --set values x seeds in parallel; print a summary across seeds."""

@@ -271,11 +271,20 @@ def describe(entry: dict[str, Any], name: str) -> str:
 
 
 def no_answer(result: SearchResult) -> SerqError:
+    """The error of a search that found no value: the end that failed, and what
+    to change — a longer horizon first when that end's runs did not settle."""
     slos = ", ".join(str(s) for s in result.slos)
+    end = result.hi if result.goal == "min" else result.lo
+    last: dict[str, Any] = next((s for s in reversed(result.steps) if s["value"] == end), {})
+    helps = []
+    if last.get("unsettled"):
+        seeds = ", ".join(str(s) for s in last["unsettled"])
+        longer = f" --horizon {shortest(last['horizon'])}" if last.get("horizon") is not None else " a longer horizon"
+        helps.append(f"its runs did not settle on seed {seeds}: try{longer} before changing the SLOs")
     if result.goal == "min":
         return SerqError(f"--find-min {result.axis}: even {shortest(result.hi)} (the interval's high end) "
                          f"does not meet {slos}",
-                         helps=[f"raise the end of the interval of {result.axis}, or relax the SLOs"])
+                         helps=helps + [f"raise the end of the interval of {result.axis}, or relax the SLOs"])
     return SerqError(f"--find-max {result.axis}: even {shortest(result.lo)} (the interval's low end) "
                      f"does not meet {slos}",
-                     helps=[f"lower the start of the interval of {result.axis}, or relax the SLOs"])
+                     helps=helps + [f"lower the start of the interval of {result.axis}, or relax the SLOs"])

@@ -8,31 +8,16 @@ import json
 from pathlib import Path
 
 from frontend_util import cli_streams
+from test_sweep_find_min import REPLICAS
 
 from serq.experiments.grid import Slo
 from serq.experiments.search import horizon_advice, meets
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# N FIFO replicas of rate 1 behind a random router, Poisson arrivals at 3 a
-# second: N = 1 and 2 are overloaded (load 3 and 1.5), their backlog grows
-# by 2 and 1 a second; from N = 4 each replica is an M/M/1 queue at load 3/N.
-REPLICAS = """\
-use "{lib}";
-let N = 4;
-let router = 0;
-pool reqs[N] {{ cap inf; }}
-pool kv[N] {{ cap inf; }}
-stage svc[N] : fifo;
-workload {{ arrive poisson(3); }}
-session {{
-  set t0 = now;
-  route(router, N, kv, reqs);
-  hold reqs[j] (1) {{ run svc[j] (~exp(1)); }}
-  observe response = now - t0;
-  end;
-}}
-"""
+# REPLICAS: N FIFO replicas of rate 1 behind a random router, Poisson arrivals at 3 a second
+# (test_sweep_find_min.py): N = 1 and 2 are overloaded (load 3 and 1.5), their backlog grows by 2
+# and 1 a second; from N = 4 each replica is an M/M/1 queue at load 3/N.
 
 
 def test_an_overloaded_short_run_under_the_bound_is_not_a_meet(tmp_path: Path) -> None:
@@ -69,3 +54,15 @@ def test_the_advice_is_the_longest_suggested_horizon_or_none_for_an_overload() -
     assert horizon_advice([{"settled": 0, "settling.horizon": 600, "settling.overloaded": 0},
                            {"settled": 0, "settling.horizon": 900, "settling.overloaded": 0}]) == 900
     assert horizon_advice([{"settled": 0, "settling.horizon": 1200, "settling.overloaded": 1}]) == 1200
+
+
+def test_a_search_whose_end_did_not_settle_says_to_run_longer(tmp_path: Path) -> None:
+    path = tmp_path / "replicas.sq"
+    path.write_text(REPLICAS.format(lib=ROOT / "lib" / "routers.sq"))
+    # N = 1 and 2 are overloaded: a search over them alone has no answer, and its runs did not settle
+    code, stdout, stderr = cli_streams("sweep", str(path), "--set", "N=1:2", "--find-min", "N", "--slo",
+                                       "observes.response.mean<=150", "--seeds", "1-2", "--horizon", "300",
+                                       "--warmup", "30", "--quiet")
+    assert code == 1, stdout + stderr
+    assert "even 2 (the interval's high end) does not meet observes.response.mean<=150" in stderr
+    assert "help: its runs did not settle on seed 1, 2: try --horizon 1200 before changing the SLOs" in stderr

@@ -170,4 +170,5 @@ def test_an_admit_next_override_still_works_and_is_named_in_the_warnings() -> No
     assert old.to_json() == new.to_json()
     assert any("overrides `admit_next`, which is deprecated" in w and "override `select_waiting`" in w
                for w in old.warnings())
-    assert new.warnings() == []
+    # nothing about hooks (a 100 s run of vllm.sq does not settle: that warning is issue 39's)
+    assert [w for w in new.warnings() if not w.startswith("the run did not settle (")] == []
