@@ -125,7 +125,7 @@ def _settling(sim: "Simulator", observes: dict[str, Any], samples: dict[str, Any
         name, rows = next(((k, samples[k]) for k in observes if samples.get(k)), (name, []))
     kind = sim.program.arrival.kind
     return judge(series=[(r[0], r[3]) for r in rows], series_name=name, backlog=sim.population.backlog,
-                 warmup=sim.warmup, end=sim.env.now, horizon=sim.horizon, arrival_kind=kind)
+                 warmup=sim.warmup, end=sim.env.now, arrival_kind=kind)
 
 
 def _family_totals(sim: "Simulator", stages: list[StageSummary], pools: list[PoolSummary],

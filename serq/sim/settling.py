@@ -9,24 +9,29 @@ Two signals are read, each the way the simulation literature reads it:
   windows of the whole run from time 0 (:class:`WindowSeries`: the widths
   double as the run goes on, so there are never more than 512 windows).
 
-and four rules decide (docs/report.md, "Did the run settle?"):
+and five signals are read (docs/report.md, "Did the run settle?"):
 
-1. **MSER-5** (White 1997; Hoad, Robinson & Davies 2010) on the response
-   series: the batch means of 5, and the truncation ``d`` that minimises
-   ``Σ_{j>d} (z_j − z̄_d)² / (m − d)²``.  A minimum in the second half of
-   the data says the series is still moving: the run is too short.  The same
-   rule on the backlog's windows gives a warm-up in time units.
-2. **Drift**: over the measured window, the slope of 20 batch means (of the
-   response series, and of the backlog) by least squares, its t statistic on
-   18 degrees of freedom; drift when |t| > 2.878 (two-sided 1 %) *and* the
-   fitted change over the window is more than a tenth of the mean (a trend
-   too small to matter is not drift).
-3. **Exchangeable batch means**: the lag-1 autocorrelation of the response
-   series' 20 batch means above 0.47 (its 1 % one-sided bound when they are
-   independent, ``−1/20 + 2.326/√20``) says the batches are shorter than the
-   system's memory, and the report's ``95% CI`` is too narrow.
-4. **Enough data**: at least :data:`MIN_SAMPLES` samples of the response
-   series (20 batches of 5).
+1. **enough data**: at least :data:`MIN_SAMPLES` samples of the response series;
+2. **MSER-5** (White 1997; Hoad, Robinson & Davies 2010) on the response
+   series: the batch means of 5, and the truncation ``d`` in the first half
+   that minimises ``Σ_{j>d} (z_j − z̄_d)² / (m − d)²``; a minimum at the
+   bound of the search says the series is still moving.  The same rule on the
+   backlog's windows gives a warm-up in time units;
+3. **drift**: over the measured window, the slope of 20 batch means (of the
+   response series, and of the backlog) by least squares, its t on 18 degrees
+   of freedom corrected for correlated residuals; drift when |t| > 2.878
+   (two-sided 1 %) and the fitted change is more than a tenth of the mean;
+4. **exchangeable batch means**: the lag-1 autocorrelation of the response
+   series' 20 batch means above 0.47 (its 1 % bound for independent means)
+   says the batches are shorter than the system's memory.
+
+A run has not settled when it has too few samples, when one trend is beyond
+doubt (:data:`T_ALONE`, or :data:`T_PLAIN` uncorrected with a large change),
+or when two signals fire: one weak signal alone is chance about one run in
+thirty.  A backlog still growing over the later half as fast as over the
+whole, with the response time rising too, is what an overload looks like —
+and a queue still filling: the verdict says so and suggests a run four times
+as long, which tells them apart.
 
 The suggested warm-up is the later of the two MSER-5 truncations.  A run of
 ``batch`` arrivals drains a fixed set of sessions: it has no steady state to
@@ -229,7 +234,7 @@ def _plain_t(ys: Sequence[float], b: float) -> float:
 
 
 def judge(*, series: Sequence[tuple[float, float]], series_name: str, backlog: WindowSeries | None,
-          warmup: float, end: float, horizon: float, arrival_kind: str) -> Settling:
+          warmup: float, end: float, arrival_kind: str) -> Settling:
     """The verdict on one run: ``series`` is the response series as (time,
     value) after warm-up, in recording order; ``backlog`` the live-session
     windows from time 0."""
@@ -262,7 +267,7 @@ def judge(*, series: Sequence[tuple[float, float]], series_name: str, backlog: W
         if d >= NEAR_HALF * m:
             reasons.append(f"MSER-5 truncates {5 * d} of {n} samples of `{series_name}`")
         means = batch_means(values, BATCHES)
-        per, t, drift, sure = _drift(means, measured)
+        _, t, drift, sure = _drift(means, measured)
         rising = drift and t > 0
         r1 = lag1(means)
         resp.update(first=means[0], last=means[-1], slope_per_batch_t=t, lag1=r1)
@@ -305,7 +310,6 @@ def judge(*, series: Sequence[tuple[float, float]], series_name: str, backlog: W
     evidence["signals"] = list(reasons)
     if settled:
         reasons = []
-    if settled:
         advice = math.nan
     elif overloaded:  # growing all through: an overload, or a queue still filling; four times longer tells
         advice = _round(4.0 * end)
