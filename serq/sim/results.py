@@ -10,7 +10,7 @@ from .session import Task
 from .settling import judge
 from .stages.shared import SharedStage
 from .stages.step import StepEngine
-from .stats import LogHistogram, summarize
+from .stats import LogHistogram, exact_sum, summarize
 
 if TYPE_CHECKING:
     from .simulator import Simulator
@@ -99,7 +99,7 @@ def build_report(sim: "Simulator") -> Report:
                 evicted_entries=pool.cache.evicted_entries, evicted_units=pool.cache.evicted_units,
                 preemptions=pool.preemptions, spills=pool.spills, rejected=pool.rejected, stuck=pool.stuck,
             ))
-    stage_totals, pool_totals = _family_totals(sim, stages, pools, span)
+    stage_totals, pool_totals = _family_totals(sim, stages, pools)
     stage_warnings = [note for e in sim.engines for note in e.notes]
     stage_warnings += [w for w in map(_starved, sim.engines) if w is not None]
     tasks = _tasks(sim, samples)
@@ -128,8 +128,8 @@ def _settling(sim: "Simulator", observes: dict[str, Any], samples: dict[str, Any
                  warmup=sim.warmup, end=sim.env.now, arrival_kind=kind)
 
 
-def _family_totals(sim: "Simulator", stages: list[StageSummary], pools: list[PoolSummary],
-                   span: float) -> tuple[dict[str, StageSummary], dict[str, PoolSummary]]:
+def _family_totals(sim: "Simulator", stages: list[StageSummary],
+                   pools: list[PoolSummary]) -> tuple[dict[str, StageSummary], dict[str, PoolSummary]]:
     """The total row of every family (``stage engine[N]``, ``pool kv[N]``, one
     member included): each column combined from the members' as
     :mod:`serq.units` says (docs/report.md, "Families") — summed, a plain
@@ -147,13 +147,13 @@ def _family_totals(sim: "Simulator", stages: list[StageSummary], pools: list[Poo
             continue
         total = StageSummary(sdecl.name, None, **_combine(STAGE, mine, SUM, MEAN))
         done = sum(st.completed for st in members)
-        total.mean_wait = _div(_add(st.wait_sum for st in members), done)
-        total.mean_service = _div(_add(st.service_sum for st in members), done)
+        total.mean_wait = _div(exact_sum([st.wait_sum for st in members]), done)
+        total.mean_service = _div(exact_sum([st.service_sum for st in members]), done)
         engines = [st for st in members if isinstance(st, StepEngine)]
         if engines:  # a family is one declaration: every member a step stage, or none
             iters = sum(e.dec_iters for e in engines)
-            total.mean_decode_batch = _div(_add(e.dec_sum for e in engines), iters)
-            total.mean_decode_step = _div(_add(e.dec_cost for e in engines), iters)
+            total.mean_decode_batch = _div(exact_sum([e.dec_sum for e in engines]), iters)
+            total.mean_decode_step = _div(exact_sum([e.dec_cost for e in engines]), iters)
             itl = LogHistogram.merged(e.itl for e in engines)
             total.mean_itl = itl.mean
             total.itl_p50 = itl.quantile(0.5)
@@ -166,19 +166,9 @@ def _family_totals(sim: "Simulator", stages: list[StageSummary], pools: list[Poo
         if pdecl.size is None:
             continue
         ptotal = PoolSummary(pdecl.name, None, **_combine(POOL, pmine, SUM, MEAN))
-        ptotal.mean_wait = _div(_add(m.wait_sum for m in pool_members), sum(m.wait_count for m in pool_members))
+        ptotal.mean_wait = _div(exact_sum([m.wait_sum for m in pool_members]), sum(m.wait_count for m in pool_members))
         pool_totals[pdecl.name] = ptotal
     return stage_totals, pool_totals
-
-
-def _add(values: Any) -> float:
-    """The correctly rounded sum of ``values`` (whatever their order); ``inf``
-    where it overflows, ``NaN`` for ``inf − inf``, where :func:`math.fsum` raises."""
-    xs = [float(v) for v in values]
-    try:
-        return math.fsum(xs)
-    except (OverflowError, ValueError):
-        return sum(xs)
 
 
 def _combine(columns: Any, rows: list[Any], sum_rule: str, mean_rule: str) -> dict[str, Any]:
@@ -191,9 +181,9 @@ def _combine(columns: Any, rows: list[Any], sum_rule: str, mean_rule: str) -> di
         if any(v is None for v in values):
             out[c.key] = None
         elif c.total == sum_rule:
-            out[c.key] = sum(values) if all(isinstance(v, int) for v in values) else _add(values)
+            out[c.key] = sum(values) if all(isinstance(v, int) for v in values) else exact_sum(values)
         elif c.total == mean_rule:
-            out[c.key] = _add(values) / len(values)
+            out[c.key] = exact_sum(values) / len(values)
         else:
             out[c.key] = NAN
     return out

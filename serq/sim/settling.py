@@ -47,6 +47,7 @@ import math
 from typing import Any, Sequence
 
 from ..report import Settling, shortest
+from .stats import exact_sum, sum_of_squares
 
 #: Samples the response series needs before it is judged (20 batches of 5).
 MIN_SAMPLES = 100
@@ -167,37 +168,46 @@ def mser(values: Sequence[float]) -> int:
 def batch_means(values: Sequence[float], batches: int) -> list[float]:
     """Means of ``batches`` consecutive equal batches (the remainder dropped)."""
     size = len(values) // batches
-    return [math.fsum(values[b * size:(b + 1) * size]) / size for b in range(batches)] if size else []
+    return [exact_sum(list(values[b * size:(b + 1) * size])) / size for b in range(batches)] if size else []
 
 
 def slope(ys: Sequence[float]) -> tuple[float, float]:
     """The least-squares slope of ``ys`` against 0, 1, …, k−1 (per batch) and
-    its t statistic, corrected for correlated residuals: with ``r`` their
+    its t statistic corrected for correlated residuals (:func:`fit`)."""
+    b, t, _ = fit(ys)
+    return b, t
+
+
+def fit(ys: Sequence[float]) -> tuple[float, float, float]:
+    """The least-squares slope of ``ys`` against 0, 1, …, k−1 and its t
+    statistic twice: corrected for correlated residuals — with ``r`` their
     lag-1 autocorrelation (when positive), the effective number of points is
     ``k (1 − r) / (1 + r)`` and t shrinks by ``√((1 − r) / (1 + r))`` (Santer
-    et al. 2000).  ``inf`` when the residuals vanish and the slope does not."""
+    et al. 2000) — and plain.  ``inf`` when the residuals vanish and the slope
+    does not."""
     k = len(ys)
     xbar = (k - 1) / 2.0
-    ybar = math.fsum(ys) / k
-    sxx = math.fsum((i - xbar) ** 2 for i in range(k))
-    sxy = math.fsum((i - xbar) * (y - ybar) for i, y in enumerate(ys))
+    ybar = exact_sum(list(ys)) / k
+    sxx = sum_of_squares([float(i) for i in range(k)], xbar)
+    sxy = exact_sum([(i - xbar) * (y - ybar) for i, y in enumerate(ys)])
     b = sxy / sxx
     resid = [y - ybar - b * (i - xbar) for i, y in enumerate(ys)]
-    se = math.sqrt(math.fsum(e * e for e in resid) / (k - 2) / sxx)
+    se = math.sqrt(exact_sum([e * e for e in resid]) / (k - 2) / sxx)
     if se == 0.0:
-        return b, (0.0 if b == 0.0 else math.inf)
+        t = 0.0 if b == 0.0 else math.inf
+        return b, t, t
     r = max(lag1(resid), 0.0)
-    return b, b / se * math.sqrt((1.0 - r) / (1.0 + r)) if r < 1.0 else 0.0
+    return b, (b / se * math.sqrt((1.0 - r) / (1.0 + r)) if r < 1.0 else 0.0), b / se
 
 
 def lag1(ys: Sequence[float]) -> float:
     """The lag-1 autocorrelation of ``ys`` (0 for a constant series)."""
     k = len(ys)
-    m = math.fsum(ys) / k
-    den = math.fsum((y - m) ** 2 for y in ys)
+    m = exact_sum(list(ys)) / k
+    den = sum_of_squares(list(ys), m)
     if den == 0.0:
         return 0.0
-    return math.fsum((ys[i] - m) * (ys[i + 1] - m) for i in range(k - 1)) / den
+    return exact_sum([(ys[i] - m) * (ys[i + 1] - m) for i in range(k - 1)]) / den
 
 
 def _drift(ys: Sequence[float], span: float) -> tuple[float, float, bool, bool]:
@@ -207,26 +217,14 @@ def _drift(ys: Sequence[float], span: float) -> tuple[float, float, bool, bool]:
     mean with an uncorrected |t| past :data:`T_PLAIN` (a backlog growing
     without end wanders about its line, and the correction for correlated
     residuals, made for a stationary series, then hides the trend)."""
-    b, t = slope(ys)
-    mean = math.fsum(ys) / len(ys)
+    b, t, plain = fit(ys)
+    mean = exact_sum(list(ys)) / len(ys)
     change = b * (len(ys) - 1)
     material = abs(change) > MATERIAL * abs(mean) if mean != 0.0 else change != 0.0
     per_time = b * len(ys) / span if span > 0 else math.nan
-    plain = _plain_t(ys, b)
     sure = material and (abs(t) > T_ALONE or (abs(plain) > T_PLAIN and abs(change) > 0.5 * abs(mean)))
     drift = sure or (abs(t) > T_18_995 and material)
     return per_time, t, drift, sure
-
-
-def _plain_t(ys: Sequence[float], b: float) -> float:
-    """The slope's t without the correction for correlated residuals."""
-    k = len(ys)
-    xbar = (k - 1) / 2.0
-    ybar = math.fsum(ys) / k
-    sxx = math.fsum((i - xbar) ** 2 for i in range(k))
-    resid = math.fsum((y - ybar - b * (i - xbar)) ** 2 for i, y in enumerate(ys))
-    se = math.sqrt(resid / (k - 2) / sxx)
-    return b / se if se > 0.0 else (0.0 if b == 0.0 else math.inf)
 
 
 # ---------------------------------------------------------------------------
@@ -303,8 +301,8 @@ def judge(*, series: Sequence[tuple[float, float]], series_name: str, backlog: W
                 # later half, significantly and nearly as fast: the load exceeds what is served
                 # (a backlog filling towards a level slows down)
                 half = means[BATCHES // 2:]
-                late, late_t = slope(half)
-                overloaded = ((late_t > T_18_995 or _plain_t(half, late) > T_PLAIN)
+                late, late_t, late_plain = fit(half)
+                overloaded = ((late_t > T_18_995 or late_plain > T_PLAIN)
                               and late >= 0.75 * (per * span / len(means)))
     settled = not (strong or len(reasons) >= 2 or overloaded)
     evidence["signals"] = list(reasons)

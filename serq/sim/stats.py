@@ -91,12 +91,12 @@ def summarize(values: Sequence[float]) -> ObserveSummary:
     n = len(x)
     if n == 0:
         return ObserveSummary(count=0, mean=NAN, ci=INF, cv2=NAN, p99=NAN, p50=NAN, p90=NAN, p95=NAN)
-    mean = _sum(x) / n
+    mean = exact_sum(x) / n
     # §8.3 cv2: two-pass sample variance (divisor n - 1) over the squared mean
     if n < 2 or mean == 0.0 or not math.isfinite(mean):
         cv2 = NAN
     else:
-        var = _squares(x, mean) / (n - 1)
+        var = sum_of_squares(x, mean) / (n - 1)
         m2 = mean * mean
         cv2 = var / m2 if m2 > 0.0 else (INF if var > 0.0 else NAN)  # m2 can underflow
     # §8.3 CI: batch means over 20 batches of floor(n/20) samples, recording order
@@ -104,8 +104,8 @@ def summarize(values: Sequence[float]) -> ObserveSummary:
         ci = INF
     else:
         size = n // BATCHES
-        means = [_sum(x[b * size:(b + 1) * size]) / size for b in range(BATCHES)]
-        s2 = _squares(means, _sum(means) / BATCHES) / (BATCHES - 1)
+        means = [exact_sum(x[b * size:(b + 1) * size]) / size for b in range(BATCHES)]
+        s2 = sum_of_squares(means, exact_sum(means) / BATCHES) / (BATCHES - 1)
         ci = T_19 * math.sqrt(s2 / BATCHES)
     # §8.3 p99: nearest rank ceil(0.99 n), computed exactly as ceil(99 n / 100);
     # p50, p90, p95 by the same rule.  NaN sorts last, as Rust's total order puts it.
@@ -115,7 +115,7 @@ def summarize(values: Sequence[float]) -> ObserveSummary:
     return ObserveSummary(count=n, mean=mean, ci=ci, cv2=cv2, p99=p99, p50=p50, p90=p90, p95=p95)
 
 
-def _sum(xs: list[float]) -> float:
+def exact_sum(xs: list[float]) -> float:
     """The correctly rounded sum (``math.fsum``); past the float range, where
     fsum raises, the left-to-right sum (``inf``, ``-inf`` or NaN)."""
     try:
@@ -124,9 +124,9 @@ def _sum(xs: list[float]) -> float:
         return _reduce_add(xs, 0.0)
 
 
-def _squares(xs: list[float], mean: float) -> float:
+def sum_of_squares(xs: list[float], mean: float) -> float:
     """Σ (x − mean)², each term one subtraction and one multiplication."""
-    return _sum([(v - mean) * (v - mean) for v in xs])
+    return exact_sum([(v - mean) * (v - mean) for v in xs])
 
 
 class TimeAverage:
