@@ -3,7 +3,8 @@
 Exit codes (semantics §10): 0 success; 1 a program error (it does not load,
 does not link, fails at run time) or an output that cannot be written (a
 file, a folder, or standard output: closed, or a full device); 2 a usage
-error (unknown option, missing or invalid value).  When the reader of
+error (unknown option, missing or invalid value); 4 a claim did not hold
+(``run --check-claims``, ``prove``); 5 ``prove`` could not decide a claim.  When the reader of
 standard output goes away (``serq run … | head -1``) the exit is a quiet 1, as
 click's own output (``--help``) does.  Errors go to stderr; no Python
 traceback ever reaches the user.
@@ -42,6 +43,9 @@ Exit codes:
        cannot be written
   2    a usage error (unknown option, missing or invalid value)
   3    an internal error: a bug in serq (please report it)
+  4    a claim did not hold: `serq run --check-claims` (one fails or is not
+       witnessed), `serq prove` (one is refuted or has no witness)
+  5    `serq prove`: no claim refuted, but one is unknown
   130  interrupted (Ctrl-C); nothing is half-written"""
 
 app = typer.Typer(
@@ -111,6 +115,10 @@ def _finite_positive(value: Optional[float], name: str, allow_zero: bool = False
         raise UsageError(f"invalid value for --{name}: {value:g} (must be {need})")
 
 
+#: The exit status when a claim did not hold (``run --check-claims``, ``prove``), and when
+#: ``prove`` could not decide one (docs/claims.md)
+EXIT_CLAIM = 4
+EXIT_UNKNOWN = 5
 #: The exit status after Ctrl-C (128 + SIGINT), as a shell reports it.
 EXIT_INTERRUPTED = 130
 
@@ -232,6 +240,8 @@ def run(
     timeline_every: Optional[float] = typer.Option(
         None, "--timeline-every", metavar="DT", help="The timeline's interval in simulated seconds "
         "(default: the horizon / 200)."),
+    check_claims: bool = typer.Option(False, "--check-claims", help="Exit 4 when a claim fails or is not "
+                                      "witnessed on this run (docs/claims.md)."),
 ) -> None:
     """Simulate a program and print its report."""
     from . import api
@@ -305,6 +315,15 @@ def run(
 
         kind = "note" if report.precision["reached"] else "warning"
         typer.echo(f"{kind}: {precision_note(report.precision)}", err=True)
+    if check_claims:
+        if not report.claims:
+            typer.echo("warning: --check-claims: the program states no claim", err=True)
+        failed = [c for c in report.claims if not c.passed]
+        for c in failed:
+            at = "" if c.first is None else f" at {c.first:g}"
+            typer.echo(f"claim {c.name}: {c.result}{at}", err=True)
+        if failed:
+            raise typer.Exit(EXIT_CLAIM)
 
 
 @app.command()

@@ -438,6 +438,8 @@ def source(e: ir.Expr, f: Frame) -> str:
         return f"_d_{e.dist}({f.stream}{args})"
     if isinstance(e, ir.Probe):
         return probe_source(e, f)
+    if isinstance(e, ir.Agg):  # a claim `at end` (serq/sim/claims.py)
+        return f"{f.ctx}.agg({e.fn!r}, {e.obs})"
     raise TypeError(f"not an expression: {e!r}")
 
 

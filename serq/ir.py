@@ -120,7 +120,17 @@ class Draw(Node):
     args: tuple["Expr", ...]
 
 
-Expr = Union[Num, Attr, Ctx, Unary, Binary, Cond, Call, Probe, Draw]
+@node
+class Agg(Node):
+    """An aggregate of every sample of observation ``obs`` so far, read by a claim
+    ``at end``: ``total``, ``count``, ``largest``, ``smallest`` or ``prefix_total``
+    (the sum of the prefix sums of the samples in ascending order)."""
+
+    fn: str
+    obs: int
+
+
+Expr = Union[Num, Attr, Ctx, Unary, Binary, Cond, Call, Probe, Draw, Agg]
 
 # ---------------------------------------------------------------------------
 # statements
@@ -464,6 +474,22 @@ class Gauge(Node):
 
 
 @node
+class Claim(Node):
+    """``claim NAME [given (G)]: every|some iteration of STAGE (E);`` or ``… at end (E);``
+    (docs/claims.md).  ``kind`` is ``"every"``, ``"some"`` or ``"end"``; ``stage`` is the
+    step stage (a constant member) a claim over iterations reads; ``given`` is read for
+    each session after ``init``."""
+
+    name: str
+    kind: Literal["every", "some", "end"]
+    expr: Expr
+    given: Expr | None = None
+    stage: StageRef | None = None
+    #: where the claim is written (``file:line:col``), for its notes and messages
+    site: str = field(default="", compare=False)
+
+
+@node
 class Program(Node):
     """A checked program.  ``attributes[slot]`` names each session attribute;
     the first nine are :data:`BUILTIN_ATTRIBUTES`.  ``constants`` are the
@@ -494,6 +520,8 @@ class Program(Node):
     shared: tuple[int, ...] = ()
     #: the stages (declaration indices) whose online estimates (``est_*``, ``price``) some expression reads
     estimated: frozenset[int] = frozenset()
+    #: the program's claims (docs/claims.md): read on every run, decided by ``serq prove``
+    claims: tuple[Claim, ...] = ()
 
     def pool_index(self, name: str) -> int:
         return next(i for i, p in enumerate(self.pools) if p.name == name)

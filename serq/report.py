@@ -431,6 +431,37 @@ class Settling:
 
 
 @dataclass
+class ClaimResult:
+    """What a run showed of one claim (docs/claims.md): ``result`` is ``holds``,
+    ``fails``, ``witnessed``, ``not witnessed``, ``not evaluated`` or ``out of
+    scope``; ``first`` the time of the first failure or witness; ``checked`` the
+    iterations (or, at end, the sessions) read."""
+
+    name: str
+    kind: str  # "every", "some" or "end"
+    stage: str  # the step stage's label ("" at end)
+    result: str
+    first: float | None = None
+    checked: int = 0
+    note: str = ""
+
+    @property
+    def what(self) -> str:
+        """The claim's kind as the program says it: ``every iteration of engine``, ``at end``."""
+        return "at end" if self.kind == "end" else f"{self.kind} iteration of {self.stage}"
+
+    @property
+    def passed(self) -> bool:
+        """Neither failed nor unwitnessed (what ``--check-claims`` gates on)."""
+        return self.result not in ("fails", "not witnessed")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "kind": self.kind, **({"stage": self.stage} if self.stage else {}),
+                "result": self.result, "first": _finite(self.first) if self.first is not None else None,
+                "checked": int(self.checked), "note": self.note}
+
+
+@dataclass
 class Report:
     """The result of a run.  ``observes`` and ``client`` keep report order;
     ``samples`` holds every observe's samples (recording order) for
@@ -495,6 +526,9 @@ class Report:
     stage_totals: dict[str, StageSummary] = field(default_factory=dict)
     #: each pool family's total row by name (``pool kv[N]``), as ``stage_totals``
     pool_totals: dict[str, PoolSummary] = field(default_factory=dict)
+    #: what the run showed of each of the program's claims, in program order (empty without
+    #: any: then the text has no claim table and the JSON no ``claims``)
+    claims: list[ClaimResult] = field(default_factory=list)
 
     def replay_note(self) -> str | None:
         """The stderr ``note:`` of an `arrive trace` run: which ended it, the trace or the horizon."""
@@ -649,6 +683,10 @@ class Report:
             for p in self.pools
             if p.stuck > 0
         ]
+        out += _table(("claim", "kind", "result", "first", "checked"),
+                      [[c.name, c.what, c.result, "" if c.first is None else shortest(c.first), str(c.checked)]
+                       for c in self.claims])
+        out += [f"claim {c.name}: {c.note}" for c in self.claims if c.note]
         if self.settling is not None:  # a run's report (not one built by hand, as the seed's excerpt)
             out += ["", self.units_line(), self.settling.line()]
         return "\n".join(out)
@@ -698,6 +736,7 @@ class Report:
             **({"settling": self.settling.to_dict()} if self.settling is not None else {}),
             **({"precision": {k: (_finite(v) if isinstance(v, float) else v) for k, v in self.precision.items()}}
                if self.precision is not None else {}),
+            **({"claims": [c.to_dict() for c in self.claims]} if self.claims else {}),
         }
 
     def _totals_dict(self) -> dict[str, Any]:

@@ -306,6 +306,9 @@ def report_columns(program: Any) -> dict[str, None]:
         out.update(dict.fromkeys(("tasks.open", "tasks.stuck")))
     if program.trace is not None:
         out["replay."] = None
+    for c in program.claims:  # (docs/claims.md: 1 held, 0 did not)
+        out.update(dict.fromkeys((f"claims.{c.name}", *(f"claims.{c.name}.{k}" for k in ("result", "first",
+                                                                                           "checked")))))
     return out
 
 

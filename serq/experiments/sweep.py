@@ -47,7 +47,10 @@ def flatten(report: Mapping[str, Any]) -> dict[str, Any]:
     as a plain pool's row is.  Order: the report's.  The settling verdict
     keeps ``settled`` (1 or 0; empty when not judged), the suggested warm-up
     and horizon, whether the backlog grew without end and the reasons joined
-    by ``; `` (its evidence is in the report's JSON, not in a row)."""
+    by ``; `` (its evidence is in the report's JSON, not in a row).  A claim gives
+    ``claims.NAME`` (1 held or witnessed, 0 failed or not witnessed, empty when it was
+    not evaluated or out of scope; a mean over seeds is the share of runs it held in)
+    beside ``claims.NAME.result`` and the rest of its object."""
     out: dict[str, Any] = {}
     settling = report.get("settling")
     if settling is not None:
@@ -72,6 +75,10 @@ def flatten(report: Mapping[str, Any]) -> dict[str, Any]:
             out[prefix] = value
 
     walk("", report)
+    for claim in report.get("claims") or ():  # `claims.NAME`: 1 held (or witnessed), 0 not; empty undecided
+        result = claim.get("result")
+        out[f"claims.{claim['name']}"] = (1 if result in ("holds", "witnessed") else
+                                          0 if result in ("fails", "not witnessed") else None)
     if settling is not None:  # (verdicts as 1/0, which a CSV keeps: a mean over seeds is the share)
         if out.get("settled") is not None:
             out["settled"] = int(out["settled"])

@@ -396,6 +396,21 @@ class GaugeItem(Node):
 
 
 @node
+class ClaimItem(Node):
+    """``claim NAME [given (G)]: every|some iteration of STAGE (E);`` or ``… at end (E);``."""
+
+    name: str
+    kind: str  # "every", "some" or "end"
+    expr: Expr
+    given: Expr | None
+    stage: str | None  # every/some: the step stage's name
+    stage_index: Expr | None  # a member of a stage family, `of engine[1]`
+    span: Span
+    name_span: Span
+    stage_span: Span | None = None
+
+
+@node
 class UseItem(Node):
     path: str
     span: Span
@@ -519,7 +534,7 @@ class PullItem(Node):
 
 
 Item = Union[LetItem, UseItem, DefItem, PoolItem, StageItem, WorkloadItem, ServerItem, SessionItem, RunItem,
-             GaugeItem, ShareItem, QueueItem, PullItem]
+             GaugeItem, ShareItem, QueueItem, PullItem, ClaimItem]
 
 
 @node

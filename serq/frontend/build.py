@@ -216,6 +216,33 @@ class Builder(ExprVisits, NodeVisitor):
         name: Tok = ch[1]
         return A.GaugeItem(name.text, ch[3], self.span(node), name.span)
 
+    def visit_claim_item(self, node, ch):
+        name: Tok = ch[1]
+        given = self.opt(ch[2])
+        kind, stage, index, body, stage_span = ch[4]
+        return A.ClaimItem(name.text, kind, body, given, stage, index, self.span(node), name.span, stage_span)
+
+    def visit_claim_given(self, node, ch):
+        return ch[2]
+
+    def visit_claim_body(self, node, ch):
+        return ch[0]
+
+    def visit_claim_iter(self, node, ch):
+        stage: Tok = ch[3]
+        arr = self.opt(ch[4])
+        return (node.children[0].text.strip(), stage.text, None if arr is None else arr[1], ch[6], stage.span)
+
+    def visit_claim_other(self, node, ch):
+        span = self.span(node)
+        raise error("a claim states `every iteration of STAGE (E)`, `some iteration of STAGE (E)` or `at end (E)`",
+                    span if span.end > span.start else Span(span.source, span.start, span.start + 1),
+                    helps=["as in `claim fills: every iteration of engine (demand < 8 || tokens == 8);` "
+                           "(docs/claims.md)"])
+
+    def visit_claim_end(self, node, ch):
+        return ("end", None, None, ch[3], None)
+
     def visit_args_number(self, node, ch):
         key: Tok = ch[4]
         return A.ArgsNumber(key.text[1:-1], ch[6], self.span(node))

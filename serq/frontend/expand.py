@@ -81,6 +81,7 @@ class Expanded:
     session: A.Block | None
     two_sided: bool
     gauges: list[A.GaugeItem] = field(default_factory=list)
+    claims: list[A.ClaimItem] = field(default_factory=list)
     share: A.ShareItem | None = None  # `share maxmin|bottleneck;`
 
 
@@ -648,7 +649,7 @@ class Expander:
         return A.Clause(c.word, v, c.span)
 
     def program(self) -> Expanded:
-        lets, pools, stages, gauges = [], [], [], []
+        lets, pools, stages, gauges, claims = [], [], [], [], []
         workload = server = session = run = share = None
         for ordinal, item in enumerate(self.items):
             env = Env(site=ordinal)
@@ -657,6 +658,9 @@ class Expander:
                 lets.append(item if item.choices else replace(item, expr=self.xe(item.expr, env)))
             elif isinstance(item, A.GaugeItem):
                 gauges.append(A.GaugeItem(item.name, self.xe(item.expr, env), item.span, item.name_span))
+            elif isinstance(item, A.ClaimItem):
+                claims.append(replace(item, expr=self.xe(item.expr, env), given=self.xopt(item.given, env),
+                                      stage_index=self.xopt(item.stage_index, env)))
             elif isinstance(item, A.PoolItem):
                 pools.append(replace(item, size=self.xsize(item.size, env),
                                      clauses=tuple(self.xclause(c, env) for c in item.clauses)))
@@ -685,7 +689,8 @@ class Expander:
                                 notes=[f"the first is at {at(share.span)}"], helps=["keep one of them"])
                 share = item
         self.check_def_names(lets, pools, stages)
-        return replace(self.sides(lets, pools, stages, workload, server, session, run), gauges=gauges, share=share)
+        return replace(self.sides(lets, pools, stages, workload, server, session, run), gauges=gauges, share=share,
+                       claims=claims)
 
     def check_def_names(self, lets, pools, stages) -> None:
         for kind, decls in (("a pool", pools), ("a stage", stages), ("a `let` constant", lets)):

@@ -43,7 +43,8 @@ KEYWORDS = (
     "horizon warmup seed arrivals "
     "request end set observe hold reserve reuse at cache lease grow drop release prefix "
     "branch with else loop choose in tool on growing spawn into join "
-    "max min sum args number gauge share maxmin bottleneck load transfer from to nic latency pull mark"
+    "max min sum args number gauge share maxmin bottleneck load transfer from to nic latency pull mark "
+    "claim given every some iteration of"
 ).split()
 
 GRAMMAR_TEXT = r'''
@@ -54,12 +55,12 @@ eoi            = ~r"\Z"
 set_expr       = _ expr eoi
 item           = let_item / use_item / def_item / pool_item / stage_item / workload_item
                / server_item / session_item / run_item / gauge_item / share_item / queue_item
-               / pull_item / other_item
+               / claim_item / pull_item / other_item
 # an unknown word at top level
-# and the later era's `fn`, `claim`, `device`, `engine`, refused by the builder
+# and the later era's `fn`, `device`, `engine`, refused by the builder
 other_item     = !item_kw name soup (semi / braces)?
 item_kw        = kw_let / kw_use / kw_def / kw_pool / kw_stage / kw_workload / kw_server
-               / kw_session / kw_run / kw_gauge / kw_share / kw_queue
+               / kw_session / kw_run / kw_gauge / kw_share / kw_queue / kw_claim
 
 # how a run over several stages divides them (docs/pd.md, "Flows")
 share_item     = kw_share name semi
@@ -93,6 +94,15 @@ choice_names   = name (comma name)* comma?
 args_number    = kw_args dot kw_number lparen string comma expr rparen
 use_item       = kw_use string semi
 gauge_item     = kw_gauge name eq expr semi
+# a property of the program's paths (docs/claims.md)
+claim_item     = kw_claim name claim_given? colon claim_body semi
+claim_given    = kw_given lparen expr rparen
+claim_body     = claim_iter / claim_end / claim_other
+# anything else after the colon: refused by the builder, saying what a claim states
+claim_other    = soup_tok*
+claim_iter     = claim_quant kw_iteration kw_of name array? lparen expr rparen
+claim_quant    = kw_every / kw_some
+claim_end      = kw_at kw_end lparen expr rparen
 def_item       = kw_def name lparen params? rparen def_body
 params         = name (comma name)*
 def_body       = def_expr_body / block

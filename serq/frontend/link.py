@@ -23,7 +23,7 @@ from .diag import at, at_from, did_you_mean, error
 from .expand import Expanded, head
 from .parse import parse_expression
 from .resolve import Where
-from .words import ADMIT, CONTEXT, GAUGE, RETIRED, SESSION
+from .words import ADMIT, CONTEXT, END, GAUGE, GIVEN, ITERATION, RETIRED, SESSION
 
 _HEADER_DRAW = ("a hold's header may not draw: it is read again at every admission attempt; "
                 "sample into an attribute with `set` first")
@@ -465,6 +465,7 @@ class Linker(Declarations):
         session = self.block(ex.session or (), Ctx("session"))
         run = self.run_settings(ex.run, arrival)
         gauges = self.gauges(ex.gauges)
+        claims = self.claims(ex.claims)
         share, shared = self.shared_stages(ex.share)
         if self.deferred is not None:
             raise self.deferred
@@ -475,7 +476,7 @@ class Linker(Declarations):
             hidden=frozenset(self.hidden), run=run, constants=dict(self.lets),
             two_sided=ex.two_sided, path=self.path, block_count=self.blocks,
             handles=tuple(self.handles), gauges=gauges, share=share, shared=shared,
-            estimated=frozenset(self.estimated),
+            estimated=frozenset(self.estimated), claims=claims,
         )
 
     def gauges(self, items: list[A.GaugeItem]) -> tuple[ir.Gauge, ...]:
@@ -493,6 +494,52 @@ class Linker(Declarations):
             w = Where(moment=GAUGE, prefix=f"gauge `{g.name}`", draw="a gauge may not draw", attrs=False)
             out[g.name] = ir.Gauge(g.name, self.expr(g.expr, w))
         return tuple(out.values())
+
+
+    def observe_names(self) -> list[str]:
+        return list(self.observes)
+
+    def claims(self, items: list[A.ClaimItem]) -> tuple[ir.Claim, ...]:
+        """The claims (docs/claims.md): a claim over iterations names a step stage and reads
+        an iteration's record; one `at end` reads aggregates of the observations; a
+        `given` reads a session's attributes after `init`.  None of them draws."""
+        out: list[ir.Claim] = []
+        spans: dict[str, Span] = {}
+        for c in items:
+            if c.name in spans:
+                raise error(f"`claim {c.name}` is declared twice", c.name_span,
+                            notes=[f"the first is at {at(spans[c.name])}"], helps=["rename one of them"])
+            spans[c.name] = c.name_span
+            prefix = f"claim `{c.name}`"
+            nodraw = "a claim may not draw: it states a property of the run, and reading it must not change it"
+            stage = None
+            if c.kind != "end":
+                assert c.stage is not None and c.stage_span is not None
+                stage = self.stage_ref(c.stage, c.stage_index, c.stage_span,
+                                       Where(moment=ITERATION, prefix=prefix, draw=nodraw, attrs=False))
+                kind = self.stage_decls[stage.stage].kind
+                if kind != "step":
+                    raise error(f"`{c.kind} iteration of {c.stage}`: stage `{c.stage}` is a `{kind}` stage; only a "
+                                "`step` stage iterates", c.stage_span, prefix=prefix,
+                                helps=["name a step stage" + self._step_names()])
+            w = Where(moment=ITERATION if stage is not None else END, prefix=prefix, draw=nodraw, attrs=False)
+            body = self.expr(c.expr, w)
+            if c.kind == "end" and any(isinstance(x, ir.Probe) for x in expr_walk(body)):
+                raise error("a claim `at end` reads `now`, constants and aggregates of observations, not the "
+                            "state of pools and stages (every session has ended)", c.expr.span, prefix=prefix)
+            given = None
+            if c.given is not None:
+                given = self.expr(c.given, Where(moment=GIVEN, prefix=prefix, draw=nodraw))
+                if any(isinstance(x, ir.Probe) for x in expr_walk(given)):
+                    raise error("a claim's `given` reads a session's attributes and constants, not the state of "
+                                "pools and stages", c.given.span, prefix=prefix)
+            site = f"{c.name_span.source.name}:{at(c.name_span)}"
+            out.append(ir.Claim(c.name, c.kind, body, given, stage, site))  # type: ignore[arg-type]
+        return tuple(out)
+
+    def _step_names(self) -> str:
+        steps = [d.name for d in self.stage_decls if d.kind == "step"]
+        return f": {', '.join(steps)}" if steps else " (this program has none)"
 
 
 def link(ex: Expanded, *, sets: Sequence[tuple[str, str]], path: str | None,

@@ -20,7 +20,8 @@ from . import ast as A
 from .diag import did_you_mean, error, unknown
 from .pretty import show
 from .words import (
-    CONTEXT, ESTIMATES, FUNCTIONS, GAUGE, MOMENT_TEXT, OLD_CONTEXT, POOL_PROBES, RETIRED, SESSION,
+    CLAIM_AGGREGATES, CONTEXT, END, ESTIMATES, FUNCTIONS, GAUGE, GIVEN, ITERATION, MOMENT_TEXT, OLD_CONTEXT,
+    POOL_PROBES, RETIRED, SESSION,
 )
 
 #: An aggregate, with those it is nested in, writes out at most this many terms.
@@ -149,6 +150,11 @@ class Resolver:
             self.defer(error("a gauge may not read `now`: it is a function of the deployment's state, "
                              "averaged over time", e.span, prefix=w.prefix))
             return ir.Num(0.0)
+        if n == "now" and w.moment == GIVEN:
+            self.defer(error("a claim's `given` may not read `now`: it restricts the workload (each session's "
+                             "attributes after `init`), not a moment of the run", e.span, prefix=w.prefix,
+                             helps=["state a property of time in the claim itself"]))
+            return ir.Num(0.0)
         if w.const is not None:
             if n in self.lets:
                 return ir.Num(self.lets[n])
@@ -196,7 +202,9 @@ class Resolver:
             if w.only:
                 self.defer(error(w.only, e.span, prefix=w.prefix))
             elif w.moment not in moments:
-                exists = ", or ".join(MOMENT_TEXT[m] for m in moments)
+                # (a claim's moments are named only where nothing else reads the variable)
+                shown = [m for m in moments if m not in (ITERATION, END, GIVEN)] or moments
+                exists = ", or ".join(MOMENT_TEXT[m] for m in shown)
                 self.defer(error(f"`{n}` is read in {MOMENT_TEXT[w.moment]}, but it exists only in {exists}",
                                  e.span, prefix=w.prefix))
             return ir.Ctx(n)
@@ -260,6 +268,8 @@ class Resolver:
             if len(args) != arity:
                 raise error(f"`{fn}` takes {arity} argument(s), got {len(args)}", e.name_span, prefix=w.prefix)
             return ir.Call(fn, tuple(self.resolve(a, w) for a in args))  # type: ignore[arg-type]
+        if fn in CLAIM_AGGREGATES and w.const is None:
+            return self.claim_aggregate(e, w)
         if fn not in FUNCTIONS:
             helps, _ = did_you_mean(fn, "function", FUNCTIONS)
             raise error(f"unknown function `{fn}`", e.name_span, helps=helps, prefix=w.prefix)
@@ -304,6 +314,30 @@ class Resolver:
             raise error(f"`budget_left` expects a step stage here; `{name}` is a {self.stages[name].kind} stage",
                         span, prefix=w.prefix)
         return ir.Probe(fn, ref)
+
+    def claim_aggregate(self, e: A.Call, w: Where) -> ir.Expr:
+        """``total(x)``, ``count(x)``, ``largest(x)``, ``smallest(x)``, ``prefix_total(x)``:
+        an aggregate of observation ``x``'s samples, read only by a claim ``at end``."""
+        fn = e.fn
+        if w.moment != END:
+            raise error(f"`{fn}(…)` aggregates an observation over the whole run: only a claim `at end` reads it",
+                        e.name_span, prefix=w.prefix,
+                        helps=["write `claim NAME: at end (…);`" if w.moment in (ITERATION, GIVEN) else
+                               "an aggregate of observations exists once every session has ended"])
+        if len(e.args) != 1 or not isinstance(e.args[0], A.Name):
+            raise error(f"`{fn}` takes the name of one observation, as in `{fn}(response)`", e.name_span,
+                        prefix=w.prefix)
+        name = e.args[0]
+        names = list(self.observe_names())
+        if name.id not in names:
+            raise unknown("observation", name.id, name.span, {n: None for n in names}, prefix=w.prefix,
+                          fallback="an aggregate reads an `observe NAME = …;` of the session"
+                                   + (f": {', '.join(names)}" if names else "; this program observes nothing"))
+        return ir.Agg(fn, names.index(name.id))
+
+    def observe_names(self) -> list[str]:
+        """The observations' names, in the order of ``Program.observes`` (the linker's)."""
+        return []
 
     def probe_target(self, fn: str, a: A.Expr | None, kind: str, w: Where) -> tuple[str, Span, A.Expr | None]:
         """The pool or stage (``kind``) a probe such as ``used(kv[j])`` or
@@ -401,8 +435,9 @@ class Resolver:
         if index is None:
             return None
         x = self.expr(index, replace(w, const=None))
-        if w.moment == GAUGE and not isinstance(x, ir.Num):
-            raise error(f"index `{show(index)}`: a gauge's index is a number in range, not read from the state "
+        if w.moment in (GAUGE, ITERATION, END) and not isinstance(x, ir.Num):
+            who = "a gauge" if w.moment == GAUGE else "a claim"
+            raise error(f"index `{show(index)}`: {who}'s index is a number in range, not read from the state "
                         "(one read could leave the array while the run goes on)", index.span, prefix=w.prefix,
                         helps=["write the member's number, a constant, or an aggregate's index"])
         if isinstance(x, ir.Num) and not (0 <= x.value < (d.size or 0) and x.value == int(x.value)):

@@ -48,7 +48,6 @@ ADVANCED_STMTS: dict[str, str] = {}
 #: Later-era words (decision 6).
 LATER = {
     "fn": "`fn` (an explicit entry point)",
-    "claim": "`claim`",
     "device": "`device`",
     "engine": "`engine … on` declarations",
     "while": "`while`",
@@ -62,6 +61,8 @@ DIST_NAMES = frozenset(DISTRIBUTIONS)
 # moments (§6.4) and how messages describe them
 SESSION, ADMIT, SELECT, EVICT, PS, BUDGET, STEP, SERVE, GAUGE = (
     "Session", "Admit", "Select", "Evict", "Ps", "Budget", "Step", "Serve", "Gauge")
+# a claim's three moments (docs/claims.md)
+ITERATION, END, GIVEN = "Iteration", "End", "Given"
 MOMENT_TEXT = {
     SESSION: "a session statement, a run or a hold's cache",
     ADMIT: "a hold's header, read at admission",
@@ -72,20 +73,28 @@ MOMENT_TEXT = {
     STEP: "a step stage's cost, after the iteration",
     SERVE: "a step stage's serve keys",
     GAUGE: "a gauge",
+    ITERATION: "a claim over iterations, read as an iteration starts",
+    END: "a claim `at end`, read when the last session has ended",
+    GIVEN: "a claim's `given`, read for each session after `init`",
 }
 ALL_MOMENTS = tuple(MOMENT_TEXT)
 
 #: Context variables and the moments they exist at (§6.4).
 CONTEXT = {
-    "now": tuple(m for m in ALL_MOMENTS if m != GAUGE),
+    "now": tuple(m for m in ALL_MOMENTS if m not in (GAUGE, GIVEN)),
     "waited": (SELECT,),
     "size": (EVICT,), "age": (EVICT,), "last": (EVICT,), "waiting": (EVICT,),
     "present": (PS,),
-    "residents": (BUDGET, STEP, SERVE), "decoders": (BUDGET, STEP, SERVE),
-    "kv_decode": (BUDGET, STEP, SERVE), "kv_prefill": (BUDGET, STEP, SERVE),
-    "tokens": (STEP,), "prefilled": (STEP,), "attention": (STEP,),
+    "residents": (BUDGET, STEP, SERVE, ITERATION), "decoders": (BUDGET, STEP, SERVE, ITERATION),
+    "kv_decode": (BUDGET, STEP, SERVE, ITERATION), "kv_prefill": (BUDGET, STEP, SERVE, ITERATION),
+    "tokens": (STEP, ITERATION), "prefilled": (STEP, ITERATION), "attention": (STEP, ITERATION),
     "decoding": (SERVE,), "admission": (SERVE,), "remaining": (SERVE,),
+    # what a claim over iterations reads besides the cost's variables (docs/claims.md)
+    "demand": (ITERATION,), "served": (ITERATION,), "arrived": (ITERATION,),
 }
+
+#: The aggregates of an observation a claim `at end` reads: ``total(x)``, ``count(x)`` …
+CLAIM_AGGREGATES = ("total", "count", "largest", "smallest", "prefix_total")
 
 #: Context variables renamed in this era (§6.2, step 5).
 OLD_CONTEXT = {

@@ -100,6 +100,8 @@ class Population:
         sim.arrivals += 1
         code = sim.code
         code.init(s)
+        if sim.claims is not None:
+            sim.claims.session_started(s)
         if run_now and not kernel.ready_pending():
             proc = s.proc = SessionProcess(kernel, code.body(s), s, sim, False)
             kernel.start(proc)
@@ -136,6 +138,8 @@ class Population:
         sim.code.init(s)
         for slot, v in zip(slots, values):
             a[slot] = v
+        if sim.claims is not None:
+            sim.claims.session_started(s)
         s.proc = SessionProcess(kernel, sim.code.body(s), s, sim)
         return s
 
@@ -179,6 +183,10 @@ class Population:
         self.live_by(-1)
         if sim.stats_on:
             sim.ended += 1
+        if sim.claims is not None:
+            from .claims import finished_workload
+
+            sim.claims.session_ended(self.kernel.now, self.kernel.live == 0 and finished_workload(sim))
         if s.task is not None:
             self._task_session_ended(s, s.task)
         if s.up is not None:  # a child: its parent's join may be waiting; no closed-population replacement

@@ -103,7 +103,8 @@ def build_report(sim: "Simulator") -> Report:
     stage_warnings = [note for e in sim.engines for note in e.notes]
     stage_warnings += [w for w in map(_starved, sim.engines) if w is not None]
     tasks = _tasks(sim, samples)
-    steps = {e.label: StepLog(e.step_log) for e in sim.engines if e.step_log is not None}
+    logs = [(e.label, getattr(e.step_log, "log", e.step_log)) for e in sim.engines]  # (a claim's monitor forwards)
+    steps = {label: StepLog(log) for label, log in logs if log is not None}
     return Report(
         settling=_settling(sim, observes, samples),
         horizon=sim.horizon, end=end, warmup=sim.warmup, seed=sim.seed, events=sim.events,
@@ -113,6 +114,7 @@ def build_report(sim: "Simulator") -> Report:
         gauges={} if sim.gauges is None else {g.name: g for g in sim.gauges.summaries(start, end)},
         timeline=None if sim.timeline is None else sim.timeline.finish(end),
         stage_totals=stage_totals, pool_totals=pool_totals,
+        claims=[] if sim.claims is None else sim.claims.results(),
     )
 
 

@@ -128,6 +128,14 @@ class Simulator:
             for engine in self.engines:
                 engine.coalesce = False  # the plain path: the same report (docs/simulator.md)
                 engine.step_log = array("d")
+        #: the program's claims, read on this run's path (serq/sim/claims.py); None without any
+        self.claims: Any = None
+        if program.claims:
+            from .claims import ClaimMonitor
+
+            self.claims = ClaimMonitor(self)
+        #: after how many arrivals the workload brings no more (None: it goes on to the horizon)
+        self.arrivals_stop: int | None = None
         self.code = Compiler(self).compile(program)
         self.pool_by_id = {id(p): p for p in self.all_pools}
         #: coalesced runs that pass over other events (serq/sim/lazy.py), where the program allows
@@ -189,7 +197,7 @@ class Simulator:
         arrivals.start()
         # the run stops once `stop` sessions have arrived and none is live: --arrivals N, or the
         # end of the trace under `arrive trace`
-        stop = arrivals.stop
+        stop = self.arrivals_stop = arrivals.stop
         done = None if stop is None else (lambda: self.arrivals >= stop and env.live == 0)
         # With no pool and no step stage, settling is running the ready sessions
         # and rescheduling the dirty ps stages: the kernel does the first itself.

@@ -427,7 +427,8 @@ def test_a_constant_guard_other_than_0_or_1_is_not_a_guard():
 # ---------------------------------------------------------------- refused features
 REFUSED = [
     case("fn main", "fn main() { }", "`fn` (an explicit entry point) is not supported in this version", 1, 1),
-    case("claims", "claim c : response < 1;", "`claim` is not supported in this version", 1, 1),
+    case("claims", "claim c : response < 1;", "a claim states `every iteration of STAGE (E)`, `some iteration of "
+         "STAGE (E)` or `at end (E)`", 1, 11),
     case("devices", "device gpu { }", "`device` is not supported in this version", 1, 1),
     case("engines on devices", "engine vllm on gpu { }", "`engine … on` declarations is not supported in this version", 1, 1),
     case("while", "session { while (1) { } }", "`while` is not supported in this version", 1, 11),
