@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from .errors import SerqError
 from .ir import Program, TraceDecl
@@ -74,6 +74,7 @@ def run(
     precision_on: str | None = None,
     max_horizon: float | None = None,
     timeline: float | bool | None = None,
+    sessions: "Sequence[Mapping[str, Any]] | None" = None,
 ) -> "Report":
     """Simulate a program and return its :class:`~serq.report.Report`.
 
@@ -102,7 +103,10 @@ def run(
     finite and > 0; ``True``: the horizon / 200) keeps the pools' and stages'
     state every DT simulated seconds in ``report.timeline``
     (:class:`serq.timeline.Timeline`; docs/report.md, "Over time"); the
-    report is otherwise the same bits."""
+    report is otherwise the same bits.  ``sessions`` replaces the workload's arrivals
+    with these sessions, each ``{"arrival": t, "attributes": {name: value}}`` (its
+    attributes after ``init``): a counterexample of ``serq prove`` replays so
+    (docs/claims.md)."""
     from .sim.goodput import parse_goodput
     from .sim.simulator import simulate
 
@@ -112,7 +116,7 @@ def run(
     def once(h: float | None, w: float | None) -> "Report":
         return simulate(program, seed=seed, horizon=h, warmup=w, arrivals=arrivals, engines=engines or {},
                         max_live=max_live, steps=steps, progress=progress, max_events=max_events,
-                        goodput=targets, timeline=timeline)
+                        goodput=targets, timeline=timeline, sessions=sessions)
 
     if precision is None:
         return once(horizon, warmup)

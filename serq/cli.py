@@ -242,6 +242,9 @@ def run(
         "(default: the horizon / 200)."),
     check_claims: bool = typer.Option(False, "--check-claims", help="Exit 4 when a claim fails or is not "
                                       "witnessed on this run (docs/claims.md)."),
+    replay: Optional[str] = typer.Option(None, "--replay", metavar="JSON|FILE", help="Run these sessions "
+                                           "instead of the workload's arrivals: a JSON list of {arrival, attributes} "
+                                           "(a counterexample of serq prove), or a file holding one."),
 ) -> None:
     """Simulate a program and print its report."""
     from . import api
@@ -281,7 +284,8 @@ def run(
                          max_live=max_live, steps=steps, progress=not quiet and stderr_is_terminal(),
                          max_events=max_events, goodput=goodput, precision=precision,
                          precision_on=precision_on, max_horizon=max_horizon,
-                         timeline=None if timeline is None else (True if timeline_every is None else timeline_every))
+                         timeline=None if timeline is None else (True if timeline_every is None else timeline_every),
+                         sessions=None if replay is None else _listed_sessions(replay))
     except RunInterrupted as err:
         typer.echo(f"interrupted at t={err.now:g} of {err.horizon:g} simulated seconds: no report was written",
                    err=True)
@@ -324,6 +328,79 @@ def run(
             typer.echo(f"claim {c.name}: {c.result}{at}", err=True)
         if failed:
             raise typer.Exit(EXIT_CLAIM)
+
+
+@app.command()
+def prove(
+    file: str = typer.Argument(..., metavar="FILE", help="A .sq program with claims (- reads standard input)."),
+    set_: Optional[List[str]] = SetOpt,
+    json_: bool = typer.Option(False, "--json", help="Print the verdicts as JSON."),
+    bound: Optional[List[str]] = typer.Option(None, "--bound", metavar="NAME=LO..HI[:STEP]", help="The values of a "
+                                              "drawn attribute to explore (repeatable): whole numbers LO to HI."),
+    sessions: Optional[int] = typer.Option(None, "--sessions", min=1, metavar="K",
+                                           help="How many sessions a family of open arrivals has (default 2)."),
+    grid: Optional[str] = typer.Option(None, "--grid", metavar="DT", help="Poisson arrivals: the spacing of the "
+                                       "instants a session may arrive at."),
+    instants: int = typer.Option(4, "--instants", min=1, metavar="M", help="With --grid: how many instants."),
+    max_states: int = typer.Option(2_000_000, "--max-states", min=1, metavar="N",
+                                   help="Give up (unknown) past N machine steps."),
+    max_paths: int = typer.Option(200_000, "--max-paths", min=1, metavar="N",
+                                  help="Give up (unknown) past N workloads."),
+) -> None:
+    """Decide the program's claims over every path of its family of workloads."""
+    from fractions import Fraction
+
+    from . import api
+    from .prove.explore import Limits
+    from .prove.family import Bound
+    from .prove.verdicts import prove as prove_claims
+
+    _need_stdout("the verdicts")
+    try:
+        try:
+            bounds = [Bound.parse(b) for b in bound or []]
+            step = None if grid is None else Fraction(grid)
+        except (ValueError, ZeroDivisionError) as err:
+            raise UsageError(str(err) if "--bound" in str(err) else f"--grid {grid}: not a number") from None
+        if step is not None and step <= 0:
+            raise UsageError(f"--grid {grid}: the spacing must be positive")
+        sets = parse_sets(set_)
+        program = api.load(Path(file), sets=sets)
+        proof = prove_claims(program, bounds=bounds, sessions=sessions, grid=step, instants=instants,
+                             limits=Limits(max_states=max_states, max_paths=max_paths), sets=sets)
+    except SerqError as err:
+        raise _fail(err, file) from None
+    if json_:
+        import json
+
+        _emit(json.dumps(proof.to_dict(), separators=(",", ":"), ensure_ascii=False), "the verdicts")
+    else:
+        _emit(proof.text(), "the verdicts")
+    raise typer.Exit(proof.exit_code)
+
+
+def _listed_sessions(spec: str) -> list[dict[str, Any]]:
+    """``--replay``: inline JSON (it starts with ``[``) or a file holding it."""
+    import json
+
+    text = spec
+    if not spec.lstrip().startswith("["):
+        try:
+            text = Path(spec).read_text(encoding="utf-8")
+        except OSError as err:
+            raise UsageError(f"--replay {spec}: cannot read it: {err.strerror or err}") from None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise UsageError(f"--replay: not JSON ({err.msg} at character {err.pos})") from None
+    if not (isinstance(value, list) and all(isinstance(x, dict) for x in value)):
+        raise UsageError("--replay: expected a JSON list of {\"arrival\": T, \"attributes\": {NAME: VALUE}}")
+    for i, x in enumerate(value):
+        ok = isinstance(x.get("arrival", 0), (int, float)) and isinstance(x.get("attributes", {}), dict) and all(
+            isinstance(v, (int, float)) for v in (x.get("attributes") or {}).values())
+        if not ok:
+            raise UsageError(f"--replay: session {i} is not {{\"arrival\": T, \"attributes\": {{NAME: VALUE}}}}")
+    return value
 
 
 @app.command()

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any, Callable
 
+from .. import ir
 from ..errors import SerqError, SerqRuntimeError
 from ..expr import Frame, compile_expr
 from ..fpmath import log as _log
@@ -295,6 +296,63 @@ class TraceReplay(Arrivals):
                 helps=["lower the warm-up (--warmup), or replay a longer trace"])
 
 
+class Listed(Arrivals):
+    """Sessions given one by one (``serq run --replay``, a counterexample of ``serq
+    prove``: docs/claims.md): each arrives at its ``arrival`` and, after ``init``, takes
+    the listed ``attributes``.  Under ``arrive batch`` sessions listed at time 0 are
+    made together before any runs, as a batch's are; otherwise each arrives as a trace
+    replay's session does.  The run ends when the last has ended."""
+
+    def __init__(self, sim: "Simulator") -> None:
+        super().__init__(sim)
+        listed = sim.listed
+        assert listed is not None
+        attrs = {name: slot for slot, name in enumerate(sim.program.attributes)}
+        self.times: list[float] = []
+        self.values: list[list[tuple[int, float]]] = []
+        last = 0.0
+        for i, entry in enumerate(listed):
+            t = float(entry.get("arrival", 0.0))
+            if not (math.isfinite(t) and t >= last):
+                raise SerqError(f"--replay: session {i} arrives at {entry.get('arrival')!r}: the arrivals are "
+                                "times ≥ 0 in order")
+            last = t
+            pairs = []
+            for name, value in (entry.get("attributes") or {}).items():
+                if name not in attrs or attrs[name] < len(ir.BUILTIN_ATTRIBUTES):
+                    own = list(attrs)[len(ir.BUILTIN_ATTRIBUTES):]
+                    raise SerqError(f"--replay: session {i} sets `{name}`, which is not an attribute the "
+                                    "program sets", helps=[f"the program's attributes: {', '.join(own) or 'none'}"])
+                pairs.append((attrs[name], float(value)))
+            self.times.append(t)
+            self.values.append(pairs)
+        self.total = self.stop = len(self.times)
+        self.batch = sim.program.arrival.kind == "batch"
+        self.next = 0
+        sim.population.override = self.override
+
+    def override(self, s: Any) -> None:
+        """After ``init``: the listed attributes of the session that just arrived."""
+        for slot, value in self.values[s.serial]:
+            s.a[slot] = value
+
+    def start(self) -> None:
+        if not self.total:
+            return
+        if self.batch and self.times[-1] == 0.0:
+            for _ in range(self.total):
+                self.sim.population.spawn()
+            return
+        self.kernel.timer_at(self.times[0], [self.arrive])
+
+    def arrive(self, _ev: Any) -> None:
+        self.sim.events += 1
+        self.next += 1
+        if self.next < self.total:
+            self.kernel.timer_at(self.times[self.next], [self.arrive])
+        self.sim.population.spawn(True)
+
+
 class NoArrivals(Arrivals):
     """A workload without ``arrive``: no session ever comes."""
 
@@ -311,3 +369,8 @@ KINDS: dict[str, type[Arrivals]] = {
     "batch": Closed,
     "trace": TraceReplay,
 }
+
+
+def arrivals_of(sim: "Simulator") -> Arrivals:
+    """The run's arrivals: the listed sessions (``--replay``) or the workload's own."""
+    return Listed(sim) if sim.listed is not None else KINDS[sim.program.arrival.kind](sim)

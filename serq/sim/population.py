@@ -69,6 +69,8 @@ class Population:
         self.client: dict[str, list[tuple[float, int, int, float]]] = {"ttft": [], "tpot": [], "response": []}
         if sim.goodput:
             self.client["goodput"] = []
+        #: listed sessions (``--replay``): sets a new root's listed attributes after ``init``
+        self.override: Callable[[Session], None] | None = None
         #: what to do about a workload that makes more sessions than the limit (the arrivals say)
         self.outpace: Callable[[], str] = lambda: "lower the number of sessions the workload creates"
 
@@ -100,6 +102,8 @@ class Population:
         sim.arrivals += 1
         code = sim.code
         code.init(s)
+        if self.override is not None:
+            self.override(s)
         if sim.claims is not None:
             sim.claims.session_started(s)
         if run_now and not kernel.ready_pending():

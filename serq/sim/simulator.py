@@ -18,13 +18,13 @@ import gc
 import math
 import os
 from contextlib import contextmanager
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator, Mapping, Sequence
 
 from .. import ir
 from ..errors import RunInterrupted, SerqError, SerqRuntimeError
 from ..expr import base_namespace
 from . import deployment, lazy, rng
-from .arrivals import KINDS, Arrivals
+from .arrivals import Arrivals, arrivals_of
 from .compile import Compiler
 from .goodput import Target
 from .holds import Holds
@@ -66,8 +66,11 @@ class Simulator:
     def __init__(self, program: ir.Program, *, seed: int, horizon: float, warmup: float,
                  arrivals: int | None = None, engines: Mapping[str, type] | None = None,
                  max_live: int | None = None, steps: bool = False, max_events: int | None = None,
-                 goodput: tuple[Target, ...] = (), timeline: float | None = None) -> None:
+                 goodput: tuple[Target, ...] = (), timeline: float | None = None,
+                 sessions: Sequence[Mapping[str, Any]] | None = None) -> None:
         self.program = program
+        #: the sessions to replay instead of the workload's arrivals (``--replay``), or None
+        self.listed = sessions
         self.goodput = goodput
         self.seed = seed
         self.horizon = horizon
@@ -192,7 +195,7 @@ class Simulator:
         env = self.env
         if self.warmup > 0.0:
             env.timer(self.warmup, [self._end_warmup])
-        arrivals: Arrivals = KINDS[self.program.arrival.kind](self)
+        arrivals: Arrivals = arrivals_of(self)
         arrivals.check()
         arrivals.start()
         # the run stops once `stop` sessions have arrived and none is live: --arrivals N, or the
@@ -256,7 +259,8 @@ def simulate(program: ir.Program, *, seed: int | None = None, horizon: float | N
              warmup: float | None = None, arrivals: int | None = None,
              engines: Mapping[str, type] | None = None, max_live: int | None = None,
              steps: bool = False, progress: bool = False, max_events: int | None = None,
-             goodput: tuple[Target, ...] = (), timeline: float | bool | None = None) -> Any:
+             goodput: tuple[Target, ...] = (), timeline: float | bool | None = None,
+             sessions: Sequence[Mapping[str, Any]] | None = None) -> Any:
     """Run ``program`` and return its report (see :func:`serq.run`)."""
     from .results import build_report
 
@@ -286,7 +290,7 @@ def simulate(program: ir.Program, *, seed: int | None = None, horizon: float | N
         interval = float(interval)
     sim = Simulator(program, seed=int(seed), horizon=float(horizon), warmup=float(warmup),
                     arrivals=arrivals, engines=engines, max_live=max_live, steps=steps, max_events=max_events,
-                    goodput=goodput, timeline=interval)
+                    goodput=goodput, timeline=interval, sessions=sessions)
     try:
         with _fewer_collections():
             if progress:

@@ -1,0 +1,190 @@
+"""``serq prove``: one verdict a claim, over every path of a family.
+
+``proved`` (an ``every`` or ``at end`` claim holds on every path of the
+family — for all time when the family is one path that repeats),
+``refuted`` (a path fails it: the counterexample), ``witnessed`` (a ``some``
+claim holds at an iteration of some path: the witness), ``no witness`` (it
+holds at no iteration of any path), ``unknown`` (the reason: a construct
+outside the exact fragment, an attribute without bounds, a limit reached).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass, field, replace
+from fractions import Fraction
+from typing import Any, Sequence
+
+from .. import ir
+from .exact import Unsupported
+from .explore import Explorer, Limits, Verdict, explore_endless
+from .family import Bound, Family, Unbounded, build_family
+
+
+@dataclass
+class Proof:
+    """The verdicts of a program's claims, and how to replay each counterexample."""
+
+    program: ir.Program
+    verdicts: list[Verdict] = field(default_factory=list)
+    #: the flags the verdicts depend on, for the replay commands (``--set``)
+    sets: Sequence[tuple[str, str]] = ()
+
+    def replay(self, v: Verdict) -> str | None:
+        """A ``serq run`` command that runs the counterexample (or witness) to the same time."""
+        if v.first is None:
+            return None
+        path = self.program.path or "PROGRAM.sq"
+        words = ["serq", "run", path]
+        for name, value in self.sets:
+            words += ["--set", f"{name}={value}"]
+        horizon = float(v.first) * 2 + 1
+        if v.sessions is not None:
+            words += ["--replay", json.dumps(v.sessions, separators=(",", ":"))]
+        words += ["--horizon", f"{horizon:g}", "--check-claims"]
+        return " ".join(shlex.quote(w) for w in words)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = []
+        for v in self.verdicts:
+            d = v.to_dict(self.program.attributes)
+            replay = self.replay(v)
+            if replay is not None:
+                d["replay"] = replay
+            out.append(d)
+        return {"claims": out}
+
+    def text(self) -> str:
+        """One block a claim: the verdict, the family, what was explored, the counterexample."""
+        if not self.verdicts:
+            return "no claims: the program states none (docs/claims.md)"
+        lines = []
+        for v in self.verdicts:
+            what = "at end" if v.kind == "end" else f"{v.kind} iteration of {v.stage}"
+            head = f"claim {v.name} ({what}): {v.verdict}"
+            if v.first is not None:
+                head += f" at {_show(v.first)}"
+            if v.period is not None and v.verdict in ("proved", "no witness"):
+                head += f", for all time (the path repeats every {_show(v.period)})"
+            lines.append(head)
+            if v.reason:
+                lines.append(f"  why: {v.reason}")
+            if v.family:
+                lines.append(f"  family: {v.family}")
+            lines.append(f"  explored: {v.paths:,} path(s), {v.states:,} state(s)")
+            if v.sessions is not None:
+                label = "witness" if v.verdict == "witnessed" else "counterexample"
+                for s in v.sessions:
+                    attrs = ", ".join(f"{k} = {_show(x)}" for k, x in s["attributes"].items())
+                    lines.append(f"  {label}: session {s['serial']} arrives at {_show(s['arrival'])}"
+                                 + (f": {attrs}" if attrs else ""))
+            replay = self.replay(v)
+            if replay is not None:
+                lines.append(f"  replay: {replay}")
+        return "\n".join(lines)
+
+    @property
+    def exit_code(self) -> int:
+        """0 all proved or witnessed; 4 one refuted or without witness; 5 else one unknown."""
+        if any(v.verdict in ("refuted", "no witness") for v in self.verdicts):
+            return 4
+        if any(v.verdict == "unknown" for v in self.verdicts):
+            return 5
+        return 0
+
+
+def _show(x: Any) -> str:
+    x = Fraction(x)
+    if x.denominator == 1:
+        return str(x.numerator)
+    f = float(x)
+    return f"{f:g}" if Fraction(f) == x else f"{x} (≈ {f:g})"
+
+
+def prove(program: ir.Program, *, bounds: Sequence[Bound] = (), sessions: int | None = None,
+          grid: Fraction | None = None, instants: int = 4, limits: Limits | None = None,
+          sets: Sequence[tuple[str, str]] = ()) -> Proof:
+    """Decide ``program``'s claims over every path of its family (docs/claims.md)."""
+    from .machine import Machine, check_fragment
+
+    limits = limits or Limits()
+    claims = list(program.claims)
+    stages = [st.name for st in program.stages]
+    verdicts = [Verdict(c.name, c.kind, "" if c.stage is None else stages[c.stage.stage]) for c in claims]
+    proof = Proof(program, verdicts, sets)
+    if not claims:
+        return proof
+    try:
+        check_fragment(program)
+        family = build_family(program, bounds=bounds, sessions=sessions, grid=grid, instants=instants)
+    except Unsupported as err:
+        for v in verdicts:
+            v.reason = f"outside the exact fragment: {err.construct}" + (f" ({err.label})" if err.label else "")
+        return proof
+    except Unbounded as err:
+        for v in verdicts:
+            v.reason = f"the family has no bound: {err}"
+        return proof
+    described = family.describe()
+    for v in verdicts:
+        v.family = described
+    if family.endless:
+        iter_claims = [(c, v) for c, v in zip(claims, verdicts) if c.kind != "end"]
+        for c, v in zip(claims, verdicts):
+            if c.kind == "end":
+                v.reason = "the workload never ends: an `at end` claim needs an end (`batch`, run { arrivals N; })"
+        if iter_claims:
+            try:
+                why = explore_endless(program, [c for c, _ in iter_claims], [v for _, v in iter_claims], limits)
+            except Unsupported as err:
+                why = f"outside the exact fragment: {err.construct}"
+            for _, v in iter_claims:
+                if v.verdict == "unknown" and not v.reason and why:
+                    v.reason = why
+        return proof
+    groups: dict[Any, list[int]] = {}
+    for i, c in enumerate(claims):
+        groups.setdefault(c.given, []).append(i)
+    for _given, idx in groups.items():
+        group = [claims[i] for i in idx]
+        vs = [verdicts[i] for i in idx]
+        explorer = Explorer(program, group, vs, family, limits, stages)
+        try:
+            for m in _machines(program, family):
+                explorer.run(m)
+                if explorer.cut or explorer.all_settled():
+                    break
+        except Unsupported as err:
+            explorer.cut = f"outside the exact fragment: {err.construct}" + (f" ({err.label})" if err.label else "")
+        for c, v in zip(group, vs):
+            v.paths, v.states = explorer.paths, explorer.states
+            if family.deterministic:
+                v.sessions = None  # the program's own path: `serq run` replays it as it is
+            if v.verdict in ("refuted", "witnessed"):
+                continue
+            if explorer.cut:
+                v.verdict, v.reason = "unknown", f"stopped after {explorer.cut}"
+            else:
+                v.verdict = "no witness" if c.kind == "some" else "proved"
+    return proof
+
+
+def _machines(p: ir.Program, family: Family):
+    """The machines the family's workloads start from: one, or one per choice of
+    arrival instants on the grid."""
+    import itertools
+
+    from .machine import Machine
+
+    kind = family.arrivals[0]
+    if kind == "times":
+        times = family.arrivals[1]
+        if p.arrival.kind == "batch" or family.deterministic:
+            yield Machine(p)  # (the program's own arrivals: `serq run` replays the path as it is)
+        else:
+            yield Machine(p, arrivals=times)
+        return
+    _, step, m, k = family.arrivals
+    for combo in itertools.combinations_with_replacement(range(m), k):
+        yield Machine(p, arrivals=[step * i for i in combo])
