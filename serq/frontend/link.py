@@ -20,7 +20,7 @@ from . import pretty
 from .choices import place
 from .declare import Declarations
 from .diag import at, at_from, did_you_mean, error
-from .expand import Expanded, head
+from .expand import _TRACE_ATTRIBUTES, Expanded, head
 from .parse import parse_expression
 from .resolve import Where
 from .words import ADMIT, CONTEXT, END, GAUGE, GIVEN, ITERATION, RETIRED, SESSION
@@ -523,19 +523,35 @@ class Linker(Declarations):
                                 "`step` stage iterates", c.stage_span, prefix=prefix,
                                 helps=["name a step stage" + self._step_names()])
             w = Where(moment=ITERATION if stage is not None else END, prefix=prefix, draw=nodraw, attrs=False)
-            body = self.expr(c.expr, w)
-            if c.kind == "end" and any(isinstance(x, ir.Probe) for x in expr_walk(body)):
-                raise error("a claim `at end` reads `now`, constants and aggregates of observations, not the "
-                            "state of pools and stages (every session has ended)", c.expr.span, prefix=prefix)
+            body = self.expr(c.expr, w)  # (the resolver refuses state at end and in `given`: claim_probe)
             given = None
             if c.given is not None:
                 given = self.expr(c.given, Where(moment=GIVEN, prefix=prefix, draw=nodraw))
-                if any(isinstance(x, ir.Probe) for x in expr_walk(given)):
-                    raise error("a claim's `given` reads a session's attributes and constants, not the state of "
-                                "pools and stages", c.given.span, prefix=prefix)
+                self.given_reads_init(c.given, prefix)
             site = f"{c.name_span.source.name}:{at(c.name_span)}"
             out.append(ir.Claim(c.name, c.kind, body, given, stage, site))  # type: ignore[arg-type]
         return tuple(out)
+
+    def given_reads_init(self, given: A.Expr, prefix: str) -> None:
+        """A `given` is read right after `init` (and a child's `spawn … with` sets): an
+        attribute it reads is `serial`, one of the session tree's, one `init` or a spawn sets,
+        or under a trace one its columns set."""
+        ex = self.ex
+        known = {"serial", *ir.TREE_ATTRIBUTES}
+        if ex.workload is not None and any(c.word == "trace" for c in ex.workload.clauses):
+            known |= _TRACE_ATTRIBUTES
+        for s in A.walk_stmts(ex.init or ()):
+            if isinstance(s, (A.SetStmt, A.ChooseStmt)):
+                known.add(s.name)
+        for block in (ex.init, ex.turn, ex.session):
+            for s in A.walk_stmts(block or ()):
+                if isinstance(s, A.SpawnStmt):
+                    known.update(x.name for x in s.sets)
+        for x in A.walk_expr(given):
+            if isinstance(x, A.Name) and x.id in self.attrs and x.id not in known and x.id not in self.lets:
+                raise error(f"`{x.id}` is not set by `init`, and a claim's `given` reads each session's "
+                            "attributes right after `init`", x.span, prefix=prefix,
+                            helps=["set it in `workload { init { … } }`, or state it in the claim itself"])
 
     def _step_names(self) -> str:
         steps = [d.name for d in self.stage_decls if d.kind == "step"]

@@ -279,10 +279,11 @@ class Resolver:
                             helps=["name the block size with a `let`, and use that"])
             raise error(f"`{fn}` with {len(args)} argument(s) is not a constant function", e.name_span,
                         prefix=w.prefix, helps=["a constant may call `min max abs floor ceil sqrt exp ln pow`"])
-        if fn in ESTIMATES:
-            return self.estimate(e, w)
         if fn == "blocksize":
             return self.blocksize(e, w)
+        self.claim_probe(e, w)
+        if fn in ESTIMATES:
+            return self.estimate(e, w)
         if w.only:
             self.defer(error(w.only, e.name_span, prefix=w.prefix))
         if w.moment == GAUGE:
@@ -314,6 +315,26 @@ class Resolver:
             raise error(f"`budget_left` expects a step stage here; `{name}` is a {self.stages[name].kind} stage",
                         span, prefix=w.prefix)
         return ir.Probe(fn, ref)
+
+    def claim_probe(self, e: A.Call, w: Where) -> None:
+        """A claim reads the state of pools and stages only over iterations, and there
+        neither a session's own cache (it has none) nor ``budget_left``, which plans the
+        next iteration (its ``budget`` and ``chunk`` may draw: a claim reads, never acts)."""
+        fn = e.fn
+        if w.moment == END:
+            raise error("a claim `at end` reads `now`, constants and aggregates of observations, not the state "
+                        "of pools and stages (every session has ended)", e.name_span, prefix=w.prefix)
+        if w.moment == GIVEN:
+            raise error("a claim's `given` reads a session's attributes and constants, not the state of pools "
+                        "and stages", e.name_span, prefix=w.prefix)
+        if w.moment == ITERATION and fn == "cachedin":
+            raise error("`cachedin` reads a session's own cache, but a claim over iterations has no session",
+                        e.name_span, prefix=w.prefix, helps=["read `used`, `free`, `holders` or `queued` of the pool"])
+        if w.moment == ITERATION and fn == "budget_left":
+            raise error("a claim may not read `budget_left(…)`: it plans the stage's next iteration, whose "
+                        "`budget` and `chunk` may draw, and a claim reads the run without changing it",
+                        e.name_span, prefix=w.prefix,
+                        helps=["`tokens`, `demand` and `served` say what an iteration takes and could take"])
 
     def claim_aggregate(self, e: A.Call, w: Where) -> ir.Expr:
         """``total(x)``, ``count(x)``, ``largest(x)``, ``smallest(x)``, ``prefix_total(x)``:
