@@ -242,7 +242,10 @@ class Family:
     def size(self) -> float:
         """How many workloads (before memoised states are shared)."""
         k = self.sessions if self.sessions is not None else len(self.arrivals[1])
-        n = float(self.per_session()) ** k
+        per = self.per_session()
+        if per > 1 and k * math.log10(per) > 300:
+            return math.inf
+        n = float(per) ** k
         if self.arrivals[0] == "grid":
             n *= math.comb(self.arrivals[2] + k - 1, k)
         return n
@@ -311,6 +314,9 @@ def build_family(p: ir.Program, *, bounds: Sequence[Bound] = (), sessions: int |
                 except Unbounded:
                     s = Real(-math.inf, math.inf)
                 vals = tuple(v for v in vals if _within(v, s))
+                if not vals:
+                    raise Unbounded(f"--bound {bounded[st.slot].name}: none of its values is one `init` can draw "
+                                    "(a bound narrows what the draw can give; change the draw's range with --set)")
             choices[st.slot] = vals
             supports[st.slot] = Finite(vals) if vals else Finite((Fraction(0),))
             continue

@@ -127,8 +127,15 @@ def prove(program: ir.Program, *, bounds: Sequence[Bound] = (), sessions: int | 
             v.reason = f"the family has no bound: {err}"
         return proof
     described = family.describe()
-    for v in verdicts:
-        v.family = described
+    for c, v in zip(claims, verdicts):
+        v.family = described + ("; every session inside the claim's `given`" if c.given is not None else "")
+    size = family.size()
+    if not family.endless and size > limits.max_paths:
+        for v in verdicts:
+            many = "more than 1e300" if size == float("inf") else f"{size:.3g}"
+            v.reason = (f"the family has {many} workloads, more than --max-paths {limits.max_paths:,}: narrow "
+                        "it (--bound NAME=LO..HI, --set on the program's constants, --sessions K)")
+        return proof
     if family.endless:
         iter_claims = [(c, v) for c, v in zip(claims, verdicts) if c.kind != "end"]
         for c, v in zip(claims, verdicts):
