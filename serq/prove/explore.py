@@ -161,6 +161,7 @@ class Explorer:
         self.paths = 0
         self.seen: set = set()
         self.cut: str | None = None  # why the exploration stopped short
+        self.excluded = 0  # partial workloads no session of the family could continue (`given`)
         #: the attributes a counterexample lists: every one `init` sets (the drawn ones first)
         set_by_init = [st.slot for st in p.init if isinstance(st, ir.Set)]
         self.shown = list(dict.fromkeys([*family.choices, *set_by_init]))
@@ -253,8 +254,8 @@ class Explorer:
                         branch = r
                 if branch is not None:
                     kids = self.choices(branch.serial, branch.time)
-                    if not kids:  # no session of the family satisfies `given` here
-                        self.paths += 1
+                    if not kids:  # no session of the family satisfies `given` here: not a workload of it
+                        self.excluded += 1
                         break
                     for attrs, obs, shown in reversed(kids):
                         m2 = m.copy() if len(kids) > 1 else m

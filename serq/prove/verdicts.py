@@ -172,6 +172,8 @@ def prove(program: ir.Program, *, bounds: Sequence[Bound] = (), sessions: int | 
                 continue
             if explorer.cut:
                 v.verdict, v.reason = "unknown", f"stopped after {explorer.cut}"
+            elif explorer.paths == 0:
+                v.reason = "no workload of the family satisfies the claim's `given`: there is nothing to prove"
             else:
                 v.verdict = "no witness" if c.kind == "some" else "proved"
     return proof

@@ -1,0 +1,238 @@
+"""``serq prove``: verdicts over every path, worked out by hand (docs/claims.md)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+import serq
+from serq.prove.explore import Limits
+from serq.prove.family import Bound
+from serq.prove.periodic import Nonlinear, repetitions_to_check
+from serq.prove.verdicts import prove
+from tests.frontend_util import cli_streams
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# One request every 10 s: a prefill of 3 tokens (cost 1 + 3 = 4: 10 → 14), then two decode
+# iterations of 1 token (cost 2 each: 14 → 16 → 18); the engine is idle until the next
+# arrival at 20, so the state at every arrival is the same, shifted by 10.
+PERIODIC = """
+let gap = 10;
+stage engine : step { budget 4; cost 1 + tokens; }
+workload { arrive renewal(gap); init { set t0 = now; } }
+session { run engine prefill (3); run engine decode (2); observe response = now - t0; }
+claim small: every iteration of engine (tokens <= 4);
+claim early: every iteration of engine (now < 100);
+claim rate: every iteration of engine (served * 10 <= 5 * now);
+claim fast: every iteration of engine (served * 10 <= 4 * now + 20);
+claim busy: some iteration of engine (tokens == 4);
+claim idle: some iteration of engine (tokens == 1);
+run { horizon 1000; }
+"""
+
+# Two sessions at time 0, prompts p in 1..4 and outputs 1 or 4 tokens, budget 4, cost 1 + tokens.
+FAMILY = """
+let B = 4;
+stage engine : step { budget B; cost 1 + tokens; }
+workload { arrive batch(2); init { set t0 = now; set p = 1 + floor(~uniform(0, 4)); set long = ~bernoulli(0.5); } }
+session { run engine prefill (p); run engine decode (1 + 3 * long); observe response = now - t0; }
+claim full: every iteration of engine (demand < B || tokens == B);
+claim short given (long == 0): every iteration of engine (now < 9);
+claim bounded: at end (largest(response) <= 25);
+claim tight: at end (largest(response) <= 19);
+run { horizon 1000; }
+"""
+
+
+def _prog(tmp_path: Path, text: str, name: str = "p.sq") -> serq.Program:
+    path = tmp_path / name
+    path.write_text(text)
+    return serq.load(path)
+
+
+def _verdicts(proof) -> dict[str, object]:
+    return {v.name: v for v in proof.verdicts}
+
+
+def test_a_periodic_deterministic_program_is_proved_for_all_time_and_a_false_claim_refuted_at_its_time(tmp_path):
+    v = _verdicts(prove(_prog(tmp_path, PERIODIC)))
+    assert (v["small"].verdict, v["small"].period) == ("proved", 10)
+    # the first iteration at or after 100 is the arrival at 100's prefill
+    assert (v["early"].verdict, v["early"].first) == ("refuted", 100)
+    # 5 tokens a period of 10 against 5 tokens of capacity: equal, so it holds in every period
+    assert v["rate"].verdict == "proved"
+    # request k arrives at 10k; its iterations start at 10k (served 5(k - 1)), 10k + 4 (served
+    # 5(k - 1) + 3) and 10k + 6 (5(k - 1) + 4). At 10k + 4: 50k - 20 <= 40k + 36 only while k <= 5.6;
+    # at 10k: k <= 7; at 10k + 6: k <= 5.4. The first failure is k = 6's first decode, at 64.
+    assert v["fast"].verdict == "refuted"
+    assert v["fast"].first == 64
+    assert v["busy"].verdict == "no witness"  # 3 or 1 tokens, never 4
+    assert (v["idle"].verdict, v["idle"].first) == ("witnessed", 14)
+    assert v["small"].paths == 1 and v["small"].states > 0
+
+
+def test_the_refutation_of_a_deterministic_program_replays_with_serq_run_to_the_same_time(tmp_path):
+    program = _prog(tmp_path, PERIODIC)
+    proof = prove(program)
+    early = _verdicts(proof)["early"]
+    command = proof.replay(early)
+    assert command is not None and "--replay" not in command  # the program's own path
+    words = shlex.split(command)
+    horizon = float(words[words.index("--horizon") + 1])
+    report = serq.run(program, horizon=horizon)
+    got = {c.name: c for c in report.claims}
+    assert (got["early"].result, got["early"].first) == ("fails", 100.0)
+    assert (got["fast"].result, got["fast"].first) == ("fails", 64.0)
+
+
+def test_a_two_session_family_refutes_a_claim_with_a_counterexample_that_replays_to_the_failure(tmp_path):
+    program = _prog(tmp_path, FAMILY)
+    proof = prove(program)
+    v = _verdicts(proof)
+    short = v["short"]
+    # Depth first, session 0's choices before session 1's, p before long. With long = 0 (one
+    # decode token) the schedules are: prompts (1, 1) … (2, 3) end their last iteration's start
+    # at 8 or earlier; prompts (2, 4): 0 → 5 (2 + 2 prefill tokens), 5 → 9 (session 0's decode
+    # and session 1's last 2 prompt tokens, cost 1 + 3), and at 9 session 1 decodes: now = 9.
+    assert short.verdict == "refuted"
+    assert short.first == 9
+    assert [(x["serial"], x["arrival"], x["attributes"]["p"], x["attributes"]["long"]) for x in short.sessions] == [
+        (0, 0, 2, 0), (1, 0, 4, 0)]
+    replay = [{"arrival": s["arrival"], "attributes": s["attributes"]} for s in short.sessions]
+    report = serq.run(program, sessions=replay)
+    got = {c.name: c for c in report.claims}
+    assert (got["short"].result, got["short"].first) == ("fails", 9.0)
+
+
+def test_a_claim_is_proved_over_the_whole_family_when_no_workload_breaks_it(tmp_path):
+    v = _verdicts(prove(_prog(tmp_path, FAMILY)))
+    assert v["full"].verdict == "proved"  # a batch is full whenever its residents could fill it
+    assert v["bounded"].verdict == "proved"
+    # (p, long) has 8 values a session, two sessions: 64 workloads
+    assert v["full"].paths == 64
+    assert "`p` in {1, 2, 3, 4}" in v["full"].family and "`long` in {0, 1}" in v["full"].family
+
+
+def test_an_at_end_claim_is_refuted_with_the_workload_whose_last_response_is_too_long(tmp_path):
+    v = _verdicts(prove(_prog(tmp_path, FAMILY)))
+    tight = v["tight"]
+    assert tight.verdict == "refuted"
+    # replay: the largest response of that workload is above 19, and the claim fails at its end
+    program = _prog(tmp_path, FAMILY)
+    report = serq.run(program, sessions=[{"arrival": s["arrival"], "attributes": s["attributes"]}
+                                         for s in tight.sessions])
+    assert max(x.value for x in report.samples["response"]) > 19
+    got = {c.name: c for c in report.claims}
+    assert got["tight"].result == "fails" and Fraction(got["tight"].first) == tight.first
+
+
+def test_bounds_narrow_the_family_and_the_verdict_names_it(tmp_path):
+    proof = prove(_prog(tmp_path, FAMILY), bounds=[Bound.parse("p=1..2")])
+    v = _verdicts(proof)
+    assert "`p` in {1, 2}" in v["full"].family
+    assert v["full"].paths == 16
+
+
+def test_a_bound_outside_what_init_draws_is_refused_rather_than_proving_an_empty_family(tmp_path):
+    v = _verdicts(prove(_prog(tmp_path, FAMILY), bounds=[Bound.parse("p=7..9")]))
+    assert all(x.verdict == "unknown" for x in v.values())
+    assert "none of its values" in v["full"].reason
+
+
+def test_a_given_no_workload_satisfies_leaves_the_claim_unknown(tmp_path):
+    text = FAMILY.replace("claim short given (long == 0)", "claim short given (long == 2)")
+    v = _verdicts(prove(_prog(tmp_path, text)))
+    assert v["short"].verdict == "unknown"
+    assert "no workload of the family satisfies" in v["short"].reason
+
+
+def test_outside_the_fragment_every_claim_is_unknown_naming_the_construct(tmp_path):
+    text = """
+    stage net : ps(1);
+    stage engine : step { cost 1 + tokens; }
+    workload { arrive batch(1); }
+    session { run net (1); run engine prefill (2); }
+    claim c: every iteration of engine (tokens <= 2);
+    run { horizon 10; }
+    """
+    v = _verdicts(prove(_prog(tmp_path, text)))
+    assert v["c"].verdict == "unknown" and "`ps` stage" in v["c"].reason
+
+
+def test_an_unbounded_draw_asks_for_a_bound_and_poisson_arrivals_for_a_grid(tmp_path):
+    unbounded = FAMILY.replace("set long = ~bernoulli(0.5);", "set long = ~exp(1);")
+    v = _verdicts(prove(_prog(tmp_path, unbounded)))
+    assert v["full"].verdict == "unknown" and "--bound long=LO..HI" in v["full"].reason
+    poisson = FAMILY.replace("arrive batch(2);", "arrive poisson(1);")
+    v = _verdicts(prove(_prog(tmp_path, poisson, "q.sq")))
+    assert v["full"].verdict == "unknown" and "--grid" in v["full"].reason
+    v = _verdicts(prove(_prog(tmp_path, poisson, "q.sq"), grid=Fraction(2), instants=2, sessions=2))
+    assert v["full"].verdict == "proved"
+    # two sessions on two instants {0, 2}: 3 multisets of instants, 8 × 8 attribute choices each
+    assert v["full"].paths <= 3 * 64
+
+
+def test_a_family_larger_than_the_limit_is_unknown_without_exploring_it(tmp_path):
+    v = _verdicts(prove(_prog(tmp_path, FAMILY), limits=Limits(max_paths=10)))
+    assert all(x.verdict == "unknown" and "--max-paths" in x.reason for x in v.values())
+    assert v["full"].paths == 0
+
+
+def test_an_at_end_claim_of_an_endless_workload_is_unknown(tmp_path):
+    text = PERIODIC + "claim total_ok: at end (count(response) >= 0);\n"
+    v = _verdicts(prove(_prog(tmp_path, text)))
+    assert v["total_ok"].verdict == "unknown" and "never ends" in v["total_ok"].reason
+
+
+def test_the_repetitions_to_check_cover_every_change_of_an_affine_claim():
+    # served + 5k <= 4 (now + 10k) / 10 + 2 with served 3, now 14: 3 + 5k <= 7.6 + 4k  ⇔  k <= 4.6
+    from serq import ir
+
+    expr = ir.Binary("<=", ir.Binary("*", ir.Ctx("served"), ir.Num(10.0)),
+                     ir.Binary("+", ir.Binary("*", ir.Num(4.0), ir.Ctx("now")), ir.Num(20.0)))
+    base = {"served": 3, "now": 14}
+
+    def value(x):
+        return base[x.name] if isinstance(x, ir.Ctx) else Fraction(str(x.value))
+
+    ks = repetitions_to_check(expr, value, {"now": 10, "served": 5, "arrived": 1})
+    # the comparison changes at k = (56 + 20 - 30) / (50 - 40) = 4.6: 3, 4, 5 and 6 are checked, and 0
+    assert {0, 4, 5}.issubset(ks) and max(ks) > 5
+    with pytest.raises(Nonlinear):
+        repetitions_to_check(ir.Binary("<=", ir.Binary("*", ir.Ctx("served"), ir.Ctx("now")), ir.Num(1.0)),
+                             value, {"now": 10, "served": 5, "arrived": 1})
+
+
+def test_sarathi_in_dai_et_al_is_work_conserving_for_all_time():
+    program = serq.load(ROOT / "programs/papers/dai_sarathi.sq")
+    v = _verdicts(prove(program))
+    for name in ("work_conserving", "token_rate", "bounded"):
+        assert (v[name].verdict, v[name].period) == ("proved", 46750), name
+
+
+def test_serq_prove_exits_0_proved_4_refuted_5_unknown_and_prints_json(tmp_path):
+    proved = tmp_path / "ok.sq"
+    proved.write_text(PERIODIC.replace("claim early", "// claim early").replace("claim fast", "// claim fast")
+                      .replace("claim busy", "// claim busy"))
+    code, out, _err = cli_streams("prove", str(proved))
+    assert code == 0, out
+    assert "claim small (every iteration of engine): proved, for all time (the path repeats every 10)" in out
+    refuted = tmp_path / "bad.sq"
+    refuted.write_text(PERIODIC)
+    code, out, _err = cli_streams("prove", str(refuted), "--json")
+    assert code == 4
+    data = json.loads(out)
+    early = next(c for c in data["claims"] if c["name"] == "early")
+    assert (early["verdict"], early["first"], early["kind"], early["stage"]) == ("refuted", 100, "every", "engine")
+    assert early["replay"].startswith("serq run ")
+    unknown = tmp_path / "unk.sq"
+    unknown.write_text(FAMILY.replace("set long = ~bernoulli(0.5);", "set long = ~exp(1);"))
+    code, out, _err = cli_streams("prove", str(unknown))
+    assert code == 5 and "unknown" in out
+    code, out, err = cli_streams("prove", str(unknown), "--bound", "long=1..x")
+    assert code == 2 and "--bound" in err
