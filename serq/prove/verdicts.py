@@ -72,7 +72,8 @@ class Proof:
                 lines.append(f"  why: {v.reason}")
             if v.family:
                 lines.append(f"  family: {v.family}")
-            lines.append(f"  explored: {v.paths:,} path(s), {v.states:,} state(s)")
+            if v.paths or v.states or v.family != "every workload, every path":
+                lines.append(f"  explored: {v.paths:,} path(s), {v.states:,} state(s)")
             if v.sessions is not None:
                 label = "witness" if v.verdict == "witnessed" else "counterexample"
                 for s in v.sessions:
@@ -105,58 +106,79 @@ def _show(x: Any) -> str:
 def prove(program: ir.Program, *, bounds: Sequence[Bound] = (), sessions: int | None = None,
           grid: Fraction | None = None, instants: int = 4, limits: Limits | None = None,
           sets: Sequence[tuple[str, str]] = ()) -> Proof:
-    """Decide ``program``'s claims over every path of its family (docs/claims.md)."""
-    from .machine import Machine, check_fragment
+    """Decide ``program``'s claims over every path of its family (docs/claims.md):
+    first by induction where a claim is a token-rate bound (every workload), then
+    by exploring the family's paths on the exact machine."""
+    from .induct import prove_by_induction
+    from .machine import check_fragment
 
     limits = limits or Limits()
-    claims = list(program.claims)
     stages = [st.name for st in program.stages]
-    verdicts = [Verdict(c.name, c.kind, "" if c.stage is None else stages[c.stage.stage]) for c in claims]
+    verdicts = [Verdict(c.name, c.kind, "" if c.stage is None else stages[c.stage.stage]) for c in program.claims]
     proof = Proof(program, verdicts, sets)
-    if not claims:
+    todo: list[tuple[ir.Claim, Verdict]] = []
+    for c, v in zip(program.claims, verdicts):
+        why = prove_by_induction(program, c)
+        if why is None:
+            todo.append((c, v))
+        else:
+            v.verdict, v.reason, v.family = "proved", why, "every workload, every path"
+    if not todo:
         return proof
     try:
         check_fragment(program)
         family = build_family(program, bounds=bounds, sessions=sessions, grid=grid, instants=instants)
     except Unsupported as err:
-        for v in verdicts:
+        for _, v in todo:
             v.reason = f"outside the exact fragment: {err.construct}" + (f" ({err.label})" if err.label else "")
         return proof
     except Unbounded as err:
-        for v in verdicts:
+        for _, v in todo:
             v.reason = f"the family has no bound: {err}"
         return proof
     described = family.describe()
-    for c, v in zip(claims, verdicts):
+    for c, v in todo:
         v.family = described + ("; every session inside the claim's `given`" if c.given is not None else "")
     size = family.size()
     if not family.endless and size > limits.max_paths:
-        for v in verdicts:
-            many = "more than 1e300" if size == float("inf") else f"{size:.3g}"
+        many = "more than 1e300" if size == float("inf") else f"{size:.3g}"
+        for _, v in todo:
             v.reason = (f"the family has {many} workloads, more than --max-paths {limits.max_paths:,}: narrow "
                         "it (--bound NAME=LO..HI, --set on the program's constants, --sessions K)")
         return proof
     if family.endless:
-        iter_claims = [(c, v) for c, v in zip(claims, verdicts) if c.kind != "end"]
-        for c, v in zip(claims, verdicts):
-            if c.kind == "end":
-                v.reason = "the workload never ends: an `at end` claim needs an end (`batch`, run { arrivals N; })"
-        if iter_claims:
-            try:
-                why = explore_endless(program, [c for c, _ in iter_claims], [v for _, v in iter_claims], limits)
-            except Unsupported as err:
-                why = f"outside the exact fragment: {err.construct}"
-            for _, v in iter_claims:
-                if v.verdict == "unknown" and not v.reason and why:
-                    v.reason = why
-        return proof
-    groups: dict[Any, list[int]] = {}
-    for i, c in enumerate(claims):
-        groups.setdefault(c.given, []).append(i)
-    for _given, idx in groups.items():
-        group = [claims[i] for i in idx]
-        vs = [verdicts[i] for i in idx]
-        explorer = Explorer(program, group, vs, family, limits, stages)
+        _endless(program, todo, limits)
+    else:
+        _finite(program, todo, family, limits, stages)
+    return proof
+
+
+def _endless(program: ir.Program, todo: list[tuple[ir.Claim, Verdict]], limits: Limits) -> None:
+    """One deterministic path that never ends: its claims over iterations, until it repeats."""
+    iters = [(c, v) for c, v in todo if c.kind != "end"]
+    for c, v in todo:
+        if c.kind == "end":
+            v.reason = "the workload never ends: an `at end` claim needs an end (`batch`, run { arrivals N; })"
+    if not iters:
+        return
+    try:
+        why = explore_endless(program, [c for c, _ in iters], [v for _, v in iters], limits)
+    except Unsupported as err:
+        why = f"outside the exact fragment: {err.construct}"
+    for _, v in iters:
+        if v.verdict == "unknown" and not v.reason and why:
+            v.reason = why
+
+
+def _finite(program: ir.Program, todo: list[tuple[ir.Claim, Verdict]], family: Family, limits: Limits,
+            stages: Sequence[str]) -> None:
+    """Every workload of a finite family, one exploration per distinct ``given``."""
+    groups: dict[Any, list[tuple[ir.Claim, Verdict]]] = {}
+    for c, v in todo:
+        groups.setdefault(c.given, []).append((c, v))
+    for group in groups.values():
+        claims, vs = [c for c, _ in group], [v for _, v in group]
+        explorer = Explorer(program, claims, vs, family, limits, stages)
         try:
             for m in _machines(program, family):
                 explorer.run(m)
@@ -164,7 +186,7 @@ def prove(program: ir.Program, *, bounds: Sequence[Bound] = (), sessions: int | 
                     break
         except Unsupported as err:
             explorer.cut = f"outside the exact fragment: {err.construct}" + (f" ({err.label})" if err.label else "")
-        for c, v in zip(group, vs):
+        for c, v in group:
             v.paths, v.states = explorer.paths, explorer.states
             if family.deterministic:
                 v.sessions = None  # the program's own path: `serq run` replays it as it is
@@ -176,7 +198,6 @@ def prove(program: ir.Program, *, bounds: Sequence[Bound] = (), sessions: int | 
                 v.reason = "no workload of the family satisfies the claim's `given`: there is nothing to prove"
             else:
                 v.verdict = "no witness" if c.kind == "some" else "proved"
-    return proof
 
 
 def _machines(p: ir.Program, family: Family):

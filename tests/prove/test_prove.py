@@ -211,8 +211,38 @@ def test_the_repetitions_to_check_cover_every_change_of_an_affine_claim():
 def test_sarathi_in_dai_et_al_is_work_conserving_for_all_time():
     program = serq.load(ROOT / "programs/papers/dai_sarathi.sq")
     v = _verdicts(prove(program))
-    for name in ("work_conserving", "token_rate", "bounded"):
+    for name in ("work_conserving", "bounded"):
         assert (v[name].verdict, v[name].period) == ("proved", 46750), name
+    # Theorem 2(a) for every workload: an iteration of t <= 128 tokens lasts 1128 + 3547 ceil(t / 128)
+    # >= 4675 t / 128, and nothing is served before the first
+    assert (v["token_rate"].verdict, v["token_rate"].family) == ("proved", "every workload, every path")
+    assert "by induction" in v["token_rate"].reason
+
+
+RATE = """
+stage engine : step {{ budget 8; cost {cost}; }}
+workload {{ arrive batch(2); init {{ set p = 1 + 3 * serial; }} }}
+session {{ run engine prefill (p); run engine decode (2); }}
+claim rate: every iteration of engine (served <= 2 * now + {slack});
+run {{ horizon 100; }}
+"""
+
+
+@pytest.mark.parametrize("cost, slack, how", [
+    ("1 + 2 * ceil(tokens / 4)", 0, "induction"),   # t <= 4 costs 3 >= t/2, t <= 8 costs 5 >= t/2: pays
+    ("tokens / 2", 0, "induction"),                 # exactly t/2: equality all the way
+    ("1 + tokens / 4", 0, "explored"),              # 8 tokens cost 3 < 4: does not pay, the path decides
+    ("1 + tokens * tokens / 16", 0, "explored"),    # not linear between steps: not by this argument
+    ("2 * tokens + decoders", 0, "explored"),       # reads more than tokens
+])
+def test_a_rate_claim_is_proved_for_every_workload_only_when_every_iteration_pays_for_its_tokens(
+        tmp_path, cost, slack, how):
+    v = _verdicts(prove(_prog(tmp_path, RATE.format(cost=cost, slack=slack))))["rate"]
+    if how == "induction":
+        assert (v.verdict, v.family) == ("proved", "every workload, every path")
+    else:
+        assert v.family != "every workload, every path"
+        assert v.verdict in ("proved", "refuted")
 
 
 def test_serq_prove_exits_0_proved_4_refuted_5_unknown_and_prints_json(tmp_path):
