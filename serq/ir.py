@@ -354,13 +354,16 @@ class PoolDecl(Node):
 class StepDecl(Node):
     """The clauses of a ``step`` stage.  ``serve`` is ``"admission"``,
     ``"decode_first"``, ``"exclusive_prefill"`` or a tuple of keys (moment
-    Serve).  ``memory`` is a pool index."""
+    Serve).  ``memory`` is a pool index.  ``only`` is ``serve only (P)``'s
+    predicate (moment Serve, read per resident; None: every resident is
+    served), beside ``serve``: it says which residents, ``serve`` in what order."""
 
     cost: Expr  # moment Step
     budget: Expr = Num(float("inf"))  # moment Budget
     chunk: Expr = Num(0.0)  # moment Budget; 0 means no cap
     serve: Union[str, tuple[Expr, ...]] = "admission"
     memory: int | None = None
+    only: Expr | None = None
 
 
 @node

@@ -138,6 +138,8 @@ def stage_cards(program: ir.Program) -> list[Card]:
                 lines.append("serve " + _keys(program, step.serve))
             elif step.serve != "admission":
                 lines.append("serve " + step.serve.replace("_", " "))
+            if step.only is not None:
+                lines.append("serve only (" + clip(expr_text(program, step.only), 36) + ")")
         elif stage.kind == "delay":
             lines.append("infinite servers, no queue")
         elif stage.kind == "fifo":

@@ -9,6 +9,7 @@ supported in this version"), retired words, unknown options, repeated clauses
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 from parsimonious.nodes import Node, NodeVisitor
@@ -29,6 +30,14 @@ _PASS = {
 _TOKENS = {"name", "string", "semi", "comma", "colon", "dot", "lbrace", "rbrace", "lparen",
            "rparen", "lbrack", "rbrack", "eq", "question", "tilde", "caret", "oror", "andand",
            "cmp_op", "add_op", "mul_op", "prefix_op"}
+
+
+@dataclass(frozen=True, slots=True)
+class _Only:
+    """``only (P) [order]`` after ``serve``: the predicate and the order, if one follows."""
+
+    pred: A.Expr
+    order: Any
 
 
 def retired(word: str, span: Span) -> SerqError:
@@ -57,7 +66,8 @@ class Builder(ExprVisits, NodeVisitor):
         seen: dict[str, A.Clause] = {}
         for c in clauses:
             if c.word in once and c.word in seen:
-                raise error(f"`{c.word}` is given twice in {where}", c.span,
+                shown = "serve only" if c.word == "only" else c.word
+                raise error(f"`{shown}` is given twice in {where}", c.span,
                             helps=["keep one of them"],
                             notes=[f"the first is at {at(seen[c.word].span)}"])
             seen.setdefault(c.word, c)
@@ -137,7 +147,7 @@ class Builder(ExprVisits, NodeVisitor):
     def _q_stage(self, word: Tok, kind: tuple, node) -> A.StageItem:
         k, arg, clauses = kind
         if k == "step":
-            self.check_repeats(clauses, "the queue's `serve step`", {"budget", "cost", "chunk", "memory"})
+            self.check_repeats(clauses, "the queue's `serve step`", {"budget", "cost", "chunk", "memory", "only"})
             if not any(c.word == "cost" for c in clauses):
                 raise error("a step stage needs `cost`", word.span)
         return A.StageItem("", None, k, arg, tuple(clauses), self.span(node), word.span)
@@ -341,7 +351,7 @@ class Builder(ExprVisits, NodeVisitor):
         name: Tok = ch[1]
         kind, arg, clauses = ch[4]
         if kind == "step":
-            self.check_repeats(clauses, f"stage `{name.text}`", {"budget", "cost", "chunk", "memory"})
+            self.check_repeats(clauses, f"stage `{name.text}`", {"budget", "cost", "chunk", "memory", "only"})
             serves = [c for c in clauses if c.word == "serve"]
             if len(serves) > 1:
                 raise error("a step stage serves its residents in one way: `serve` is given twice",
@@ -354,7 +364,10 @@ class Builder(ExprVisits, NodeVisitor):
                            self.span(node), name.span)
 
     def visit_step_kind(self, node, ch):
-        return ("step", None, list(ch[2]) if isinstance(ch[2], list) else [])
+        clauses: list[A.Clause] = []
+        for c in ch[2] if isinstance(ch[2], list) else []:
+            clauses.extend(c if isinstance(c, list) else [c])  # `serve only (P) ORDER;` gives two
+        return ("step", None, clauses)
 
     def visit_fifo_kind(self, node, ch):
         return ("fifo", self.opt(ch[1]), [])
@@ -391,7 +404,19 @@ class Builder(ExprVisits, NodeVisitor):
         return Tok("exclusive_prefill", self.span(node))
 
     def visit_serve_clause(self, node, ch):
-        return self._keys_or_word(node, "serve", ch[1], "`serve by`")
+        how = ch[1]
+        if isinstance(how, _Only):  # `serve only (P) [order];`: the clauses `only` and, if given, `serve`
+            only = self._clause(node, "only", how.pred)
+            if how.order is None:
+                return [only]
+            return [only, self._keys_or_word(node, "serve", how.order, "`serve by`")]
+        return self._keys_or_word(node, "serve", how, "`serve by`")
+
+    def visit_serve_only(self, node, ch):
+        return _Only(ch[2], self.opt(ch[4]))
+
+    def visit_serve_order(self, node, ch):
+        return ch[0]
 
     def visit_step_other(self, node, ch):
         word: Tok = ch[1]

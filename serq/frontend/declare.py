@@ -24,6 +24,7 @@ MAX_POPULATION = 1_000_000
 
 _QUEUE_DRAW = "a queue key may not draw; sample into an attribute first"
 _SERVE_DRAW = "a serve key may not draw: it is read for every resident at every iteration"
+_ONLY_DRAW = "`serve only` may not draw: it is read for every resident at every iteration"
 _RENEWAL = "renewal arrival may use only constants and sampled distributions"
 
 
@@ -250,10 +251,32 @@ class Declarations(Resolver):
             pool = self.named("pool", self.pools, _name(c["memory"]), prefix)
             self.family(prefix, "memory", self.stages[s.name], pool, _name(c["memory"]).span)
             memory = pool.index
-        step = ir.StepDecl(cost, budget, chunk, serve, memory)  # type: ignore[arg-type]
+        only = self.only(_expr(c["only"]), prefix) if "only" in c else None
+        step = ir.StepDecl(cost, budget, chunk, serve, memory, only)  # type: ignore[arg-type]
         sites: dict[str, str] = {word: self.site(f"{prefix}: `{word} {show(_expr(c[word]))}`", _expr(c[word]))
                  for word in ("budget", "chunk", "cost") if word in c}
+        if "only" in c:
+            sites["only"] = self.site(f"{prefix}: `serve only ({show(_expr(c['only']))})`", _expr(c["only"]))
         return ir.StageDecl(s.name, "step", self.stages[s.name].size, step=step, sites=sites)
+
+    def only(self, e: A.Expr, prefix: str) -> ir.Expr:
+        """``serve only (P)``: moment Serve, per resident, as a serve key reads
+        (no draw), a test (0 or 1) and not the clock: the engine reads P again
+        when something happens, and time passing is not an event, so a P on
+        ``now`` would wait past its time (docs/language.md, the step engine)."""
+        p = self.expr(e, Where(SERVE, prefix, draw=_ONLY_DRAW))
+        from ..expr import walk
+
+        if any(isinstance(x, ir.Ctx) and x.name == "now" for x in walk(p)):
+            span = next((x.span for x in A.walk_expr(e) if isinstance(x, A.Name) and x.id == "now"), e.span)
+            self.defer(error("`serve only` may not read `now`: it is read again when something happens, "
+                             "and time passing is not an event", span, prefix=prefix,
+                             helps=["decide by the residents and the engine's totals (`decoding`, `decoders`, "
+                                    "`residents`, attributes)"]))
+        if isinstance(p, ir.Num) and p.value not in (0.0, 1.0):
+            raise error(f"`serve only` is a test, 0 or 1, and this one is always {show(A.Num(p.value, e.span))}",
+                        e.span, prefix=prefix, helps=["write a condition on the resident, such as `decoding`"])
+        return p
 
     def budget_cycles(self, stages: list[A.StageItem]) -> None:
         """``budget_left(S)`` is what S's budget leaves once its residents are

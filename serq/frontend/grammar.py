@@ -38,7 +38,7 @@ from parsimonious.nodes import RegexNode
 KEYWORDS = (
     "let use def pool stage workload server session run "
     "cap block evict lru by preempt lifo none queue fifo admit via spill when "
-    "step budget cost chunk memory serve admission decode first exclusive prefill ps delay "
+    "step budget cost chunk memory serve admission decode first exclusive prefill only ps delay "
     "arrive trace ordered hidden init turn poisson renewal closed batch "
     "horizon warmup seed arrivals "
     "request end set observe hold reserve reuse at cache lease grow drop release prefix "
@@ -146,7 +146,11 @@ cost_clause    = kw_cost expr semi
 chunk_clause   = kw_chunk expr semi
 memory_clause  = kw_memory name semi
 serve_clause   = kw_serve serve_how semi
-serve_how      = kw_admission / decode_first / exclusive_prefill / key_list
+serve_how      = kw_admission / decode_first / exclusive_prefill / key_list / serve_only
+# `serve only (P) [order];`: which residents an iteration serves, then (optionally) in what
+# order; the builder makes it two clauses, `only` and `serve` (docs/language.md, the step engine)
+serve_only     = kw_only lparen expr rparen serve_order?
+serve_order    = kw_admission / decode_first / exclusive_prefill / key_list
 decode_first   = kw_decode kw_first
 exclusive_prefill = kw_exclusive kw_prefill
 step_other     = !step_kw name soup semi

@@ -12,7 +12,7 @@ KEYWORDS = frozenset((
     "admission admit arrivals arrive at batch bernoulli block bottleneck branch budget by cache "
     "cap choose chunk closed cost decode def delay drop else end evict exclusive fifo first fits "
     "from grow growing hidden hold horizon in init lease let lifo link load loop lru maxmin memory "
-    "none observe on ordered poisson pool preempt prefill ps queue release renewal request reserve "
+    "none observe on only ordered poisson pool preempt prefill ps queue release renewal request reserve "
     "reuse run seed serve server session set share spill stage step to tool trace transfer turn use "
     "via warmup when with workload spawn into join"
 ).split())
@@ -71,7 +71,7 @@ MOMENT_TEXT = {
     PS: "a ps stage's capacity",
     BUDGET: "a step stage's budget or chunk, planned before the iteration",
     STEP: "a step stage's cost, after the iteration",
-    SERVE: "a step stage's serve keys",
+    SERVE: "a step stage's serve keys or `serve only`",
     GAUGE: "a gauge",
     ITERATION: "a claim over iterations, read as an iteration starts",
     END: "a claim `at end`, read when the last session has ended",

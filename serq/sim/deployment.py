@@ -175,12 +175,13 @@ def _step(sim: "Simulator", decl: ir.StageDecl, name: str, index: int | None, fr
     serve_keys = None
     if isinstance(step.serve, tuple):
         serve_keys = keys_of([compile_expr(k, frame.derive(session=None)) for k in step.serve])
+    only = None if step.only is None else compile_expr(step.only, frame.derive(session=None))
     if not (isinstance(cls, type) and issubclass(cls, StepEngine)):
         raise SerqError(f"--engine {decl.name}: `{cls!r}` is not a StepEngine subclass")
     return cls(sim, decl, name, index,
                budget=compile_expr(step.budget, frame), chunk=compile_expr(step.chunk, frame),
                cost=compile_expr(step.cost, frame), serve=step.serve, serve_keys=serve_keys,
-               memory=memory)
+               memory=memory, only=only)
 
 
 def label(name: str, i: int, size: int | None) -> str:

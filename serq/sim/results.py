@@ -102,6 +102,7 @@ def build_report(sim: "Simulator") -> Report:
     stage_totals, pool_totals = _family_totals(sim, stages, pools)
     stage_warnings = [note for e in sim.engines for note in e.notes]
     stage_warnings += [w for w in map(_starved, sim.engines) if w is not None]
+    stage_warnings += [w for w in map(_passed_over, sim.engines) if w is not None]
     tasks = _tasks(sim, samples)
     logs = [(e.label, getattr(e.step_log, "log", e.step_log)) for e in sim.engines]  # (a claim's monitor forwards)
     steps = {label: StepLog(log) for label, log in logs if log is not None}
@@ -218,6 +219,15 @@ def _tasks(sim: "Simulator", samples: dict[str, Any]) -> TaskSummary | None:
         open=len(open_tasks), stuck=stuck,
         records=[TaskRecord(root, start, end, n, d) for root, start, end, n, d, _t in log],
     )
+
+
+def _passed_over(engine: StepEngine) -> str | None:
+    """The warning for a step stage whose ``serve only`` passed over every
+    resident from ``excluded_at`` to the end of the run."""
+    if engine.excluded_at is None or not engine.residents:
+        return None
+    return (f"stage `{engine.label}` scheduled nothing from time {engine.excluded_at:g} to the end: `serve only` "
+            f"passed over its residents ({len(engine.residents)} at the end)")
 
 
 def _starved(engine: StepEngine) -> str | None:

@@ -78,7 +78,7 @@ PARSE = [
     case("preempt takes lifo or none", "pool kv { preempt all; }", "expected `lifo` or `none` after `preempt`, found `all`", 1, 19),
     case("queue takes fifo or by", "pool kv { queue lru; }", "expected `fifo` or `by` after `queue`, found `lru`", 1, 17),
     case("serve takes a known order", "stage e : step { cost 1; serve fifo; }",
-         "expected `admission`, `decode first`, `exclusive prefill` or `by (keys)` after `serve`, found `fifo`", 1, 32),
+         "expected `admission`, `decode first`, `exclusive prefill`, `by (keys)` or `only (P)` after `serve`, found `fifo`", 1, 32),
     case("at must be followed by admission", "pool kv { cap 9; }\nsession { hold kv (1) at entry (x = 1) { } }",
          "expected `admission` after `at`, found `entry`", 2, 26),
     case("an unknown statement is named", "session { wait 3; }", "unknown statement `wait`", 1, 11),
@@ -352,7 +352,7 @@ HIDDEN = [
     case("hidden in an eviction key", "pool kv { evict by (o); }\nworkload { hidden o; turn { set o = 1; } }",
          "pool `kv`: `o` is hidden from the scheduler, but is read in an eviction key or spill clause", 1, 21),
     case("hidden in serve keys", "stage e : step { cost 1; serve by (o); }\nworkload { hidden o; turn { set o = 1; } }",
-         "stage `e`: `o` is hidden from the scheduler, but is read in a step stage's serve keys", 1, 36),
+         "stage `e`: `o` is hidden from the scheduler, but is read in a step stage's serve keys or `serve only`", 1, 36),
     case("hidden through a substituted binding", "pool kv { }\nworkload { hidden o; turn { set o = 1; } }\n"
          "session { turn; hold kv (1) reserve (need) at admission (need = 2 + o) { } }",
          "session: `o` is hidden from the scheduler, but is read in a hold's header, read at admission", 3, 69),

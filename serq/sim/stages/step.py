@@ -95,13 +95,16 @@ class StepEngine(Stage):
     def __init__(self, sim: Any, decl: Any, label: str, index: int | None, *,
                  budget: Callable[[Any], float], chunk: Callable[[Any], float],
                  cost: Callable[[Any], float], serve: str | tuple, serve_keys: Any = None,
-                 memory: "Pool | None" = None) -> None:
+                 memory: "Pool | None" = None, only: Callable[[Any], float] | None = None) -> None:
         super().__init__(sim, decl, label, index)
         self.budget_fn = budget
         self.chunk_fn = chunk
         self.cost_fn = cost
         self.serve = serve if isinstance(serve, str) else "by"
         self.serve_keys = serve_keys  # callable of a ServeView → tuple, for `serve by`
+        #: `serve only (P)`: P of a ServeView, 1 to serve the resident this iteration, 0 to pass it
+        #: over (None: every resident is served)
+        self.only_fn = only
         self.memory = memory
         self.admit_pools: list["Pool"] = []  # pools with `admit via` this stage, in declaration order
         self.srng = sim.machine_stream
@@ -139,6 +142,9 @@ class StepEngine(Stage):
         # B8: since when every attempt found work but no budget (None: it scheduled since)
         self.starved_at: float | None = None
         self.starved_budget = 0.0
+        # since when every attempt scheduled nothing and `serve only` passed over a resident
+        # (None: it scheduled since)
+        self.excluded_at: float | None = None
         over = hooks.overridden(type(self))
         # `select_waiting` overridden: admit_next asks it (else pool.select(), unchanged)
         self._default_select = "select_waiting" not in over
@@ -197,8 +203,10 @@ class StepEngine(Stage):
         budget, chunk = self.budget_fn(ctx), self.chunk_fn(ctx)
         if run is not None and run.passing:  # every resident decodes; the engine's own
             want = fold((1.0 if w > 1.0 else w for w in self._work_now()), 0.0)  # plan_tokens: min(1, left)
-        else:
+        elif self.only_fn is None:
             want = fold((self.plan_tokens(j, chunk) for j in self.residents), 0.0)
+        else:  # the residents `serve only` passes over ask for nothing
+            want = fold((self.plan_tokens(j, chunk) for j in self.residents if self._serves(j)), 0.0)
         return max(0.0, budget - want)
 
     # -- jobs -------------------------------------------------------------------------------
@@ -279,6 +287,22 @@ class StepEngine(Stage):
         if chunk > 0.0 and chunk < job.work:
             return chunk
         return job.work
+
+    def _serves(self, job: Job) -> bool:
+        """Whether ``serve only (P)`` lets ``job`` take tokens now: P read for
+        it (moment Serve, the totals as the residents stand at this read);
+        True without the clause.  P is a test: 0 or 1, else a run-time error."""
+        only = self.only_fn
+        if only is None:
+            return True
+        v = only(ServeView(self, job))
+        if v == 1.0:
+            return True
+        if v == 0.0:
+            return False
+        shown = f"{v:g}" if v == v else "NaN"
+        raise SerqRuntimeError(f"stage `{self.label}`: `serve only` is {shown} for a resident, not 0 or 1",
+                               at=self.decl.sites.get("only"), helps=["write a test such as `decoding` or `x > 0`"])
 
     def admit_next(self, left: float) -> bool:
         """Admit the selected waiting request of the first non-empty pool this
@@ -385,6 +409,11 @@ class StepEngine(Stage):
         self.run_blockers = hooks.run_blockers(cls)
         safe_hooks = not self.run_blockers
         steady = all(_steady(e) for e in (step.budget, step.chunk, step.cost))
+        # `serve only (P)` keeps the runs when P reads nothing a run changes: in a run every
+        # resident decodes, none arrives or leaves before its last iteration, so `decoding`,
+        # `admission`, `residents`, `decoders` and the attributes are what they were at its first
+        # iteration, which served everyone; P on `remaining`, `kv_*` or a probe goes one by one
+        steady = steady and (step.only is None or waiting.run_constant(step.only))
         ordered = self.serve in ("admission", "exclusive_prefill", "decode_first") or (
             isinstance(step.serve, tuple) and waiting.run_ordered(step.serve))
         self._view = StepView() if cls.iteration_cost is StepEngine.iteration_cost else None
@@ -423,9 +452,12 @@ class StepEngine(Stage):
         self.planning = True
         preempted0 = sim.preemptions
         exclusive = self.serve == "exclusive_prefill"
-        prefill_resident = exclusive and any(j.prefill for j in self.residents)
+        only = self.only_fn is not None
+        # under `serve only`, a prefill the predicate passes over keeps no decode out
+        prefill_resident = exclusive and any(j.prefill and self._serves(j) for j in self.residents)
         served: set[int] = set()
         attention = 0.0
+        passed = 0
         try:
             while True:
                 job = self._next(served)
@@ -434,6 +466,9 @@ class StepEngine(Stage):
                             and self.admit_next(self.left)):
                         continue
                     break
+                if only and not self._serves(job):
+                    passed += 1  # (semantics §4.3 2b) no token this iteration; still a resident
+                    continue
                 s = job.session
                 wish = self.plan_tokens(job, chunk)
                 if exclusive:
@@ -478,8 +513,14 @@ class StepEngine(Stage):
             elif self.starved_at is None:
                 self.starved_at = self.env.now  # work waits and no token can be scheduled
                 self.starved_budget = budget
+            if only:
+                if not passed:
+                    self.excluded_at = None
+                elif self.excluded_at is None:
+                    self.excluded_at = self.env.now  # waits for an event that changes what P reads
             return False
         self.starved_at = None
+        self.excluded_at = None
         return self._launch(attention, preempted, budget)
 
     @property

@@ -85,11 +85,20 @@ def run_ordered(keys: Any) -> bool:
             k = k.x
         if isinstance(k, ir.Ctx) and k.name == "remaining":
             continue
-        for x in expr.walk(k):
-            if isinstance(x, (ir.Draw, ir.Probe)):
-                return False
-            if isinstance(x, ir.Ctx) and x.name not in _RUN_CONSTANT_CTX:
-                return False
+        if not run_constant(k):
+            return False
+    return True
+
+
+def run_constant(e: ir.Expr) -> bool:
+    """An expression read per resident that has the same value for each
+    resident at every iteration of a run: it reads only ``decoding``,
+    ``admission``, ``residents``, ``decoders``, attributes and constants."""
+    for x in expr.walk(e):
+        if isinstance(x, (ir.Draw, ir.Probe)):
+            return False
+        if isinstance(x, ir.Ctx) and x.name not in _RUN_CONSTANT_CTX:
+            return False
     return True
 
 
