@@ -309,7 +309,7 @@ class Code:
                 continue  # the client clock only (§8.5): nothing the fragment's records read
             elif isinstance(s, ir.Hold):
                 spec = HoldSpec(s)
-                reads = set()
+                reads: set[int] = set()
                 for hp in s.pools:
                     reads |= _attrs(hp.units)
                     if hp.reserve is not None:

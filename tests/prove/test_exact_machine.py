@@ -297,6 +297,34 @@ stage engine : step { budget 8; cost 1; serve only (decoding || decoders == 0); 
 workload { arrive batch(2); init { set p = serial == 0 ? 1 : 4; } }
 session { run engine prefill (p); run engine decode (3); }
 """
-    from tests.prove.test_exact_semantics import agree
+    from test_exact_semantics import agree
 
     assert agree(serq.load(text), 1e6) > 0
+
+
+def test_a_copy_at_any_step_continues_as_the_original_does() -> None:
+    import random
+
+    from test_exact_semantics import SHAPES
+
+    for shape in ("kv_growing", "delay_turns", "queue_waited", "renewal", "exclusive"):
+        text, _h = SHAPES[shape](random.Random(f"{shape}-3"))
+        m = Machine(serq.load(text))
+        history: list = []
+        copies = []
+        while not m.done:
+            copies.append((len(history), m.copy(), m.key()))
+            recs = m.step()
+            if recs and isinstance(recs[0], NeedSession):
+                m.supply_init()
+            history.append(recs)
+        assert len(history) > 10
+        for at, c, k in copies[::3]:
+            assert c.key() == k
+            rest = []
+            while not c.done:
+                recs = c.step()
+                if recs and isinstance(recs[0], NeedSession):
+                    c.supply_init()
+                rest.append(recs)
+            assert rest == history[at:], f"{shape}: a copy made at step {at} went another way"
