@@ -83,14 +83,18 @@ class Engines(Core):
 
     def _budget_chunk(self, eng: Engine) -> tuple[Any, Q]:
         info = self._code.stages[eng.index]
-        self._totals(eng)
+        if info.budget_totals:
+            self._totals(eng)
         env = self._env
         budget = _INF if info.budget is None else info.budget(env)
         assert info.chunk is not None
         return budget, info.chunk(env)
 
-    def _serve_view(self, eng: Engine, job: Job) -> None:
-        self._totals(eng)
+    def _serve_view(self, eng: Engine, job: Job, totals: bool = True) -> None:
+        """What a serve key and `serve only` read for ``job`` into the context
+        (the stage's totals too when ``totals`` and they read them)."""
+        if totals and self._code.stages[eng.index].serve_totals:
+            self._totals(eng)
         ctx = self._ctx
         ctx["decoding"] = 0 if job.prefill else 1
         ctx["admission"] = job.s.adm
@@ -139,9 +143,9 @@ class Engines(Core):
         keys = info.keys
         assert keys is not None
         env = self._env
-        keyed = []
+        keyed: list[tuple[tuple, Job]] = []
         for j in res:
-            self._serve_view(eng, j)
+            self._serve_view(eng, j, totals=not keyed)  # (the totals once: they stand still meanwhile)
             keyed.append((tuple(k(env) for k in keys), j))
         order = sorted(range(len(res)), key=lambda i: keyed[i][0])
         return [res[i] for i in order]
@@ -283,8 +287,11 @@ class Engines(Core):
         demand: Q = 0
         for j in eng.residents:
             demand = add(demand, j.work if j.prefill else 1)
-        self._out.append(Iteration(eng.index, self.now, cost, tokens, decoders, prefilled, kv_d,  # type: ignore[arg-type]
-                                   kv_p, attention, len(eng.residents), demand, eng.served, self.arrived))
+        record = Iteration(eng.index, self.now, cost, tokens, decoders, prefilled, kv_d,
+                           kv_p, attention, len(eng.residents), demand, eng.served, self.arrived)
+        self._out.append(record)
+        if self.on_iteration is not None:
+            self.on_iteration(self, record)
         eng.served = add(eng.served, tokens)
         eng.iterating = True
         self._push(add(self.now, cost), ITER_END, eng.index)

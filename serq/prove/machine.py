@@ -128,6 +128,7 @@ class Machine(Holds, Engines):
         self._ti = 0
         self._gap: Q | None = None
         self._left: int | None = None  # own arrivals still to schedule (None: no bound)
+        self.on_iteration = None
         if arrivals is not None:
             self._times = sorted(norm(Fraction(t)) for t in arrivals)
             if self._times:
@@ -232,7 +233,7 @@ class Machine(Holds, Engines):
         new = Machine.__new__(Machine)
         new._code = self._code
         for name in ("now", "done", "next_serial", "arrived", "_adm", "_eid", "_stalled", "_paused", "_attrs",
-                     "_announce", "_batch", "_times", "_ti", "_gap", "_left"):
+                     "_announce", "_batch", "_times", "_ti", "_gap", "_left", "on_iteration"):
             setattr(new, name, getattr(self, name))  # (immutable values; `_times` is never changed)
         sessions: dict[int, Session] = {}
         smap: dict[int, Session] = {}
@@ -369,6 +370,7 @@ class Machine(Holds, Engines):
 
     def _spawn(self, attrs: tuple) -> None:
         s = Session(self.next_serial, list(attrs))
+        s.a[ir.SERIAL] = s.serial  # (the machine's count, whatever was supplied)
         self.next_serial += 1
         self.sessions[s.serial] = s
         self.arrived += 1

@@ -154,7 +154,7 @@ class Core:
 
     __slots__ = ("_code", "now", "done", "sessions", "next_serial", "arrived", "_adm", "_eid", "_heap", "_ready",
                  "_pools", "_engines", "_djobs", "_stalled", "_env", "_ctx", "_out", "_paused", "_attrs",
-                 "_announce", "_batch", "_times", "_ti", "_gap", "_left")
+                 "_announce", "_batch", "_times", "_ti", "_gap", "_left", "on_iteration")
 
     _code: "Code"
     now: Q
@@ -181,6 +181,10 @@ class Core:
     _ti: int
     _gap: Q | None
     _left: int | None
+    #: called as ``on_iteration(machine, record)`` when an iteration starts, its batch formed
+    #: and its record made, before it is marked running (where the step log is written): a
+    #: claim read then sees the pools and stages as they are at that instant (None: nothing)
+    on_iteration: Any
 
     def _push(self, t: Q, kind: int, payload: Any) -> None:
         raise NotImplementedError

@@ -328,3 +328,21 @@ def test_a_copy_at_any_step_continues_as_the_original_does() -> None:
                     c.supply_init()
                 rest.append(recs)
             assert rest == history[at:], f"{shape}: a copy made at step {at} went another way"
+
+
+def test_the_iteration_hook_sees_the_state_as_the_batch_is_formed() -> None:
+    # two requests on two slots: the hook reads the slot pool and the stage at each launch
+    text = """
+pool reqs { cap 1; admit via engine; }
+stage engine : step { budget 8; cost 1; }
+workload { arrive batch(2); init { set p = 2; } }
+session { hold reqs (1) { run engine prefill (p); } }
+"""
+    seen = []
+    m = Machine(serq.load(text))
+    m.on_iteration = lambda mm, r: seen.append((r.now, mm.probe("holders", "pool", 0), mm.probe("queued", "pool", 0),
+                                                 mm.probe("queue", "stage", 0)))
+    run(m)
+    # t0: the first admitted (the second waits: one slot); t1: the first's prefill done, its slot
+    # given back at its end, the second admitted in the next iteration
+    assert seen == [(0, 1, 1, 1), (1, 1, 0, 1)]
