@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from numbers import Rational
 from typing import Any, Callable, Union
 
 from .. import ir
@@ -298,7 +297,3 @@ def refusal(e: ir.Expr, *, draws: bool = False) -> str | None:
             return f"`~{x.dist}`"
     return None
 
-
-def is_rational(x: Any) -> bool:
-    """Whether ``x`` is an exact number (an int or a Fraction, not a bool or a float)."""
-    return isinstance(x, Rational) and not isinstance(x, bool)
