@@ -212,7 +212,7 @@ class PoolInfo:
 
 class StageInfo:
     __slots__ = ("name", "kind", "budget", "chunk", "cost", "serve", "keys", "only", "memory", "admit_pools",
-                 "sites", "default_order")
+                 "sites", "default_order", "serve_totals", "budget_totals")
 
     def __init__(self, decl: ir.StageDecl) -> None:
         self.name = decl.name
@@ -226,6 +226,8 @@ class StageInfo:
         self.memory = None
         self.serve = ""
         self.default_order = False
+        #: whether the serve keys and `serve only` (the budget and chunk) read the stage's totals
+        self.serve_totals = self.budget_totals = False
         if decl.step is not None:
             step = decl.step
             b = step.budget
@@ -239,6 +241,9 @@ class StageInfo:
             self.only = None if only is None else compiled(only)
             self.memory = step.memory
             self.default_order = self.serve in ("admission", "exclusive_prefill")
+            serve_exprs = [*(step.serve if isinstance(step.serve, tuple) else ()), *([only] if only is not None else [])]
+            self.serve_totals = any(_reads_totals(e) for e in serve_exprs)
+            self.budget_totals = _reads_totals(step.budget) or _reads_totals(step.chunk)
 
 
 class Code:
@@ -309,7 +314,7 @@ class Code:
                 continue  # the client clock only (§8.5): nothing the fragment's records read
             elif isinstance(s, ir.Hold):
                 spec = HoldSpec(s)
-                reads = set()
+                reads: set[int] = set()
                 for hp in s.pools:
                     reads |= _attrs(hp.units)
                     if hp.reserve is not None:
@@ -406,6 +411,13 @@ class Code:
                 if only is not None:
                     out.append(only)
         return out
+
+
+_TOTALS = frozenset({"residents", "decoders", "kv_decode", "kv_prefill"})
+
+
+def _reads_totals(e: ir.Expr) -> bool:
+    return any(isinstance(x, ir.Ctx) and x.name in _TOTALS for x in walk(e))
 
 
 def _attrs(e: ir.Expr) -> frozenset[int]:

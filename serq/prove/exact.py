@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from numbers import Rational
 from typing import Any, Callable, Union
 
 from .. import ir
@@ -160,6 +159,10 @@ def power(a: Q, b: Q) -> Q:
     return norm(Fraction(a) ** b)  # type: ignore[operator]
 
 
+def _abs(x: Q) -> Q:
+    return -x if x < 0 else x
+
+
 def floor(x: Q) -> int:
     return x if x.__class__ is int else math.floor(x)  # type: ignore[return-value]
 
@@ -169,7 +172,7 @@ def ceil(x: Q) -> int:
 
 
 _ARITH = {"+": add, "-": sub, "*": mul, "/": div, "^": power}
-_CMP = {
+_CMP: dict[str, Callable[[Q, Q], int]] = {
     "<": lambda a, b: 1 if a < b else 0,
     "<=": lambda a, b: 1 if a <= b else 0,
     ">": lambda a, b: 1 if a > b else 0,
@@ -223,11 +226,9 @@ def _compile(e: ir.Expr) -> Fn:
         if op == "||":
             return lambda env: 1 if a(env) != 0 or b(env) != 0 else 0
         if op in _CMP:
-            c = _CMP[op]
-            return lambda env: c(a(env), b(env))
+            test = _CMP[op]
+            return lambda env: test(a(env), b(env))
         f = _ARITH[op]
-        if op == "+":  # (the common ones inline on whole numbers)
-            return lambda env: add(a(env), b(env))
         return lambda env: f(a(env), b(env))
     if isinstance(e, ir.Cond):
         c, x, y = _compile(e.c), _compile(e.a), _compile(e.b)
@@ -242,7 +243,7 @@ def _compile(e: ir.Expr) -> Fn:
             return lambda env: power(a(env), b(env))
         if fn == "abs":
             (x,) = args
-            return lambda env: abs(x(env))
+            return lambda env: _abs(x(env))
         if fn == "floor":
             (x,) = args
             return lambda env: floor(x(env))
@@ -257,11 +258,11 @@ def _compile(e: ir.Expr) -> Fn:
                 return acc
             return total
         if fn in ("min", "max"):
-            pick = min if fn == "min" else max
+            pick: Callable[..., Q] = min if fn == "min" else max
             if len(args) == 2:
                 a, b = args
                 return lambda env: pick(a(env), b(env))
-            return lambda env: pick(x(env) for x in args)
+            return lambda env: pick(f(env) for f in args)
         return _refuse(f"`{fn}`")
     if isinstance(e, ir.Probe):
         why = probe_supported(e)
@@ -296,7 +297,3 @@ def refusal(e: ir.Expr, *, draws: bool = False) -> str | None:
             return f"`~{x.dist}`"
     return None
 
-
-def is_rational(x: Any) -> bool:
-    """Whether ``x`` is an exact number (an int or a Fraction, not a bool or a float)."""
-    return isinstance(x, Rational) and not isinstance(x, bool)

@@ -60,7 +60,6 @@ the previous arrives.
 
 from __future__ import annotations
 
-import copy as _copy
 from collections import deque
 from dataclasses import dataclass
 from fractions import Fraction
@@ -69,147 +68,19 @@ from typing import Any, Callable, Hashable, Iterable, Union
 
 from .. import ir
 from ..errors import SerqRuntimeError
-from .code import (BRANCH, DELAY, END, HOLD, JUMP, OBS, RETURN, RUN, SET, STEP, TURN, UNHOLD, Code,
-                   HoldSpec, check_fragment, init_attrs)
-from .exact import Env, Q, Unsupported, add, ceil, compiled, div, mul, norm, sub
+from .code import BRANCH, END, HOLD, JUMP, OBS, RETURN, RUN, SET, STEP, TURN, UNHOLD, Code, check_fragment, init_attrs
+from .engine import Engines
+from .exact import Env, Q, Unsupported, add, compiled, norm, sub
+from .holds import Holds, bad_amount
+from .parts import (ARRIVAL, DELAY_END, GRANTED, ITER_END, Ended, Engine, Iteration, Job, NeedSession, Observed,
+                    Pool, Record, Req, Session)
 
 __all__ = ["Machine", "Iteration", "NeedSession", "Ended", "Observed", "Record", "check_fragment", "init_attrs",
            "Unsupported"]
 
-WAITING, GRANTED, RELEASED = 0, 1, 2
-ARRIVAL, ITER_END, DELAY_END = 0, 1, 2
 #: jumps a session may take without waiting before the run is declared not to settle (§1.3)
 SPIN_LIMIT = 1_000_000
 _INF = float("inf")
-
-
-# ---------------------------------------------------------------------------
-# what a step reports
-
-
-@dataclass(frozen=True, slots=True)
-class Iteration:
-    """An iteration of step stage ``stage`` started at ``now`` and lasts ``cost``:
-    the step log's columns (``tokens`` … ``residents``, the residents scheduled
-    or not), ``demand`` (what the residents could take with an unlimited
-    budget: a prefilling resident its remaining prompt, a decoding one 1),
-    ``served`` (tokens of the stage's earlier iterations) and ``arrived``
-    (sessions arrived so far).  Numbers are exact (an ``int`` when whole)."""
-
-    stage: int
-    now: Fraction
-    cost: Fraction
-    tokens: Fraction
-    decoders: Fraction
-    prefilled: Fraction
-    kv_decode: Fraction
-    kv_prefill: Fraction
-    attention: Fraction
-    residents: Fraction
-    demand: Fraction
-    served: Fraction
-    arrived: Fraction
-
-
-@dataclass(frozen=True, slots=True)
-class NeedSession:
-    """The machine is paused: session ``serial`` arrives at ``time``; its
-    attributes after ``init`` are wanted (:meth:`Machine.supply`)."""
-
-    serial: int
-    time: Fraction
-
-
-@dataclass(frozen=True, slots=True)
-class Ended:
-    """Session ``serial`` ended at ``time``."""
-
-    serial: int
-    time: Fraction
-
-
-@dataclass(frozen=True, slots=True)
-class Observed:
-    """``observe`` number ``obs`` (an index into ``Program.observes``) by session ``serial``."""
-
-    obs: int
-    serial: int
-    time: Fraction
-    value: Fraction
-
-
-Record = Union[Iteration, NeedSession, Ended, Observed]
-
-
-# ---------------------------------------------------------------------------
-# the state
-
-
-class _Session:
-    __slots__ = ("serial", "a", "pc", "holds", "job", "adm", "stall")
-
-    def __init__(self, serial: int, a: list) -> None:
-        self.serial = serial
-        self.a = a
-        self.pc = -1  # the instruction it waits at (-1: not started); it resumes after it
-        self.holds: list[_Req] = []  # granted or waiting attempts, outermost first
-        self.job: _Job | None = None
-        self.adm = -1  # the order of its latest admission (vLLM's `running` order)
-        self.stall: tuple | None = None  # a stalled growth: (pool, request, k, units)
-
-
-class _Req:
-    __slots__ = ("s", "spec", "alloc", "pos", "held", "state", "joined", "grown")
-
-    def __init__(self, s: _Session, spec: HoldSpec, now: Q) -> None:
-        n = len(spec.pools)
-        self.s = s
-        self.spec = spec
-        self.alloc: list[Q] = [0] * n
-        self.pos: list[Q] = [0] * n
-        self.held = [False] * n
-        self.state = WAITING
-        self.joined = now
-        self.grown = False
-
-
-class _Job:
-    __slots__ = ("s", "work", "prefill", "hold", "k", "done", "stage", "started")
-
-    def __init__(self, s: _Session, work: Q, prefill: bool, stage: int, now: Q) -> None:
-        self.s = s
-        self.work = work
-        self.prefill = prefill
-        self.hold: _Req | None = None
-        self.k = -1
-        self.done = False
-        self.stage = stage
-        self.started = now
-
-
-class _Pool:
-    __slots__ = ("used", "holders", "queue", "growers")
-
-    def __init__(self) -> None:
-        self.used: Q = 0
-        self.holders: list[_Req] = []
-        self.queue: list[_Req] = []
-        self.growers: list[_Session] = []
-
-
-class _Engine:
-    __slots__ = ("index", "residents", "assign", "iterating", "served", "cursor", "planning", "left", "admitting")
-
-    def __init__(self, index: int) -> None:
-        self.index = index
-        self.residents: list[_Job] = []  # in the order of their sessions' latest admissions
-        self.assign: list[tuple[_Job, Q]] = []
-        self.iterating = False
-        self.served: Q = 0
-        self.cursor = 0
-        self.planning = False
-        self.left: Any = 0
-        self.admitting: Any = None  # `budget_left` during an admission attempt
 
 
 class _MEnv(Env):
@@ -225,28 +96,26 @@ class _MEnv(Env):
         return self.m.probe(fn, target_kind, index)
 
 
-def _bad_amount(label: str, value: Q) -> SerqRuntimeError:
-    return SerqRuntimeError(f"{label}: the amount is {value}, not a number of units, tokens or seconds", at=label)
-
-
-class Machine:
+class Machine(Holds, Engines):
     """One path of a program in the exact semantics (see the module docstring)."""
+
+    __slots__ = ()
 
     def __init__(self, p: ir.Program, arrivals: Iterable[Q] | None = None, *, unbounded: bool = False) -> None:
         self._code = code = Code(p)
         self.now: Q = 0
         self.done = False
-        self.sessions: dict[int, _Session] = {}  # live sessions by serial, in arrival order
+        self.sessions: dict[int, Session] = {}  # live sessions by serial, in arrival order
         self.next_serial = 0
         self.arrived = 0
         self._adm = 0
         self._eid = 0
         self._heap: list[tuple] = []
-        self._ready: deque[_Session] = deque()
-        self._pools = [_Pool() for _ in code.pools]
-        self._engines: list[_Engine | None] = [_Engine(i) if st.kind == STEP else None
+        self._ready: deque[Session] = deque()
+        self._pools = [Pool() for _ in code.pools]
+        self._engines: list[Engine | None] = [Engine(i) if st.kind == STEP else None
                                                for i, st in enumerate(code.stages)]
-        self._djobs: list[dict[_Job, None]] = [{} for _ in code.stages]
+        self._djobs: list[dict[Job, None]] = [{} for _ in code.stages]
         self._stalled = 0
         self._env = _MEnv(self)
         self._ctx = self._env.ctx
@@ -259,6 +128,7 @@ class Machine:
         self._ti = 0
         self._gap: Q | None = None
         self._left: int | None = None  # own arrivals still to schedule (None: no bound)
+        self.on_iteration = None
         if arrivals is not None:
             self._times = sorted(norm(Fraction(t)) for t in arrivals)
             if self._times:
@@ -360,7 +230,72 @@ class Machine:
 
     def copy(self) -> "Machine":
         """An independent copy (the program's compiled form is shared)."""
-        return _copy.deepcopy(self, {id(self._code): self._code})
+        new = Machine.__new__(Machine)
+        new._code = self._code
+        for name in ("now", "done", "next_serial", "arrived", "_adm", "_eid", "_stalled", "_paused", "_attrs",
+                     "_announce", "_batch", "_times", "_ti", "_gap", "_left", "on_iteration"):
+            setattr(new, name, getattr(self, name))  # (immutable values; `_times` is never changed)
+        sessions: dict[int, Session] = {}
+        smap: dict[int, Session] = {}
+        rmap: dict[int, Req] = {}
+        for serial, s in self.sessions.items():
+            c = Session(serial, list(s.a))
+            c.pc, c.adm = s.pc, s.adm
+            for r in s.holds:
+                q = Req.__new__(Req)
+                q.s, q.spec, q.alloc, q.pos, q.held = c, r.spec, list(r.alloc), list(r.pos), list(r.held)
+                q.state, q.joined, q.grown = r.state, r.joined, r.grown
+                c.holds.append(q)
+                rmap[id(r)] = q
+            sessions[serial] = smap[id(s)] = c
+        jmap: dict[int, Job] = {}
+
+        def job(j: Job) -> Job:
+            got = jmap.get(id(j))
+            if got is None:
+                got = jmap[id(j)] = Job.__new__(Job)
+                got.s, got.work, got.prefill = smap[id(j.s)], j.work, j.prefill
+                got.hold = None if j.hold is None else rmap[id(j.hold)]
+                got.k, got.done, got.stage, got.started = j.k, j.done, j.stage, j.started
+            return got
+
+        for serial, s in self.sessions.items():
+            c = sessions[serial]
+            if s.job is not None:
+                c.job = job(s.job)
+            if s.stall is not None:
+                pidx, r, k, units = s.stall
+                c.stall = (pidx, rmap[id(r)], k, units)
+        new.sessions = sessions
+        new._heap = [(t, e, kind, job(x) if kind == DELAY_END else x) for t, e, kind, x in self._heap]
+        new._ready = deque(smap[id(s)] for s in self._ready)
+        pools: list[Pool] = []
+        for p in self._pools:
+            cp = Pool()
+            cp.used = p.used
+            cp.holders = [rmap[id(r)] for r in p.holders]
+            cp.queue = [rmap[id(r)] for r in p.queue]
+            cp.growers = [smap[id(s)] for s in p.growers]
+            pools.append(cp)
+        new._pools = pools
+        engines: list[Engine | None] = []
+        for eng in self._engines:
+            if eng is None:
+                engines.append(None)
+                continue
+            ce = Engine(eng.index)
+            ce.residents = [job(j) for j in eng.residents]
+            ce.assign = [(job(j), t) for j, t in eng.assign]
+            ce.iterating, ce.served, ce.cursor, ce.planning = eng.iterating, eng.served, eng.cursor, eng.planning
+            ce.left, ce.admitting = eng.left, eng.admitting
+            engines.append(ce)
+        new._engines = engines
+        new._djobs = [{job(j): None for j in d} for d in self._djobs]
+        new._env = _MEnv(new)
+        new._ctx = new._env.ctx
+        new._ctx.update(self._ctx)
+        new._out = []
+        return new
 
     def probe(self, fn: str, kind: str, index: int) -> Q:
         """``fn`` of pool or stage ``index`` now: ``used free holders queued`` of a
@@ -434,7 +369,8 @@ class Machine:
                 self._left -= 1
 
     def _spawn(self, attrs: tuple) -> None:
-        s = _Session(self.next_serial, list(attrs))
+        s = Session(self.next_serial, list(attrs))
+        s.a[ir.SERIAL] = s.serial  # (the machine's count, whatever was supplied)
         self.next_serial += 1
         self.sessions[s.serial] = s
         self.arrived += 1
@@ -467,7 +403,7 @@ class Machine:
 
     # -- a session's statements ---------------------------------------------------------------
 
-    def _run(self, s: _Session) -> None:
+    def _run(self, s: Session) -> None:
         """Run ``s`` from where it waited until it waits again or ends."""
         code = self._code
         instrs = code.instrs
@@ -486,14 +422,14 @@ class Machine:
                 env.attrs = a
                 work = ins[2](env)
                 if work < 0:
-                    raise _bad_amount(ins[5], work)
+                    raise bad_amount(ins[5], work)
                 s.pc = pc
                 if work == 0:  # completes at once: ready again, behind the ready ones
                     self._ready.append(s)
                 elif code.stages[ins[1]].kind == STEP:
                     self._submit(s, ins[1], work, ins[3], ins[4], ins[5])
                 else:
-                    job = s.job = _Job(s, work, False, ins[1], self.now)
+                    job = s.job = Job(s, work, False, ins[1], self.now)
                     self._djobs[ins[1]][job] = None
                     self._push(add(self.now, work), DELAY_END, job)
                 return
@@ -543,491 +479,15 @@ class Machine:
                 self._end(s)
                 return
 
-    def _end(self, s: _Session) -> None:
+    def _end(self, s: Session) -> None:
         del self.sessions[s.serial]
         self._out.append(Ended(s.serial, self.now))  # type: ignore[arg-type]
 
-    def _unwind(self, s: _Session) -> None:
+    def _unwind(self, s: Session) -> None:
         for req in reversed(s.holds):
             if req.state == GRANTED:
                 self._release(req)
         s.holds.clear()
-
-    # -- pools -------------------------------------------------------------------------------
-
-    def _round_up(self, pidx: int, x: Q) -> Q:
-        b = self._code.pools[pidx].block
-        if b is None:
-            return x
-        return mul(ceil(div(x, b)), b)
-
-    def _amounts(self, req: _Req) -> list[tuple[Q, Q]]:
-        """(units, units that must fit) per pool, read now (moment Admit)."""
-        spec = req.spec
-        env = self._env
-        out = []
-        for k in range(len(spec.pools)):
-            env.attrs = req.s.a
-            u = spec.units[k](env)
-            if u < 0:
-                raise _bad_amount(spec.labels[k], u)
-            r_fn = spec.reserve[k]
-            need = u
-            if r_fn is not None:
-                env.attrs = req.s.a
-                r = r_fn(env)
-                if r < 0:
-                    raise _bad_amount(spec.labels[k], r)
-                if r > u:
-                    need = r
-            out.append((u, need))
-        return out
-
-    def _enqueue(self, s: _Session, spec: HoldSpec) -> bool:
-        """A hold joins its first pool's queue; False: some pool can never fit it."""
-        req = _Req(s, spec, self.now)
-        infos = self._code.pools
-        for pidx, (_u, need) in zip(spec.pools, self._amounts(req)):
-            if not self._round_up(pidx, need) <= infos[pidx].cap:
-                return False
-        s.holds.append(req)
-        self._pools[spec.pools[0]].queue.append(req)
-        return True
-
-    def _fits(self, req: _Req) -> list[tuple[Q, Q]] | None:
-        amounts = self._amounts(req)
-        infos = self._code.pools
-        for pidx, (_u, need) in zip(req.spec.pools, amounts):
-            if not add(self._pools[pidx].used, self._round_up(pidx, need)) <= infos[pidx].cap:
-                return None
-        return amounts
-
-    def _admit(self, req: _Req, amounts: list[tuple[Q, Q]]) -> None:
-        """Grant every pool of a hold at once and make its session ready."""
-        for k, pidx in enumerate(req.spec.pools):
-            pool = self._pools[pidx]
-            need = self._round_up(pidx, amounts[k][0])
-            pool.used = add(pool.used, need)
-            pool.holders.append(req)
-            req.alloc[k] = need
-            req.pos[k] = 0
-            req.held[k] = True
-        s = req.s
-        s.adm = self._adm
-        self._adm += 1
-        s.a[ir.CACHED] = 0
-        req.state = GRANTED
-        self._ready.append(s)
-
-    def _release(self, req: _Req) -> None:
-        for k, pidx in enumerate(req.spec.pools):
-            if req.held[k]:
-                pool = self._pools[pidx]
-                pool.used = sub(pool.used, req.alloc[k])
-                pool.holders.remove(req)
-                req.held[k] = False
-        req.state = RELEASED
-
-    def _select(self, pidx: int) -> _Req | None:
-        """The head, or under ``queue by`` the smallest keys (ties in queue order)."""
-        q = self._pools[pidx].queue
-        if not q:
-            return None
-        keys = self._code.pools[pidx].keys
-        if keys is None:
-            return q[0]
-        env = self._env
-        ctx = self._ctx
-        best, best_key = None, None
-        for req in q:
-            env.attrs = req.s.a
-            ctx["waited"] = sub(self.now, req.joined)
-            key = tuple(k(env) for k in keys)
-            if best_key is None or key < best_key:
-                best, best_key = req, key
-        return best
-
-    def _trigger_put(self, pidx: int) -> None:
-        """Admit from the queue while the selected hold fits (head-of-line blocking)."""
-        queue = self._pools[pidx].queue
-        while True:
-            req = self._select(pidx)
-            if req is None:
-                return
-            amounts = self._fits(req)
-            if amounts is None:
-                return
-            queue.remove(req)
-            self._admit(req, amounts)
-
-    def _try_admit_all(self) -> None:
-        pools = self._pools
-        if not self._stalled:
-            for pidx in self._code.passed:
-                if pools[pidx].queue:
-                    self._trigger_put(pidx)
-            return
-        infos = self._code.pools
-        for pidx, pool in enumerate(pools):
-            if pool.growers:
-                self._retry_growers(pidx)
-            if pool.queue and infos[pidx].admit_via is None:
-                self._trigger_put(pidx)
-
-    def _retry_growers(self, pidx: int) -> None:
-        """Stalled growths in stall order; the first that still does not fit stops."""
-        pool = self._pools[pidx]
-        cap = self._code.pools[pidx].cap
-        while pool.growers:
-            s = pool.growers[0]
-            stall = s.stall
-            if stall is None:
-                pool.growers.pop(0)
-                self._stalled -= 1
-                continue
-            _p, req, k, units = stall
-            alloc = req.alloc[k]
-            need = sub(self._round_up(pidx, add(alloc, units)), alloc)
-            if not add(pool.used, need) <= cap:
-                break
-            pool.growers.pop(0)
-            self._stalled -= 1
-            pool.used = add(pool.used, need)
-            req.alloc[k] = add(alloc, need)
-            s.stall = None
-
-    def _grow(self, s: _Session, req: _Req, k: int, units: Q) -> bool:
-        """Grow a hold on one pool by ``units`` (rounded up to blocks); False: stalled."""
-        pidx = req.spec.pools[k]
-        info = self._code.pools[pidx]
-        pool = self._pools[pidx]
-        alloc = req.alloc[k]
-        need = sub(self._round_up(pidx, add(alloc, units)), alloc)
-        if need <= 0:
-            return True
-        if add(pool.used, need) <= info.cap:
-            pool.used = add(pool.used, need)
-            req.alloc[k] = add(alloc, need)
-            return True
-        if info.lifo and self._has_victim(pidx):
-            raise Unsupported("a preemption (`preempt lifo`)", info.name)
-        s.stall = (pidx, req, k, units)
-        pool.growers.append(s)
-        self._stalled += 1
-        return False
-
-    def _has_victim(self, pidx: int) -> bool:
-        """Whether ``Holds.lifo_victim`` would find a session to preempt."""
-        engines = self._code.pools[pidx].engines
-        for req in self._pools[pidx].holders:
-            if req.state != GRANTED:
-                continue
-            if not engines:
-                return True
-            job = req.s.job
-            if job is not None and job.stage in engines and self._engines[job.stage] is not None:
-                return True
-        return False
-
-    def _held_in(self, s: _Session, pidx: int) -> Q:
-        total: Q = 0
-        for req in s.holds:
-            if req.state == GRANTED:
-                for k, p in enumerate(req.spec.pools):
-                    if p == pidx and req.held[k]:
-                        total = add(total, req.alloc[k])
-        return total
-
-    # -- stages ------------------------------------------------------------------------------
-
-    def _submit(self, s: _Session, stage: int, work: Q, prefill: bool, growing: int, label: str) -> None:
-        eng = self._engines[stage]
-        assert eng is not None
-        job = _Job(s, work, prefill, stage, self.now)
-        if growing >= 0:
-            found = None
-            for req in reversed(s.holds):
-                if req.state == GRANTED:
-                    for k, p in enumerate(req.spec.pools):
-                        if p == growing and req.held[k]:
-                            found = (req, k)
-                            break
-                    if found is not None:
-                        break
-            if found is None:
-                name = self._code.pools[growing].name
-                raise SerqRuntimeError(f"{label}: `growing {name}` outside a hold of `{name}`")
-            job.hold, job.k = found
-        # residents stay in the order of their sessions' admissions (vLLM's `running`)
-        key = s.adm
-        res = eng.residents
-        i = len(res)
-        while i > 0 and res[i - 1].s.adm > key:
-            i -= 1
-        res.insert(i, job)
-        if eng.planning and i < eng.cursor:
-            eng.cursor += 1
-        s.job = job
-
-    def _delay_end(self, job: _Job) -> None:
-        job.done = True
-        self._djobs[job.stage].pop(job, None)
-        job.s.job = None
-        self._ready.append(job.s)  # (the simulator resumes it inside the event: nothing else is ready)
-
-    def _has_work(self, eng: _Engine) -> bool:
-        if eng.residents:
-            return True
-        pools = self._pools
-        for pidx in self._code.stages[eng.index].admit_pools:
-            if pools[pidx].queue:
-                return True
-        return False
-
-    def _totals(self, eng: _Engine) -> None:
-        """The stage's totals as the residents stand (moments Budget and Serve) into the context."""
-        mem = self._code.stages[eng.index].memory
-        decoders = 0
-        kv_d: Q = 0
-        kv_p: Q = 0
-        for j in eng.residents:
-            if not j.prefill:
-                decoders += 1
-            if mem is not None:
-                if j.prefill:
-                    kv_p = add(kv_p, self._held_in(j.s, mem))
-                else:
-                    kv_d = add(kv_d, self._held_in(j.s, mem))
-        ctx = self._ctx
-        ctx["residents"] = len(eng.residents)
-        ctx["decoders"] = decoders
-        ctx["kv_decode"] = kv_d
-        ctx["kv_prefill"] = kv_p
-
-    def _budget_chunk(self, eng: _Engine) -> tuple[Any, Q]:
-        info = self._code.stages[eng.index]
-        self._totals(eng)
-        env = self._env
-        budget = _INF if info.budget is None else info.budget(env)
-        assert info.chunk is not None
-        return budget, info.chunk(env)
-
-    def _serve_view(self, eng: _Engine, job: _Job) -> None:
-        self._totals(eng)
-        ctx = self._ctx
-        ctx["decoding"] = 0 if job.prefill else 1
-        ctx["admission"] = job.s.adm
-        ctx["remaining"] = job.work
-        self._env.attrs = job.s.a
-
-    def _serves(self, eng: _Engine, job: _Job) -> bool:
-        """``serve only (P)`` for ``job``: True without the clause."""
-        only = self._code.stages[eng.index].only
-        if only is None:
-            return True
-        self._serve_view(eng, job)
-        v = only(self._env)
-        if v == 1:
-            return True
-        if v == 0:
-            return False
-        raise SerqRuntimeError(f"stage `{self._code.stages[eng.index].name}`: `serve only` is {v} for a resident, "
-                               "not 0 or 1")
-
-    @staticmethod
-    def _plan_tokens(job: _Job, chunk: Q) -> Q:
-        if not job.prefill:
-            return 1 if job.work > 1 else job.work
-        if chunk > 0 and chunk < job.work:
-            return chunk
-        return job.work
-
-    def _budget_left(self, eng: _Engine) -> Any:
-        budget, chunk = self._budget_chunk(eng)
-        want: Q = 0
-        only = self._code.stages[eng.index].only is not None
-        for j in eng.residents:
-            if not only or self._serves(eng, j):
-                want = add(want, self._plan_tokens(j, chunk))
-        v = budget - want
-        if v.__class__ is not int and v != _INF:
-            v = norm(v)
-        return v if v > 0 else 0
-
-    def _order(self, eng: _Engine) -> list[_Job]:
-        info = self._code.stages[eng.index]
-        res = eng.residents
-        if info.serve == "decode_first":
-            return sorted(res, key=lambda j: j.prefill)
-        keys = info.keys
-        assert keys is not None
-        env = self._env
-        keyed = []
-        for j in res:
-            self._serve_view(eng, j)
-            keyed.append((tuple(k(env) for k in keys), j))
-        order = sorted(range(len(res)), key=lambda i: keyed[i][0])
-        return [res[i] for i in order]
-
-    def _next(self, eng: _Engine, served: set[int]) -> _Job | None:
-        if self._code.stages[eng.index].default_order:
-            res = eng.residents
-            if eng.cursor < len(res):
-                job = res[eng.cursor]
-                eng.cursor += 1
-                return job
-            return None
-        for job in self._order(eng):
-            if id(job) not in served:
-                served.add(id(job))
-                return job
-        return None
-
-    def _has_waiting(self, eng: _Engine) -> bool:
-        pools = self._pools
-        return any(pools[p].queue for p in self._code.stages[eng.index].admit_pools)
-
-    def _admit_next(self, eng: _Engine, left: Any) -> bool:
-        """Admit the selected waiting request of the first non-empty pool the
-        stage admits for, read with ``budget_left = left``; run it until it waits."""
-        for pidx in self._code.stages[eng.index].admit_pools:
-            req = self._select(pidx)
-            if req is None:
-                continue
-            eng.admitting = left
-            try:
-                amounts = self._fits(req)
-            finally:
-                eng.admitting = None
-            if amounts is None:
-                return False
-            self._pools[pidx].queue.remove(req)
-            self._admit(req, amounts)
-            self._run_ready()
-            return True
-        return False
-
-    def _start_iteration(self, eng: _Engine) -> bool:
-        """``StepEngine.start_iteration``: plan and start an iteration; False when nothing runs."""
-        info = self._code.stages[eng.index]
-        budget, chunk = self._budget_chunk(eng)
-        eng.left = budget
-        assign: list[tuple[_Job, Q]] = []
-        eng.assign = assign
-        eng.cursor = 0
-        eng.planning = True
-        exclusive = info.serve == "exclusive_prefill"
-        only = info.only is not None
-        prefill_resident = exclusive and any(j.prefill and self._serves(eng, j) for j in eng.residents)
-        served: set[int] = set()
-        attention: Q = 0
-        try:
-            while True:
-                job = self._next(eng, served)
-                if job is None:
-                    if eng.left > 0 and self._has_waiting(eng) and self._admit_next(eng, eng.left):
-                        continue
-                    break
-                if only and not self._serves(eng, job):
-                    continue  # no token this iteration; still a resident
-                s = job.s
-                wish = self._plan_tokens(job, chunk)
-                if exclusive:
-                    if not job.prefill:
-                        if prefill_resident:
-                            continue
-                    else:  # the prefill runs alone: earlier decodes leave the batch
-                        for j, t in assign:
-                            if j.hold is not None:
-                                j.hold.pos[j.k] = sub(j.hold.pos[j.k], t)
-                        assign.clear()
-                        eng.left = budget
-                left = eng.left
-                tokens = wish if wish < left else left
-                if tokens <= 0:
-                    continue
-                req = job.hold
-                if req is not None:
-                    if s.stall is not None:
-                        continue  # stalled growing from an earlier iteration: no tokens
-                    k = job.k
-                    pos = req.pos[k]
-                    need = sub(add(pos, tokens), req.alloc[k])
-                    if need > 0 and not self._grow(s, req, k, need):
-                        continue  # stalled
-                    if job.prefill:
-                        attention = add(attention, mul(tokens, add(pos, div(tokens, 2))))
-                    req.pos[k] = add(pos, tokens)
-                    req.grown = True
-                elif job.prefill:
-                    attention = add(attention, div(mul(tokens, tokens), 2))
-                assign.append((job, tokens))
-                eng.left = left - tokens if left == _INF else sub(left, tokens)
-                if eng.left <= 0 or (exclusive and job.prefill):
-                    break
-        finally:
-            eng.planning = False
-        if not assign:
-            return False
-        self._launch(eng, attention)
-        return True
-
-    def _launch(self, eng: _Engine, attention: Q) -> None:
-        info = self._code.stages[eng.index]
-        tokens: Q = 0
-        prefilled: Q = 0
-        kv_d: Q = 0
-        kv_p: Q = 0
-        decoders = 0
-        mem = info.memory
-        for job, t in eng.assign:
-            tokens = add(tokens, t)
-            if job.prefill:
-                prefilled = add(prefilled, t)
-                if mem is not None:
-                    kv_p = add(kv_p, self._held_in(job.s, mem))
-            else:
-                decoders += 1
-                if mem is not None:
-                    kv_d = add(kv_d, self._held_in(job.s, mem))
-        ctx = self._ctx
-        ctx["tokens"] = tokens
-        ctx["prefilled"] = prefilled
-        ctx["decoders"] = decoders
-        ctx["kv_decode"] = kv_d
-        ctx["kv_prefill"] = kv_p
-        ctx["residents"] = len(eng.residents)
-        ctx["attention"] = attention
-        raw = info.cost(self._env)
-        cost = raw if raw > 0 else 0
-        if tokens > 0 and not cost > 0:
-            raise SerqRuntimeError(f"stage `{info.name}`: an iteration of {tokens} tokens costs {raw}; an iteration "
-                                   "that schedules tokens lasts a positive time", at=info.sites.get("cost"))
-        demand: Q = 0
-        for j in eng.residents:
-            demand = add(demand, j.work if j.prefill else 1)
-        self._out.append(Iteration(eng.index, self.now, cost, tokens, decoders, prefilled, kv_d,  # type: ignore[arg-type]
-                                   kv_p, attention, len(eng.residents), demand, eng.served, self.arrived))
-        eng.served = add(eng.served, tokens)
-        eng.iterating = True
-        self._push(add(self.now, cost), ITER_END, eng.index)
-
-    def _iter_end(self, eng: _Engine) -> None:
-        """Commit the iteration's tokens; finished jobs' sessions become ready, in batch order."""
-        eng.iterating = False
-        finished = []
-        for job, tokens in eng.assign:
-            if job.done:
-                continue
-            job.work = sub(job.work, tokens)
-            if job.work <= 0:
-                finished.append(job)
-        eng.assign = []
-        for job in finished:
-            eng.residents.remove(job)
-            job.done = True
-            job.s.job = None
-            self._ready.append(job.s)
 
     # -- the key ----------------------------------------------------------------------------
 

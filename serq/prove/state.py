@@ -38,6 +38,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Hashable
 
 from .exact import sub
+from .parts import ARRIVAL, DELAY_END, WAITING
 
 if TYPE_CHECKING:
     from .machine import Machine
@@ -59,7 +60,6 @@ def state_key(m: "Machine") -> Hashable:
         def adm(s: Any) -> int:
             return ranks.get(s.adm, -1)
 
-    from .machine import ARRIVAL, DELAY_END, WAITING
 
     people = []
     for s in sessions:

@@ -297,6 +297,52 @@ stage engine : step { budget 8; cost 1; serve only (decoding || decoders == 0); 
 workload { arrive batch(2); init { set p = serial == 0 ? 1 : 4; } }
 session { run engine prefill (p); run engine decode (3); }
 """
-    from tests.prove.test_exact_semantics import agree
+    from test_exact_semantics import agree
 
     assert agree(serq.load(text), 1e6) > 0
+
+
+def test_a_copy_at_any_step_continues_as_the_original_does() -> None:
+    import random
+
+    from test_exact_semantics import SHAPES
+
+    for shape in ("kv_growing", "delay_turns", "queue_waited", "renewal", "exclusive"):
+        text, _h = SHAPES[shape](random.Random(f"{shape}-3"))
+        m = Machine(serq.load(text))
+        history: list = []
+        copies = []
+        while not m.done:
+            copies.append((len(history), m.copy(), m.key()))
+            recs = m.step()
+            if recs and isinstance(recs[0], NeedSession):
+                m.supply_init()
+            history.append(recs)
+        assert len(history) > 10
+        for at, c, k in copies[::3]:
+            assert c.key() == k
+            rest = []
+            while not c.done:
+                recs = c.step()
+                if recs and isinstance(recs[0], NeedSession):
+                    c.supply_init()
+                rest.append(recs)
+            assert rest == history[at:], f"{shape}: a copy made at step {at} went another way"
+
+
+def test_the_iteration_hook_sees_the_state_as_the_batch_is_formed() -> None:
+    # two requests on two slots: the hook reads the slot pool and the stage at each launch
+    text = """
+pool reqs { cap 1; admit via engine; }
+stage engine : step { budget 8; cost 1; }
+workload { arrive batch(2); init { set p = 2; } }
+session { hold reqs (1) { run engine prefill (p); } }
+"""
+    seen = []
+    m = Machine(serq.load(text))
+    m.on_iteration = lambda mm, r: seen.append((r.now, mm.probe("holders", "pool", 0), mm.probe("queued", "pool", 0),
+                                                 mm.probe("queue", "stage", 0)))
+    run(m)
+    # t0: the first admitted (the second waits: one slot); t1: the first's prefill done, its slot
+    # given back at its end, the second admitted in the next iteration
+    assert seen == [(0, 1, 1, 1), (1, 1, 0, 1)]

@@ -295,12 +295,22 @@ def shape_approx(rng):
     return text.replace("cost ", "cost 0.0002 + 2e-5 * tokens + 0 * ", 1), 1e7
 
 
+def shape_serve_only(rng):
+    """`serve only (P)`: the residents P passes over take no token this iteration."""
+    pred = rng.choice(["decoding || decoders == 0", "remaining > 1 || residents < 3", "o > 2 || decoding",
+                       "admission < 2 || decoders < 2"])
+    order = rng.choice(["", "serve decode first;", "serve exclusive prefill;"])
+    return _served(f"serve only ({pred}); {order}", rng, rng.randint(1, 8))
+
+
 SHAPES = {
     "chunked": shape_chunked, "decode_first": shape_decode_first, "exclusive": shape_exclusive,
     "serve_by": shape_serve_by, "kv_growing": shape_kv_growing, "svf": shape_svf, "renewal": shape_renewal,
     "delay_turns": shape_delay_turns, "queue_waited": shape_queue_waited, "branchy": shape_branchy,
     "approx": shape_approx,
 }
+if "only" in {f.name for f in dataclasses.fields(ir.StepDecl)}:  # (`serve only` is another helper's)
+    SHAPES["serve_only"] = shape_serve_only
 
 
 @pytest.mark.parametrize("shape", sorted(SHAPES))
