@@ -184,6 +184,32 @@ run {{ horizon 50; warmup 0; }}
     assert firsts("serve by (-id); serve only (id > 0);") == [2, 1]
 
 
+class Reversed(StepEngine):
+    """Serves the latest admitted first, and notes whom `plan_tokens` is asked about."""
+
+    asked: set[int] = set()
+
+    def order_residents(self):  # type: ignore[no-untyped-def]
+        return list(reversed(self.residents))
+
+    def plan_tokens(self, job, chunk):  # type: ignore[no-untyped-def]
+        Reversed.asked.add(job.session.serial)
+        return super().plan_tokens(job, chunk)
+
+
+def test_a_subclass_order_is_walked_and_plan_tokens_is_not_asked_about_the_passed_over() -> None:
+    # as above, with the order from `order_residents`: r2 first, then r1; r0 is never asked
+    Reversed.asked = set()
+    report = serq.run(serq.load("""
+stage e : step { budget 2; cost 1; serve only (id > 0); }
+workload { arrive batch(3); init { set id = serial; } }
+session { run e prefill (2); observe first = now; end; }
+run { horizon 50; warmup 0; }
+"""), engines={"e": Reversed}, max_events=EVENTS)
+    assert by_session(report, "first") == [2, 1]
+    assert Reversed.asked == {1, 2}
+
+
 def test_budget_left_counts_only_the_residents_serve_only_serves() -> None:
     # budget 10; r0's 5-token prompt is resident from 0 and never served (P = decoding);
     # r1 reads budget_left(e) at 1: the prompt asks for nothing, 10 are left (5 without P)
