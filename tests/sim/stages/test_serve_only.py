@@ -6,8 +6,12 @@ DIR --steps`` writes) gives every iteration's start, duration and tokens."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
-from bounds import EVENTS
+from bounds import EVENTS, env
 
 import serq
 from serq.errors import SerqRuntimeError
@@ -69,6 +73,20 @@ def test_fastertransformer_holds_a_prefill_back_until_the_decodes_are_done() -> 
     assert by_session(report, "done") == [12, 24]
     e = report.stage("e")
     assert (e.prefill_only, e.decode_only, e.mixed) == (8 / 100, 16 / 100, 0.0)
+
+
+def test_the_cli_step_log_shows_the_prefill_waiting_for_the_decodes(tmp_path: Path) -> None:
+    # the same run through `serq run --dump DIR --steps`: e.steps.csv, one row an iteration
+    program = tmp_path / "ft.sq"
+    program.write_text(two_requests(FT))
+    out = subprocess.run([sys.executable, "-m", "serq", "run", str(program), "--dump", str(tmp_path / "d"),
+                          "--steps"], capture_output=True, text=True, env=env())
+    assert out.returncode == 0, out.stderr
+    rows = [line.split(",") for line in (tmp_path / "d" / "e.steps.csv").read_text().splitlines()[1:]]
+    assert [(r[0], r[1], r[2], r[3]) for r in rows] == [
+        ("0", "4", "3", "0"), ("4", "2", "1", "1"), ("6", "2", "1", "1"), ("8", "2", "1", "1"),
+        ("10", "2", "1", "1"), ("12", "4", "3", "0"), ("16", "2", "1", "1"), ("18", "2", "1", "1"),
+        ("20", "2", "1", "1"), ("22", "2", "1", "1")]
 
 
 def test_without_serve_only_the_same_requests_share_an_iteration() -> None:
