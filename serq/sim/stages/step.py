@@ -520,7 +520,8 @@ class StepEngine(Stage):
                     self.excluded_at = self.env.now  # waits for an event that changes what P reads
             return False
         self.starved_at = None
-        self.excluded_at = None
+        if only:
+            self.excluded_at = None
         return self._launch(attention, preempted, budget)
 
     @property

@@ -6,8 +6,12 @@ DIR --steps`` writes) gives every iteration's start, duration and tokens."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
-from bounds import EVENTS
+from bounds import EVENTS, env
 
 import serq
 from serq.errors import SerqRuntimeError
@@ -69,6 +73,20 @@ def test_fastertransformer_holds_a_prefill_back_until_the_decodes_are_done() -> 
     assert by_session(report, "done") == [12, 24]
     e = report.stage("e")
     assert (e.prefill_only, e.decode_only, e.mixed) == (8 / 100, 16 / 100, 0.0)
+
+
+def test_the_cli_step_log_shows_the_prefill_waiting_for_the_decodes(tmp_path: Path) -> None:
+    # the same run through `serq run --dump DIR --steps`: e.steps.csv, one row an iteration
+    program = tmp_path / "ft.sq"
+    program.write_text(two_requests(FT))
+    out = subprocess.run([sys.executable, "-m", "serq", "run", str(program), "--dump", str(tmp_path / "d"),
+                          "--steps"], capture_output=True, text=True, env=env())
+    assert out.returncode == 0, out.stderr
+    rows = [line.split(",") for line in (tmp_path / "d" / "e.steps.csv").read_text().splitlines()[1:]]
+    assert [(r[0], r[1], r[2], r[3]) for r in rows] == [
+        ("0", "4", "3", "0"), ("4", "2", "1", "1"), ("6", "2", "1", "1"), ("8", "2", "1", "1"),
+        ("10", "2", "1", "1"), ("12", "4", "3", "0"), ("16", "2", "1", "1"), ("18", "2", "1", "1"),
+        ("20", "2", "1", "1"), ("22", "2", "1", "1")]
 
 
 def test_without_serve_only_the_same_requests_share_an_iteration() -> None:
@@ -182,6 +200,32 @@ run {{ horizon 50; warmup 0; }}
     assert firsts("serve only (id > 0);") == [1, 2]
     assert firsts("serve only (id > 0) by (-id);") == [2, 1]
     assert firsts("serve by (-id); serve only (id > 0);") == [2, 1]
+
+
+class Reversed(StepEngine):
+    """Serves the latest admitted first, and notes whom `plan_tokens` is asked about."""
+
+    asked: set[int] = set()
+
+    def order_residents(self):  # type: ignore[no-untyped-def]
+        return list(reversed(self.residents))
+
+    def plan_tokens(self, job, chunk):  # type: ignore[no-untyped-def]
+        Reversed.asked.add(job.session.serial)
+        return super().plan_tokens(job, chunk)
+
+
+def test_a_subclass_order_is_walked_and_plan_tokens_is_not_asked_about_the_passed_over() -> None:
+    # as above, with the order from `order_residents`: r2 first, then r1; r0 is never asked
+    Reversed.asked = set()
+    report = serq.run(serq.load("""
+stage e : step { budget 2; cost 1; serve only (id > 0); }
+workload { arrive batch(3); init { set id = serial; } }
+session { run e prefill (2); observe first = now; end; }
+run { horizon 50; warmup 0; }
+"""), engines={"e": Reversed}, max_events=EVENTS)
+    assert by_session(report, "first") == [2, 1]
+    assert Reversed.asked == {1, 2}
 
 
 def test_budget_left_counts_only_the_residents_serve_only_serves() -> None:
