@@ -33,6 +33,8 @@ class Limits:
 
     max_states: int = 2_000_000  # machine steps over all paths
     max_paths: int = 200_000
+    #: a path that never ends gives up on repeating once this many sessions are live at once
+    max_live: int = 1_000
 
 
 @dataclass
@@ -296,11 +298,18 @@ def explore_endless(p: ir.Program, claims: Sequence[ir.Claim], verdicts: Sequenc
     seen: dict[Any, tuple[int, Any, Any]] = {}
     states = 0
     while True:
+        if all(v.verdict in ("refuted", "witnessed") for v in verdicts):
+            for v in verdicts:
+                v.states, v.paths = states, 1
+            return None
         if states >= limits.max_states:
             return f"no repeated state within {limits.max_states:,} steps (--max-states)"
+        if len(m.sessions) > limits.max_live:
+            return (f"the path does not repeat: past time {_num(Fraction(m.now)):g} more than {limits.max_live:,} "
+                    "sessions are live at once and the backlog keeps growing")
         recs = m.step()
         states += 1
-        if isinstance(recs[:1] and recs[0], NeedSession) or (recs and isinstance(recs[0], NeedSession)):
+        if recs and isinstance(recs[0], NeedSession):
             m.supply_init()
             continue
         for r in recs:

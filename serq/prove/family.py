@@ -264,8 +264,9 @@ class Family:
                 parts.append(f"{n} session(s) at the program's instants")
         else:
             _, step, m, k = self.arrivals
-            parts.append(f"{k} session(s), each arriving at one of {m} instants 0, {_show(step)}, …, "
-                         f"{_show(step * (m - 1))}")
+            shown = (", ".join(_show(step * i) for i in range(m)) if m <= 4 else
+                     f"0, {_show(step)}, …, {_show(step * (m - 1))}")
+            parts.append(f"{k} session(s), each arriving at one of {m} instants {shown}")
         for slot, vals in self.choices.items():
             parts.append(f"`{self.names[slot]}` in {_values(vals)}")
         return "; ".join(parts) + (" (" + "; ".join(self.notes) + ")" if self.notes else "")
@@ -354,11 +355,15 @@ def build_family(p: ir.Program, *, bounds: Sequence[Bound] = (), sessions: int |
         else:
             fam = Family(("times", [gap, 2 * gap]), choices, names, endless=True)
     elif arr.kind in ("poisson", "renewal"):
+        notes = []
         if grid is None:
-            raise Unsupported(f"`{arr.kind}` arrivals without a grid: give the instants with --grid DT "
-                              "(and --instants M, --sessions K)")
+            if arr.kind != "poisson" or not arr.rate > 0:
+                raise Unbounded(f"`{arr.kind}` arrivals: give the instants a session may arrive at with --grid DT "
+                                "(and --instants M, --sessions K)")
+            grid = 1 / exact(arr.rate)
+            notes.append("the grid is the mean gap 1 / rate: --grid DT for another")
         k = sessions or 2
-        fam = Family(("grid", grid, instants, k), choices, names, sessions=k)
+        fam = Family(("grid", grid, instants, k), choices, names, sessions=k, notes=notes)
     else:
         raise Unsupported(f"`arrive {arr.kind}`")
     if sessions is not None and fam.arrivals[0] == "times" and not fam.endless:

@@ -164,17 +164,23 @@ def test_outside_the_fragment_every_claim_is_unknown_naming_the_construct(tmp_pa
     assert v["c"].verdict == "unknown" and "`ps` stage" in v["c"].reason
 
 
-def test_an_unbounded_draw_asks_for_a_bound_and_poisson_arrivals_for_a_grid(tmp_path):
+def test_an_unbounded_draw_asks_for_a_bound_and_poisson_arrivals_take_a_grid(tmp_path):
     unbounded = FAMILY.replace("set long = ~bernoulli(0.5);", "set long = ~exp(1);")
     v = _verdicts(prove(_prog(tmp_path, unbounded)))
     assert v["full"].verdict == "unknown" and "--bound long=LO..HI" in v["full"].reason
-    poisson = FAMILY.replace("arrive batch(2);", "arrive poisson(1);")
+    poisson = FAMILY.replace("arrive batch(2);", "arrive poisson(0.5);")
+    # by default the instants are 0, 2, 4, 6 (the mean gap 1 / rate): two sessions, 10 multisets of
+    # instants, 8 × 8 attribute choices each
     v = _verdicts(prove(_prog(tmp_path, poisson, "q.sq")))
-    assert v["full"].verdict == "unknown" and "--grid" in v["full"].reason
-    v = _verdicts(prove(_prog(tmp_path, poisson, "q.sq"), grid=Fraction(2), instants=2, sessions=2))
-    assert v["full"].verdict == "proved"
-    # two sessions on two instants {0, 2}: 3 multisets of instants, 8 × 8 attribute choices each
+    assert v["full"].verdict == "proved" and "mean gap" in v["full"].family
+    assert "4 instants 0, 2, 4, 6" in v["full"].family
+    assert v["full"].paths <= 10 * 64
+    v = _verdicts(prove(_prog(tmp_path, poisson, "q.sq"), grid=Fraction(3), instants=2, sessions=2))
+    assert v["full"].verdict == "proved" and "2 instants 0, 3;" in v["full"].family
     assert v["full"].paths <= 3 * 64
+    renewal = FAMILY.replace("arrive batch(2);", "arrive renewal(~exp(1));")
+    v = _verdicts(prove(_prog(tmp_path, renewal, "r.sq")))
+    assert v["full"].verdict == "unknown" and "--grid" in v["full"].reason
 
 
 def test_a_family_larger_than_the_limit_is_unknown_without_exploring_it(tmp_path):
