@@ -2,7 +2,7 @@
 
 Pages: README.md and docs/{draw,experiments,frontend,plots,policies,simulator,
 subagents,workloads,traces,replay,calibration,cluster,
-offload}.md (language, report and guide
+offload,claims}.md (language, report and guide
 have their own tests). Each fenced block is classified:
 
 * **program** (an ``sq`` block, or text with ``stage``/``workload``/``session``
@@ -59,7 +59,7 @@ import serq.cli
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = ["README.md"] + [f"docs/{p}.md" for p in (
     "draw", "experiments", "frontend", "plots", "policies", "simulator",
-    "subagents", "workloads", "traces", "replay", "calibration", "cluster", "offload")]
+    "subagents", "workloads", "traces", "replay", "calibration", "cluster", "offload", "claims")]
 SHARED = (ROOT / ".." / "shared" / "data").resolve()
 
 def blocks(page: str) -> list[tuple[int, str, str]]:

@@ -46,6 +46,11 @@ SUMMARIES = {
     "programs/replay/azure_conv.sq": "OK: 2 pool(s), 1 stage(s), 16 attribute(s), 4 block(s)",
     # issue 24: the chat over a host-memory tier (docs/offload.md)
     "programs/offload/vllm_offload.sq": "OK: 3 pool(s), 4 stage(s), 17 attribute(s), 8 block(s)",
+    # issue 40: four papers' systems with their propositions as claims (docs/claims.md)
+    "programs/papers/bari_rad.sq": "OK: 0 pool(s), 1 stage(s), 12 attribute(s), 2 block(s)",
+    "programs/papers/dai_fastertransformer.sq": "OK: 0 pool(s), 1 stage(s), 10 attribute(s), 2 block(s)",
+    "programs/papers/dai_sarathi.sq": "OK: 0 pool(s), 1 stage(s), 10 attribute(s), 2 block(s)",
+    "programs/papers/kong_svf.sq": "OK: 1 pool(s), 1 stage(s), 11 attribute(s), 3 block(s)",
 }
 
 
