@@ -302,6 +302,9 @@ def explore_endless(p: ir.Program, claims: Sequence[ir.Claim], verdicts: Sequenc
             for v in verdicts:
                 v.states, v.paths = states, 1
             return None
+        if states >= limits.max_states or len(m.sessions) > limits.max_live:
+            for v in verdicts:  # (what was explored before giving up, as a finished path shows it)
+                v.states, v.paths = states, 1
         if states >= limits.max_states:
             return f"no repeated state within {limits.max_states:,} steps (--max-states)"
         if len(m.sessions) > limits.max_live:
@@ -329,7 +332,7 @@ def explore_endless(p: ir.Program, claims: Sequence[ir.Claim], verdicts: Sequenc
                 records.append((r, probes.values))
         if m.done:
             for v in verdicts:
-                v.states = states
+                v.states, v.paths = states, 1
             return "the path ended"
         key = m.key()
         if key in seen:
