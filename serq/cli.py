@@ -270,7 +270,10 @@ def run(
         if file == "-" and trace == "-":
             raise UsageError("the program and --trace both read standard input: give one of them as a file")
         sets = parse_sets(set_)
+        listed = None if replay is None else _listed_sessions(replay)
         program = api.load(Path(file), sets=sets, trace=trace)
+        if listed is not None:
+            _check_listed(program, listed)
         check_stages(program, [(kind, spec.partition("=")[0].strip()) for kind, given in
                                (("engine", engine or []), ("policy", policy or [])) for spec in given if "=" in spec])
         engines = load_engine_classes(engine or [])
@@ -285,7 +288,7 @@ def run(
                          max_events=max_events, goodput=goodput, precision=precision,
                          precision_on=precision_on, max_horizon=max_horizon,
                          timeline=None if timeline is None else (True if timeline_every is None else timeline_every),
-                         sessions=None if replay is None else _listed_sessions(replay))
+                         sessions=listed)
     except RunInterrupted as err:
         typer.echo(f"interrupted at t={err.now:g} of {err.horizon:g} simulated seconds: no report was written",
                    err=True)
@@ -352,7 +355,7 @@ def prove(
 
     from . import api
     from .prove.explore import Limits
-    from .prove.family import Bound
+    from .prove.family import Bound, check_bounds
     from .prove.verdicts import prove as prove_claims
 
     _need_stdout("the verdicts")
@@ -366,6 +369,10 @@ def prove(
             raise UsageError(f"--grid {grid}: the spacing must be positive")
         sets = parse_sets(set_)
         program = api.load(Path(file), sets=sets)
+        try:
+            check_bounds(program, bounds)
+        except ValueError as err:
+            raise UsageError(str(err)) from None
         proof = prove_claims(program, bounds=bounds, sessions=sessions, grid=step, instants=instants,
                              limits=Limits(max_states=max_states, max_paths=max_paths), sets=sets)
     except SerqError as err:
@@ -380,27 +387,78 @@ def prove(
 
 
 def _listed_sessions(spec: str) -> list[dict[str, Any]]:
-    """``--replay``: inline JSON (it starts with ``[``) or a file holding it."""
+    """``--replay``: inline JSON (it starts with ``[``, ``{`` or ``"``) or a file holding it;
+    a list of sessions, each ``{"arrival": T, "attributes": {NAME: VALUE}}`` (and the
+    ``serial`` ``serq prove`` shows), arriving at finite times ≥ 0 in order."""
     import json
 
     text = spec
-    if not spec.lstrip().startswith("["):
+    if not spec.lstrip().startswith(("[", "{", '"')):
         try:
             text = Path(spec).read_text(encoding="utf-8")
-        except OSError as err:
-            raise UsageError(f"--replay {spec}: cannot read it: {err.strerror or err}") from None
+        except (OSError, UnicodeDecodeError) as err:
+            why = getattr(err, "strerror", None) or ("not UTF-8 text" if isinstance(err, UnicodeDecodeError) else err)
+            raise UsageError(f"--replay {spec}: cannot read it: {why}") from None
     try:
         value = json.loads(text)
     except json.JSONDecodeError as err:
         raise UsageError(f"--replay: not JSON ({err.msg} at character {err.pos})") from None
+    except RecursionError:
+        raise UsageError("--replay: the JSON is nested too deeply") from None
+    shape = '{"arrival": T, "attributes": {NAME: VALUE}}'
     if not (isinstance(value, list) and all(isinstance(x, dict) for x in value)):
-        raise UsageError("--replay: expected a JSON list of {\"arrival\": T, \"attributes\": {NAME: VALUE}}")
+        raise UsageError(f"--replay: expected a JSON list of {shape}")
+    last = 0.0
     for i, x in enumerate(value):
-        ok = isinstance(x.get("arrival", 0), (int, float)) and isinstance(x.get("attributes", {}), dict) and all(
-            isinstance(v, (int, float)) for v in (x.get("attributes") or {}).values())
-        if not ok:
-            raise UsageError(f"--replay: session {i} is not {{\"arrival\": T, \"attributes\": {{NAME: VALUE}}}}")
+        extra = sorted(set(x) - {"arrival", "attributes", "serial"})
+        if extra:
+            raise UsageError(f"--replay: session {i} has `{extra[0]}`: a session is {shape}")
+        t = _finite_number(x.get("arrival", 0))
+        if t is None or t < last:
+            raise UsageError(f"--replay: session {i} arrives at {_shown(x.get('arrival'))}: the arrivals "
+                             f"are finite times ≥ 0 in order" + (f" (session {i - 1} arrives at {last:g})" if i else ""))
+        last = t
+        attrs = x.get("attributes", {})
+        if not isinstance(attrs, dict):
+            raise UsageError(f"--replay: session {i}'s attributes are not an object {{NAME: VALUE}}")
+        for name, v in attrs.items():
+            if _finite_number(v) is None:
+                raise UsageError(f"--replay: session {i} sets `{name}` to {_shown(v)}: not a finite number")
     return value
+
+
+def _shown(v: Any) -> str:
+    """A JSON value in a message, cut to 40 characters."""
+    import json
+
+    text = json.dumps(v)
+    return text if len(text) <= 40 else text[:39] + "…"
+
+
+def _finite_number(v: Any) -> float | None:
+    """A JSON number as a finite float, or None (a string, a boolean, NaN, ±inf, 1e400, 10**400)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    try:
+        f = float(v)
+    except OverflowError:
+        return None
+    return f if math.isfinite(f) else None
+
+
+def _check_listed(program: Any, sessions: list[dict[str, Any]]) -> None:
+    """``--replay``: every attribute a session sets is one of the program's own (did you mean …)."""
+    from . import ir
+    from .errors import suggest
+
+    own = list(program.attributes[len(ir.BUILTIN_ATTRIBUTES):])
+    for i, x in enumerate(sessions):
+        for name in x.get("attributes") or {}:
+            if name not in own:
+                near = suggest(name, own)
+                hint = f" (did you mean `{near}`?)" if near is not None else ""
+                raise UsageError(f"--replay: session {i} sets `{name}`, which is not an attribute of the "
+                                 f"program{hint}; its attributes: {', '.join(own) or 'none'}")
 
 
 @app.command()

@@ -47,6 +47,8 @@ def norm(x: Any) -> Q:
     """``x`` (an int or a Fraction) as a normalised rational: an int when whole."""
     if x.__class__ is int:
         return x  # type: ignore[no-any-return]
+    if x.__class__ is float:  # ±inf: `largest`/`smallest` of an observation without samples, at end
+        return x  # type: ignore[no-any-return]
     if x.denominator == 1:
         return int(x.numerator)
     return x  # type: ignore[no-any-return]

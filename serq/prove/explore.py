@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field, replace
+import math
 from fractions import Fraction
 from typing import Any, Callable, Sequence
 
@@ -107,16 +108,17 @@ def _aggs_to_ctx(e: ir.Expr) -> ir.Expr:
     return e
 
 
-def _end_ctx(now: Any, samples: dict[int, list]) -> dict[str, Any]:
+def _end_ctx(now: Any, samples: dict[int, list], p: ir.Program) -> dict[str, Any]:
+    """The aggregates at the end; of an observation without samples, as the run's monitor
+    reads them (serq/sim/claims.py): count, total and prefix_total 0, largest −inf, smallest +inf."""
     ctx: dict[str, Any] = {"now": now}
-    for obs, xs in samples.items():
-        ys = sorted(xs)
+    for obs in range(len(p.observes)):
+        ys = sorted(samples.get(obs, ()))
         n = len(ys)
         ctx[f"__agg_total_{obs}"] = norm(sum(ys, Fraction(0)))
         ctx[f"__agg_count_{obs}"] = n
-        if ys:
-            ctx[f"__agg_largest_{obs}"] = ys[-1]
-            ctx[f"__agg_smallest_{obs}"] = ys[0]
+        ctx[f"__agg_largest_{obs}"] = ys[-1] if ys else -math.inf
+        ctx[f"__agg_smallest_{obs}"] = ys[0] if ys else math.inf
         ctx[f"__agg_prefix_total_{obs}"] = norm(sum(((n - i) * y for i, y in enumerate(ys)), Fraction(0)))
     return ctx
 
@@ -163,6 +165,7 @@ class Explorer:
         self.paths = 0
         self.seen: set = set()
         self.cut: str | None = None  # why the exploration stopped short
+        self.unended: str | None = None  # why a path had no end (a deadlock): `at end` claims stay unknown
         self.excluded = 0  # partial workloads no session of the family could continue (`given`)
         #: the attributes a counterexample lists: every one `init` sets (the drawn ones first)
         set_by_init = [st.slot for st in p.init if isinstance(st, ir.Set)]
@@ -198,13 +201,20 @@ class Explorer:
                 self._found(i, "witnessed", r.now, path)
 
     def _end(self, m: Machine, path: _Path) -> None:
-        env = _ClaimEnv(m, _end_ctx(m.now, path.samples))
+        if m.sessions:  # nothing left to happen, sessions still live: a deadlock, the workload has no end
+            if self.unended is None:
+                self.unended = (f"a workload of the family never ends: at {_num(Fraction(m.now))}, "
+                                f"{len(m.sessions)} session(s) wait for what never comes, so there is no end "
+                                "to read the claim at (`serq run` says `not evaluated`)")
+            return
+        env = _ClaimEnv(m, _end_ctx(m.now, path.samples, self.p))
         for i, c in enumerate(self.claims):
             if c.kind == "end" and self.open(i):
                 try:
                     ok = self.tests[i](env) != 0
-                except KeyError:  # an aggregate of an observation with no sample (largest of none)
-                    ok = False
+                except (ArithmeticError, ValueError):  # −inf + inf, floor(−inf): of an empty observation
+                    raise Unsupported("arithmetic on `largest`/`smallest` of an observation without samples") \
+                        from None
                 if not ok:
                     self._found(i, "refuted", m.now, path)
 
@@ -302,6 +312,9 @@ def explore_endless(p: ir.Program, claims: Sequence[ir.Claim], verdicts: Sequenc
             for v in verdicts:
                 v.states, v.paths = states, 1
             return None
+        if states >= limits.max_states or len(m.sessions) > limits.max_live:
+            for v in verdicts:  # (what was explored before giving up, as a finished path shows it)
+                v.states, v.paths = states, 1
         if states >= limits.max_states:
             return f"no repeated state within {limits.max_states:,} steps (--max-states)"
         if len(m.sessions) > limits.max_live:
@@ -329,7 +342,7 @@ def explore_endless(p: ir.Program, claims: Sequence[ir.Claim], verdicts: Sequenc
                 records.append((r, probes.values))
         if m.done:
             for v in verdicts:
-                v.states = states
+                v.states, v.paths = states, 1
             return "the path ended"
         key = m.key()
         if key in seen:

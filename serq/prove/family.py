@@ -206,11 +206,40 @@ class Bound:
                       Fraction(step.strip()) if colon else Fraction(1))
         except (ValueError, ZeroDivisionError):
             b = None
-        if not eq or not dots or not name.strip() or b is None or b.step <= 0 or b.hi < b.lo:
-            raise ValueError(f"--bound `{text}`: expected NAME=LO..HI or NAME=LO..HI:STEP with LO <= HI")
-        if len(b.values()) > MAX_SUPPORT:
-            raise ValueError(f"--bound `{text}`: {len(b.values())} values, at most {MAX_SUPPORT}")
+        if not eq or not dots or not name.strip() or b is None:
+            raise ValueError(f"--bound `{text}`: expected NAME=LO..HI or NAME=LO..HI:STEP (numbers)")
+        if b.step <= 0:
+            raise ValueError(f"--bound `{text}`: the step must be positive")
+        if b.hi < b.lo:
+            raise ValueError(f"--bound `{text}`: LO is above HI")
+        count = (b.hi - b.lo) // b.step + 1  # (counted, not listed: 0..1e12 would take forever)
+        if count > MAX_SUPPORT:
+            raise ValueError(f"--bound `{text}`: {count:,} values, at most {MAX_SUPPORT}")
         return b
+
+
+def check_bounds(p: ir.Program, bounds: Sequence[Bound]) -> None:
+    """``ValueError`` (a usage error) when a bound names no attribute of ``p`` that
+    ``init`` draws: a bound chooses among the values a draw gives, and an attribute
+    set otherwise (``set t0 = now``) has no choice to narrow."""
+    from ..errors import suggest
+
+    drawn, own = set(), set(p.attributes[len(ir.BUILTIN_ATTRIBUTES):])
+    for st in ir.walk_blocks(p.init):
+        if isinstance(st, ir.Set) and any(isinstance(x, ir.Draw) for x in walk(st.expr)):
+            drawn.add(p.attributes[st.slot])
+    for b in bounds:
+        if b.name in drawn:
+            continue
+        if b.name in own:
+            why = f"`init` does not draw `{b.name}`: a bound narrows a drawn attribute"
+        else:
+            why = f"the program has no attribute `{b.name}`"
+            near = suggest(b.name, drawn)
+            if near is not None:
+                why += f" (did you mean `{near}`?)"
+        shown = ", ".join(sorted(drawn)) or "none"
+        raise ValueError(f"--bound {b.name}: {why}; the attributes `init` draws: {shown}")
 
 
 @dataclass

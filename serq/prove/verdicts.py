@@ -192,8 +192,11 @@ def _finite(program: ir.Program, todo: list[tuple[ir.Claim, Verdict]], family: F
                 v.sessions = None  # the program's own path: `serq run` replays it as it is
             if v.verdict in ("refuted", "witnessed"):
                 continue
-            if explorer.cut:
-                v.verdict, v.reason = "unknown", f"stopped after {explorer.cut}"
+            if c.kind == "end" and explorer.unended:
+                v.verdict, v.reason = "unknown", explorer.unended
+            elif explorer.cut:
+                v.verdict = "unknown"
+                v.reason = explorer.cut if explorer.cut.startswith("outside") else f"stopped after {explorer.cut}"
             elif explorer.paths == 0:
                 v.reason = "no workload of the family satisfies the claim's `given`: there is nothing to prove"
             else:

@@ -312,7 +312,7 @@ class Listed(Arrivals):
         self.values: list[list[tuple[int, float]]] = []
         last = 0.0
         for i, entry in enumerate(listed):
-            t = float(entry.get("arrival", 0.0))
+            t = _float(entry.get("arrival", 0.0))
             if not (math.isfinite(t) and t >= last):
                 raise SerqError(f"--replay: session {i} arrives at {entry.get('arrival')!r}: the arrivals are "
                                 "times ≥ 0 in order")
@@ -323,7 +323,7 @@ class Listed(Arrivals):
                     own = list(attrs)[len(ir.BUILTIN_ATTRIBUTES):]
                     raise SerqError(f"--replay: session {i} sets `{name}`, which is not an attribute the "
                                     "program sets", helps=[f"the program's attributes: {', '.join(own) or 'none'}"])
-                pairs.append((attrs[name], float(value)))
+                pairs.append((attrs[name], _float(value)))
             self.times.append(t)
             self.values.append(pairs)
         self.total = self.stop = len(self.times)
@@ -351,6 +351,17 @@ class Listed(Arrivals):
         if self.next < self.total:
             self.kernel.timer_at(self.times[self.next], [self.arrive])
         self.sim.population.spawn(True)
+
+
+def _float(v: Any) -> float:
+    """A listed number as a float: NaN for what is not one (a string, a boolean), ±inf past
+    the floats' range (an integer of 400 digits), for the callers' finiteness checks."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return math.nan
+    try:
+        return float(v)
+    except OverflowError:
+        return math.inf if v > 0 else -math.inf
 
 
 class NoArrivals(Arrivals):
