@@ -48,7 +48,7 @@ def norm(x: Any) -> Q:
     if x.__class__ is int:
         return x  # type: ignore[no-any-return]
     if x.__class__ is float:  # ±inf: `largest`/`smallest` of an observation without samples, at end
-        return x  # type: ignore[no-any-return]
+        return x  # type: ignore[no-any-return,return-value]
     if x.denominator == 1:
         return int(x.numerator)
     return x  # type: ignore[no-any-return]

@@ -16,7 +16,7 @@ decided for every repetition by :mod:`serq.prove.periodic`.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 import math
 from fractions import Fraction
 from typing import Any, Callable, Sequence
@@ -24,7 +24,7 @@ from typing import Any, Callable, Sequence
 from .. import ir
 from .exact import Env, Unsupported, compiled, norm
 from .family import Family
-from .machine import Ended, Iteration, Machine, NeedSession, Observed
+from .machine import Iteration, Machine, NeedSession, Observed
 from .periodic import GROWING, Nonlinear, repetitions_to_check
 
 
@@ -304,7 +304,7 @@ def explore_endless(p: ir.Program, claims: Sequence[ir.Claim], verdicts: Sequenc
     stopped short (None: decided)."""
     m = Machine(p, unbounded=True)
     tests = [compiled(c.expr) for c in claims]
-    records: list[tuple[Iteration, dict[str, Any]]] = []  # every iteration, with its probes' values
+    records: list[tuple[Iteration, dict[tuple, Any]]] = []  # every iteration, with its probes' values
     seen: dict[Any, tuple[int, Any, Any]] = {}
     states = 0
     while True:

@@ -88,30 +88,30 @@ def support(e: ir.Expr, attrs: dict[int, Support]) -> Support:
         consts = [_const(a) for a in args]
         if any(c is None for c in consts):
             raise Unbounded(f"`~{e.dist}` with arguments that vary")
-        c = [x for x in consts if x is not None]
+        cs = [x for x in consts if x is not None]
         if e.dist == "det":
-            return Finite((c[0],))
+            return Finite((cs[0],))
         if e.dist == "bernoulli":
-            p = c[0]
+            p = cs[0]
             return Finite(tuple(v for v, ok in ((Fraction(0), p < 1), (Fraction(1), p > 0)) if ok))
         if e.dist == "uniform":
-            return Real(min(c[0], c[1]), max(c[0], c[1]))
+            return Real(min(cs[0], cs[1]), max(cs[0], cs[1]))
         return Real(Fraction(0), math.inf)  # exp, erlang, h2: any non-negative time
     if isinstance(e, ir.Call) and e.fn in ("floor", "ceil") and len(e.args) == 1:
-        s = support(e.args[0], attrs)
-        if isinstance(s, Finite):
-            f = math.floor if e.fn == "floor" else math.ceil
-            return _fin(Fraction(f(v)) for v in s.values)
-        if isinstance(s, Whole):
-            return s
-        lo, hi = s.lo, s.hi
+        inner = support(e.args[0], attrs)
+        if isinstance(inner, Finite):
+            down = e.fn == "floor"
+            return _fin(Fraction(math.floor(v) if down else math.ceil(v)) for v in inner.values)
+        if isinstance(inner, Whole):
+            return inner
+        lo, hi = inner.lo, inner.hi
         if e.fn == "floor":  # a continuous draw over (lo, hi): floor takes floor(lo) … ceil(hi) − 1
-            a = Fraction(math.floor(lo))
-            b: Any = math.inf if hi == math.inf else Fraction(math.ceil(hi) - 1)
+            least = Fraction(math.floor(lo))
+            most: Any = math.inf if hi == math.inf else Fraction(math.ceil(hi) - 1)
         else:
-            a = Fraction(math.floor(lo) + 1)
-            b = math.inf if hi == math.inf else Fraction(math.ceil(hi))
-        return _whole(a, b)
+            least = Fraction(math.floor(lo) + 1)
+            most = math.inf if hi == math.inf else Fraction(math.ceil(hi))
+        return _whole(least, most)
     if isinstance(e, ir.Call) and e.fn in ("min", "max") and len(e.args) == 2:
         a, b = (support(x, attrs) for x in e.args)
         if isinstance(a, Finite) and isinstance(b, Finite):
@@ -144,7 +144,7 @@ def support(e: ir.Expr, attrs: dict[int, Support]) -> Support:
                 lo, hi, whole = _as_range(a)
                 d = cb if e.op == "+" else -cb
                 return _whole(lo + d, hi + d) if whole and d.denominator == 1 else Real(lo + d, hi + d)
-            if e.op == "+":
+            if e.op == "+" and ca is not None:
                 lo, hi, whole = _as_range(b)
                 return _whole(lo + ca, hi + ca) if whole and ca.denominator == 1 else Real(lo + ca, hi + ca)
         raise Unbounded("arithmetic on two varying values")

@@ -3,7 +3,6 @@ joining, admitted, released; queues selected; growths and their stalls."""
 
 from __future__ import annotations
 
-from typing import Any
 
 from .. import ir
 from .code import HoldSpec

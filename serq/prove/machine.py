@@ -61,10 +61,9 @@ the previous arrives.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
 from fractions import Fraction
 from heapq import heappop, heappush
-from typing import Any, Callable, Hashable, Iterable, Union
+from typing import Any, Callable, Hashable, Iterable
 
 from .. import ir
 from ..errors import SerqRuntimeError

@@ -4,7 +4,6 @@ step stages (plain classes with ``__slots__``), and the records a step reports."
 from __future__ import annotations
 
 from dataclasses import dataclass
-from fractions import Fraction
 from collections import deque
 from typing import TYPE_CHECKING, Any, Union
 

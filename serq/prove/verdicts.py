@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import shlex
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Sequence
 

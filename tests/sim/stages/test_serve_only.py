@@ -16,6 +16,7 @@ from bounds import EVENTS, env
 import serq
 from serq.errors import SerqRuntimeError
 from serq.sim.stages import StepEngine
+from tests.sim.stages.test_coalesce_runs import Counting, Plain
 
 FT = "serve only (decoders > 0 ? decoding : !decoding);"
 RAD = "serve only (decoders >= bcol || decoders == residents ? decoding : !decoding);"
@@ -258,21 +259,6 @@ run { horizon 10; }
     err = info.value
     assert err.message == "stage `e`: `serve only` is 3 for a resident, not 0 or 1"
     assert (err.line, err.col) == (3, 15)
-
-
-class Plain(StepEngine):
-    coalesce = False
-
-
-class Counting(StepEngine):
-    """The default engine, counting the iterations inside coalesced runs."""
-
-    inside = 0
-
-    def _iter_end(self, timer):  # type: ignore[no-untyped-def]
-        if timer.epoch == self.epoch and self.run_length > 1:
-            Counting.inside += self.run_length
-        super()._iter_end(timer)
 
 
 LOADED = """
