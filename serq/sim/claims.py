@@ -11,6 +11,14 @@ claim reads runs iteration by iteration, which gives the same report.
 workload will bring no more (``batch``, ``--arrivals N``, the end of a trace).
 ``given (G)`` is read for each session after ``init``: one that fails it puts
 the run outside the claim's family, and the claim is ``out of scope``.
+
+A claim that reads only what a run of identical decode iterations keeps
+(:data:`STEADY`: the tokens, the residents, the demand, the arrivals so far)
+has one value over such a run, so its stage keeps its coalesced runs: the
+step log gets a run's first iteration, and the run's other iterations count
+as read with the same result (their number is the stage's iteration count
+at the next record).  A claim reading ``now``, ``served``, the KV or a pool's
+state turns the stage's runs off.
 """
 
 from __future__ import annotations
@@ -19,13 +27,27 @@ import math
 from typing import TYPE_CHECKING, Any, Callable
 
 from .. import ir
-from ..expr import Frame, compile_expr
+from ..expr import Frame, compile_expr, walk
 from ..report import ClaimResult, shortest
 from .compile import pool_source, stage_source
 
 if TYPE_CHECKING:
     from .session import Session
     from .simulator import Simulator
+
+
+#: what every iteration of a coalesced decode run reads alike (all residents decode one token)
+STEADY = frozenset(("tokens", "decoders", "prefilled", "residents", "demand", "attention", "arrived"))
+
+
+def steady(e: ir.Expr) -> bool:
+    """Whether ``e`` reads nothing that changes within a run of identical decode iterations."""
+    for x in walk(e):
+        if isinstance(x, ir.Ctx) and x.name not in STEADY:
+            return False
+        if isinstance(x, (ir.Probe, ir.Attr, ir.Draw)):
+            return False
+    return True
 
 
 def _true(v: float) -> bool:
@@ -60,13 +82,34 @@ class Iterations:
         #: the step log proper (``--steps``), or None
         self.log = log
         self.served = 0.0
+        #: the stage's iteration count at the latest record, and each claim's result there
+        #: (for the iterations of a coalesced run that followed it: :meth:`close`)
+        self.mark = 0
+        self.last: list[bool | None] = [None] * len(claims)
         # what the claims' compiled code reads as context variables
         self.tokens = self.decoders = self.prefilled = self.kv_decode = self.kv_prefill = 0.0
         self.attention = self.residents = self.demand = self.arrived = 0.0
 
+    def close(self) -> None:
+        """The iterations since the latest record beyond its first (a coalesced run's
+        others) were read alike: count them, with that record's results."""
+        more = self.engine.iterations - self.mark - 1
+        if more <= 0:
+            return
+        self.served += self.tokens * more
+        for c, ok in zip(self.claims, self.last):
+            if ok is None or c.done:
+                continue
+            c.checked += more
+            if not ok and c.claim.kind == "every":
+                c.failures += more
+
     def extend(self, row: tuple) -> None:
         if self.log is not None:
             self.log.extend(row)
+        if self.mark or self.engine.iterations:
+            self.close()
+        self.mark = self.engine.iterations
         (now, _cost, self.tokens, self.decoders, self.prefilled, self.kv_decode, self.kv_prefill,
          self.attention, self.residents) = row
         demand = 0.0
@@ -74,11 +117,14 @@ class Iterations:
             demand += job.work if job.prefill else 1.0
         self.demand = demand
         self.arrived = float(self.monitor.sim.arrivals)
-        for c in self.claims:
+        last = self.last
+        for i, c in enumerate(self.claims):
             if c.done:
+                last[i] = None
                 continue
             c.checked += 1
-            if _true(c.test(self)):
+            ok = last[i] = _true(c.test(self))
+            if ok:
                 if c.claim.kind == "some":
                     c.first, c.done = now, True
             elif c.claim.kind == "every":
@@ -131,8 +177,10 @@ class ClaimMonitor:
         for engine in sim.engines:
             mine = by_engine.get(id(engine))
             if mine:
-                engine.coalesce = False  # every iteration is read (the report is the same: docs/simulator.md)
+                if not all(steady(c.claim.expr) for c in mine):
+                    engine.coalesce = False  # every iteration is read (the report is the same: docs/simulator.md)
                 engine.step_log = Iterations(self, engine, mine, engine.step_log)
+        self.logs = [e.step_log for e in sim.engines if isinstance(e.step_log, Iterations)]
         self.at_end = [c for c in self.claims if c.claim.kind == "end"]
         self.end_time: float | None = None
 
@@ -166,6 +214,8 @@ class ClaimMonitor:
     # -- the verdicts ------------------------------------------------------------------------
 
     def results(self) -> list[ClaimResult]:
+        for log in self.logs:  # the last record's run
+            log.close()
         out = []
         sim = self.sim
         for c in self.claims:

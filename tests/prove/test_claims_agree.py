@@ -76,3 +76,35 @@ def test_the_run_and_the_proof_agree_on_a_deterministic_programs_claims(tmp_path
         assert VERDICT_OF[got.result] == v.verdict, (text, got, v)
         if got.first is not None:
             assert float(v.first) == got.first, (text, got, v)
+
+
+STEADY_CLAIMS = [CLAIMS[0], CLAIMS[1], CLAIMS[3], CLAIMS[4],
+                 "claim c8: every iteration of engine (decoders < 3 || demand == residents);"]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_a_claim_read_alike_over_a_decode_run_gives_the_same_results_with_the_runs_coalesced(tmp_path, seed):
+    """Claims that read only what a run of decode iterations keeps leave the stage's coalesced
+    runs on; their results, first times, counts and notes are those of one iteration at a time."""
+    from tests.sim.stages.test_coalesce_runs import Counting, Plain
+
+    rng = random.Random(1000 + seed)
+    vals = {"B": rng.randint(4, 16), "K": 1, "T": 100}
+    n = rng.randint(2, 5)
+    text = "\n".join([
+        f"stage engine : step {{ budget {vals['B']}; cost 1 + tokens; }}",
+        f"workload {{ arrive renewal({rng.randint(5, 40)}); init {{ set p = 1 + floor(~uniform(0, 6)); "
+        f"set o = 5 + floor(~uniform(0, 40)); }} }}",
+        "session { run engine prefill (p); run engine decode (o); }",
+        *[c.format(**vals) for c in STEADY_CLAIMS],
+        f"run {{ horizon 100000; arrivals {n * 10}; seed {seed + 1}; }}",
+    ])
+    path = tmp_path / "p.sq"
+    path.write_text(text)
+    program = serq.load(path)
+    Counting.inside = 0
+    fast = serq.run(program, engines={"engine": Counting}, max_events=200_000)
+    slow = serq.run(program, engines={"engine": Plain}, max_events=200_000)
+    assert Counting.inside > 0  # runs were coalesced
+    assert [c.to_dict() for c in fast.claims] == [c.to_dict() for c in slow.claims]
+    assert fast.to_json() == slow.to_json()
