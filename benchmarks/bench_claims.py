@@ -92,15 +92,20 @@ def alternate(cases: list[tuple[str, list[str], Path]], repeat: int) -> None:
 
 def part_b(repeat: int) -> None:
     print(f"(b) a claim's cost on a run: {VLLM}, median of {repeat}, alternating")
-    claim = "\nclaim nonneg: every iteration of engine (tokens >= 0);\n"
     source = ROOT / VLLM
-    copy = source.with_name(".bench_claims_vllm_single_turn.sq")  # beside it: its `use`s are found the same way
-    copy.write_text(source.read_text() + claim)
+    steady = source.with_name(".bench_claims_steady.sq")  # beside it: its `use`s are found the same way
+    clocked = source.with_name(".bench_claims_timed.sq")
+    # one claim a decode run reads alike (runs stay coalesced), one that reads the clock (they do not)
+    steady.write_text(source.read_text() + "\nclaim nonneg: every iteration of engine (tokens >= 0);\n")
+    clocked.write_text(source.read_text() + "\nclaim rate: every iteration of engine (served <= 1e9 * now + 1e9);\n")
     try:
         alternate([("as it is", [*serq_of(ROOT), "run", VLLM, "--json"], ROOT),
-                   ("with one every-iteration claim", [*serq_of(ROOT), "run", str(copy), "--json"], ROOT)], repeat)
+                   ("with `tokens >= 0` (runs kept)", [*serq_of(ROOT), "run", str(steady), "--json"], ROOT),
+                   ("with a claim on served and now", [*serq_of(ROOT), "run", str(clocked), "--json"], ROOT)],
+                  repeat)
     finally:
-        copy.unlink()
+        steady.unlink()
+        clocked.unlink()
 
 
 def part_c(repeat: int, base: Path) -> None:

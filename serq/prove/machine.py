@@ -108,7 +108,7 @@ class Machine(Holds, Engines):
         self.next_serial = 0
         self.arrived = 0
         self._adm = 0
-        self._eid = 0
+        self._seq = 0
         self._heap: list[tuple] = []
         self._ready: deque[Session] = deque()
         self._pools = [Pool() for _ in code.pools]
@@ -207,7 +207,7 @@ class Machine(Holds, Engines):
         if not heap:
             self.done = True
             return out
-        t, _eid, kind, payload = heappop(heap)
+        t, _seq, kind, payload = heappop(heap)
         self.now = t
         self._ctx["now"] = t
         if kind == ARRIVAL:
@@ -231,7 +231,7 @@ class Machine(Holds, Engines):
         """An independent copy (the program's compiled form is shared)."""
         new = Machine.__new__(Machine)
         new._code = self._code
-        for name in ("now", "done", "next_serial", "arrived", "_adm", "_eid", "_stalled", "_paused", "_attrs",
+        for name in ("now", "done", "next_serial", "arrived", "_adm", "_seq", "_stalled", "_paused", "_attrs",
                      "_announce", "_batch", "_times", "_ti", "_gap", "_left", "on_iteration"):
             setattr(new, name, getattr(self, name))  # (immutable values; `_times` is never changed)
         sessions: dict[int, Session] = {}
@@ -348,8 +348,8 @@ class Machine(Holds, Engines):
     # -- events ---------------------------------------------------------------------------
 
     def _push(self, t: Q, kind: int, payload: Any) -> None:
-        self._eid += 1
-        heappush(self._heap, (t, self._eid, kind, payload))
+        self._seq += 1
+        heappush(self._heap, (t, self._seq, kind, payload))
 
     def _pause(self) -> list[Record]:
         self._paused = True

@@ -151,7 +151,7 @@ class Core:
     :class:`~serq.prove.engine.Engines`, :class:`~serq.prove.machine.Machine`) and the
     operations one part calls in another."""
 
-    __slots__ = ("_code", "now", "done", "sessions", "next_serial", "arrived", "_adm", "_eid", "_heap", "_ready",
+    __slots__ = ("_code", "now", "done", "sessions", "next_serial", "arrived", "_adm", "_seq", "_heap", "_ready",
                  "_pools", "_engines", "_djobs", "_stalled", "_env", "_ctx", "_out", "_paused", "_attrs",
                  "_announce", "_batch", "_times", "_ti", "_gap", "_left", "on_iteration")
 
@@ -162,7 +162,7 @@ class Core:
     next_serial: int
     arrived: int
     _adm: int  # the next admission number
-    _eid: int  # the last event number given
+    _seq: int  # the last event number given
     _heap: list[tuple]  # (time, event number, kind, payload)
     _ready: deque[Session]
     _pools: list[Pool]

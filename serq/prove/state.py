@@ -75,7 +75,7 @@ def state_key(m: "Machine") -> Hashable:
         return idx[req.s.serial], req.s.holds.index(req)
 
     events = []
-    for t, _eid, kind, payload in sorted(m._heap, key=lambda e: (e[0], e[1])):
+    for t, _seq, kind, payload in sorted(m._heap, key=lambda e: (e[0], e[1])):
         if kind == ARRIVAL:
             what: Any = None
         elif kind == DELAY_END:
