@@ -294,8 +294,10 @@ def _frozen(samples: dict[int, list]) -> tuple:
     return tuple(sorted((k, tuple(sorted(v))) for k, v in samples.items()))
 
 
-def _served(m: Machine) -> Any:
-    return getattr(m, "served_key", lambda: None)()
+def _served(m: Machine) -> tuple:
+    """Each step stage's tokens served so far: a claim may read them, so two paths merge
+    only when they agree on them too."""
+    return tuple(None if e is None else e.served for e in m._engines)
 
 
 def explore_endless(p: ir.Program, claims: Sequence[ir.Claim], verdicts: Sequence[Verdict], limits: Limits) -> str | None:
