@@ -71,6 +71,7 @@ def test_the_run_and_the_proof_agree_on_a_deterministic_programs_claims(tmp_path
     program = serq.load(path)
     report = serq.run(program, max_events=200_000)
     proof = prove(program)
+    assert len(report.claims) == len(proof.verdicts) == len(CLAIMS)
     for got, v in zip(report.claims, proof.verdicts):
         assert got.name == v.name
         assert VERDICT_OF[got.result] == v.verdict, (text, got, v)
