@@ -28,6 +28,8 @@ SHARED = ["programs/single-turn/vllm_system_prompt.sq", "programs/subagent/vllm_
 SUMMARIES = {
     # issue 22: the agent and the system prompts on N replicas behind a router (docs/cluster.md)
     "programs/cluster/agents.sq": "OK: 2 pool(s), 2 stage(s), 19 attribute(s), 17 block(s)",
+    # issue 41: the chat on four replicas of Llama-2-7B on an A100 (lib/a100.sq, fitted to Vidur's batches)
+    "programs/cluster/chat.sq": "OK: 2 pool(s), 2 stage(s), 19 attribute(s), 17 block(s)",
     "programs/cluster/system_prompt.sq": "OK: 2 pool(s), 1 stage(s), 24 attribute(s), 16 block(s)",
     "programs/pd/llmd.sq": "OK: 4 pool(s), 6 stage(s), 25 attribute(s), 16 block(s)",
     "programs/pd/colocated.sq": "OK: 2 pool(s), 2 stage(s), 18 attribute(s), 8 block(s)",
@@ -294,7 +296,7 @@ def test_the_seed_workload_block_is_kept_verbatim(path):
 
 
 # ---------------------------------------------------------------- every program says what it is
-@pytest.mark.parametrize("path", PROGRAMS + ["lib/vllm.sq"])
+@pytest.mark.parametrize("path", PROGRAMS + ["lib/vllm.sq", "lib/a100.sq"])
 def test_a_program_opens_with_a_comment_and_every_let_names_its_setting(path):
     lines = text(path).splitlines()
     assert lines[0].startswith("// ")
