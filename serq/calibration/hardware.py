@@ -165,11 +165,11 @@ def listing() -> str:
         src = g.source + (f"; {g.link_source}" if g.link_source else "")
         lines.append(f"{g.name:<14} {g.bf16 / 1e12:>12g}  {fp8:>11}  {g.bandwidth / 1e9:>14g}  {mem:>9}  {link:>9}  {src}")
     lines.append("")
-    lines.append("model           params  active  layers  KV heads  head size  hidden  experts  source")
+    lines.append("model           params   active  layers  KV heads  head size  hidden  experts  source")
     for m in MODELS.values():
         act = f"{m.active / 1e9:g}B" if m.active else "-"
         hid = str(m.hidden) if m.hidden else "-"
         exp = f"{m.experts_active}/{m.experts}" if m.experts else "-"
-        lines.append(f"{m.name:<15} {m.params / 1e9:>5g}B  {act:>6}  {m.layers:>6}  {m.kv_heads:>8}  {m.head_dim:>9}  "
+        lines.append(f"{m.name:<15} {m.params / 1e9:>6g}B  {act:>6}  {m.layers:>6}  {m.kv_heads:>8}  {m.head_dim:>9}  "
                      f"{hid:>6}  {exp:>7}  {m.source}")
     return "\n".join(lines) + "\n"

@@ -63,3 +63,15 @@ def test_a_program_using_a_profile_checks_and_runs(name: str) -> None:
     tpot = report.client["tpot"].mean
     floor = r.omega + r.c0 + 4 * r.gamma
     assert floor < tpot < floor * 1.1
+
+
+def test_the_published_setting_replays_on_the_8b_profile_as_docs_calibration_says() -> None:
+    # docs/examples/lambda_h100_8b.sq: Lambda's 10 prompts (1369 input tokens in all) sent at once.
+    # They fit one 2048-token step, compute-bound: TTFT = a * 1369 = 1.62321e-5 * 1369 = 0.0222217 s
+    # for every request. A decode step is omega + beta * kv with kv at most 1369 + 1867 tokens:
+    # between 4.794 ms and 4.794 + 3.9126e-8 * 3236 = 4.921 ms.
+    report = serq.run(ROOT / "docs" / "examples" / "lambda_h100_8b.sq", max_events=100_000)
+    ttft, tpot = report.client["ttft"], report.client["tpot"]
+    assert ttft.count == 10 and ttft.mean == pytest.approx(1.62321e-5 * 1369, rel=1e-9)
+    assert 0.00479403 < tpot.mean < 0.00479403 + 3.9126e-08 * 3236
+    assert round(tpot.mean * 1e3, 2) == 4.83  # the figure docs/calibration.md compares with vLLM's 7.56 ms
