@@ -165,7 +165,7 @@ def listing() -> str:
         src = g.source + (f"; {g.link_source}" if g.link_source else "")
         lines.append(f"{g.name:<14} {g.bf16 / 1e12:>12g}  {fp8:>11}  {g.bandwidth / 1e9:>14g}  {mem:>9}  {link:>9}  {src}")
     lines.append("")
-    lines.append("model           params   active  layers  KV heads  head size  hidden  experts  source")
+    lines.append(f"{'model':<15} {'params':>7}  {'active':>6}  layers  KV heads  head size  hidden  experts  source")
     for m in MODELS.values():
         act = f"{m.active / 1e9:g}B" if m.active else "-"
         hid = str(m.hidden) if m.hidden else "-"
