@@ -740,6 +740,13 @@ def roofline_cmd(
     bandwidth: Optional[float] = typer.Option(None, metavar="B", help="Memory bandwidth, bytes/s."),
     flops_eff: float = typer.Option(1.0, metavar="X", help="Achieved fraction of the FLOP/s peak."),
     bw_eff: float = typer.Option(1.0, metavar="X", help="Achieved fraction of the bandwidth."),
+    tp: int = typer.Option(1, metavar="K", help="Tensor-parallel GPUs: weights, FLOPs and KV split K ways, "
+                           "plus two all-reduces a layer."),
+    hidden: Optional[int] = typer.Option(None, metavar="N", help="Hidden size (the all-reduced activations)."),
+    active_params: Optional[float] = typer.Option(None, metavar="P", help="Parameters a token runs through (MoE)."),
+    link_bandwidth: Optional[float] = typer.Option(None, metavar="B",
+                                                   help="GPU-to-GPU link, bytes/s one direction [default: half the GPU's]."),
+    ar_latency: Optional[float] = typer.Option(None, metavar="S", help="Latency of one all-reduce, seconds."),
     json_: bool = typer.Option(False, "--json", help="Print the constants as JSON."),
     list_: bool = typer.Option(False, "--list", help="List the built-in GPUs and models with their sources."),
 ) -> None:
@@ -755,7 +762,8 @@ def roofline_cmd(
     try:
         result = rl.compute(model_name=model, params=params, layers=layers, kv_heads=kv_heads, head_dim=head_dim,
                             dtype=dtype, kv_dtype=kv_dtype, gpu_name=gpu, flops=flops, bandwidth=bandwidth,
-                            flops_eff=flops_eff, bw_eff=bw_eff)
+                            flops_eff=flops_eff, bw_eff=bw_eff, tp=tp, hidden=hidden, active_params=active_params,
+                            link_bandwidth=link_bandwidth, ar_latency=ar_latency)
     except SerqError as err:
         raise _fail(UsageError(err.message, helps=err.helps), None) from None
     _emit(json.dumps(result.to_json(), indent=2) if json_ else result.text(), "the constants")

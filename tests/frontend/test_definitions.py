@@ -143,7 +143,8 @@ def test_a_bundled_library_is_found_wherever_the_program_is(tmp_path):
     assert load(src).summary() == copied
     err = fails('use "std/vlm";')
     assert err.message == '`use "std/vlm"`: no bundled library of that name'
-    assert err.helps == ['the bundled libraries are `use "std/a100";`, `use "std/routers";`, `use "std/vllm";`']
+    assert err.helps == ['the bundled libraries are `use "std/a100";`, `use "std/h100";`, `use "std/routers";`, '
+                         '`use "std/vllm";`']
 
 
 def test_a_program_given_as_text_cannot_use_a_library_next_to_it():
