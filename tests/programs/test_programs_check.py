@@ -29,6 +29,8 @@ SUMMARIES = {
     # issue 22: the agent and the system prompts on N replicas behind a router (docs/cluster.md)
     "programs/cluster/agents.sq": "OK: 2 pool(s), 2 stage(s), 19 attribute(s), 17 block(s)",
     "programs/cluster/system_prompt.sq": "OK: 2 pool(s), 1 stage(s), 24 attribute(s), 16 block(s)",
+    # issue 41: Vidur 0.0.26's four replicas, `serve exclusive prefills` (docs/cluster.md)
+    "programs/cluster/vidur.sq": "OK: 2 pool(s), 1 stage(s), 14 attribute(s), 4 block(s)",
     "programs/pd/llmd.sq": "OK: 4 pool(s), 6 stage(s), 25 attribute(s), 16 block(s)",
     "programs/pd/colocated.sq": "OK: 2 pool(s), 2 stage(s), 18 attribute(s), 8 block(s)",
     "programs/pd/llmd_flat.sq": "OK: 4 pool(s), 6 stage(s), 25 attribute(s), 16 block(s)",
