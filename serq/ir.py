@@ -353,7 +353,7 @@ class PoolDecl(Node):
 @node
 class StepDecl(Node):
     """The clauses of a ``step`` stage.  ``serve`` is ``"admission"``,
-    ``"decode_first"``, ``"exclusive_prefill"`` or a tuple of keys (moment
+    ``"decode_first"``, ``"exclusive_prefill"``, ``"exclusive_prefills"`` or a tuple of keys (moment
     Serve).  ``memory`` is a pool index.  ``only`` is ``serve only (P)``'s
     predicate (moment Serve, read per resident; None: every resident is
     served), beside ``serve``: it says which residents, ``serve`` in what order."""

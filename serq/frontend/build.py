@@ -403,6 +403,9 @@ class Builder(ExprVisits, NodeVisitor):
     def visit_exclusive_prefill(self, node, ch):
         return Tok("exclusive_prefill", self.span(node))
 
+    def visit_exclusive_prefills(self, node, ch):
+        return Tok("exclusive_prefills", self.span(node))
+
     def visit_serve_clause(self, node, ch):
         how = ch[1]
         if isinstance(how, _Only):  # `serve only (P) [order];`: the clauses `only` and, if given, `serve`
@@ -421,8 +424,8 @@ class Builder(ExprVisits, NodeVisitor):
     def visit_step_other(self, node, ch):
         word: Tok = ch[1]
         rest = node.children[2].text.split()
-        if word.text == "exclusive" and rest[:1] == ["prefill"]:
-            raise error("write `serve exclusive prefill;`", word.span)
+        if word.text == "exclusive" and rest[:1] in (["prefill"], ["prefills"]):
+            raise error(f"write `serve exclusive {rest[0]};`", word.span)
         if word.text == "decode" and rest[:1] == ["first"]:
             raise error("write `serve decode first;`", word.span)
         helps, _ = did_you_mean(word.text, "", ["budget", "cost", "chunk", "memory", "serve"])

@@ -38,7 +38,7 @@ from parsimonious.nodes import RegexNode
 KEYWORDS = (
     "let use def pool stage workload server session run "
     "cap block evict lru by preempt lifo none queue fifo admit via spill when "
-    "step budget cost chunk memory serve admission decode first exclusive prefill only ps delay "
+    "step budget cost chunk memory serve admission decode first exclusive prefill prefills only ps delay "
     "arrive trace ordered hidden init turn poisson renewal closed batch "
     "horizon warmup seed arrivals "
     "request end set observe hold reserve reuse at cache lease grow drop release prefix "
@@ -146,13 +146,15 @@ cost_clause    = kw_cost expr semi
 chunk_clause   = kw_chunk expr semi
 memory_clause  = kw_memory name semi
 serve_clause   = kw_serve serve_how semi
-serve_how      = kw_admission / decode_first / exclusive_prefill / key_list / serve_only
+serve_how      = kw_admission / decode_first / exclusive_prefills / exclusive_prefill / key_list / serve_only
 # `serve only (P) [order];`: which residents an iteration serves, then (optionally) in what
 # order; the builder makes it two clauses, `only` and `serve` (docs/language.md, the step engine)
 serve_only     = kw_only lparen expr rparen serve_order?
-serve_order    = kw_admission / decode_first / exclusive_prefill / key_list
+serve_order    = kw_admission / decode_first / exclusive_prefills / exclusive_prefill / key_list
 decode_first   = kw_decode kw_first
 exclusive_prefill = kw_exclusive kw_prefill
+# every waiting prefill that fits, alone (vLLM v0 without chunking; docs/language.md)
+exclusive_prefills = kw_exclusive kw_prefills
 step_other     = !step_kw name soup semi
 step_kw        = kw_budget / kw_cost / kw_chunk / kw_memory / kw_serve
 

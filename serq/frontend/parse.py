@@ -60,7 +60,7 @@ _AFTER = {
     "evict_how": ("`lru` or `by`", "evict"),
     "preempt_how": ("`lifo` or `none`", "preempt"),
     "queue_how": ("`fifo` or `by`", "queue"),
-    "serve_how": ("`admission`, `decode first`, `exclusive prefill`, `by (keys)` or `only (P)`", "serve"),
+    "serve_how": ("`admission`, `decode first`, `exclusive prefill`, `exclusive prefills`, `by (keys)` or `only (P)`", "serve"),
     "kw_admission": ("`admission`", "at"),
     "kw_via": ("`via`", "admit"),
 }

@@ -240,7 +240,7 @@ class StageInfo:
             only = getattr(step, "only", None)
             self.only = None if only is None else compiled(only)
             self.memory = step.memory
-            self.default_order = self.serve in ("admission", "exclusive_prefill")
+            self.default_order = self.serve in ("admission", "exclusive_prefill", "exclusive_prefills")
             serve_exprs = [*(step.serve if isinstance(step.serve, tuple) else ()), *([only] if only is not None else [])]
             self.serve_totals = any(_reads_totals(e) for e in serve_exprs)
             self.budget_totals = _reads_totals(step.budget) or _reads_totals(step.chunk)

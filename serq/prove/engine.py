@@ -197,7 +197,9 @@ class Engines(Core):
         eng.assign = assign
         eng.cursor = 0
         eng.planning = True
-        exclusive = info.serve == "exclusive_prefill"
+        multi = info.serve == "exclusive_prefills"
+        exclusive = multi or info.serve == "exclusive_prefill"
+        prefilling = False  # a prefill is in the batch (`exclusive prefills`)
         only = info.only is not None
         prefill_resident = exclusive and any(j.prefill and self._serves(eng, j) for j in eng.residents)
         served: set[int] = set()
@@ -217,12 +219,14 @@ class Engines(Core):
                     if not job.prefill:
                         if prefill_resident:
                             continue
-                    else:  # the prefill runs alone: earlier decodes leave the batch
+                    elif not prefilling:  # the prefill runs alone: earlier decodes leave the batch
                         for j, t in assign:
                             if j.hold is not None:
                                 j.hold.pos[j.k] = sub(j.hold.pos[j.k], t)
                         assign.clear()
                         eng.left = budget
+                    elif wish > eng.left:
+                        break  # a later prompt that does not fit whole stops the batch
                 left = eng.left
                 tokens = wish if wish < left else left
                 if tokens <= 0:
@@ -244,7 +248,11 @@ class Engines(Core):
                     attention = add(attention, div(mul(tokens, tokens), 2))
                 assign.append((job, tokens))
                 eng.left = left - tokens if left == _INF else sub(left, tokens)
-                if eng.left <= 0 or (exclusive and job.prefill):
+                if exclusive and job.prefill:
+                    if not multi:
+                        break
+                    prefilling = prefill_resident = True  # later decodes stay out
+                if eng.left <= 0:
                     break
         finally:
             eng.planning = False

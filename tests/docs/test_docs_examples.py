@@ -373,6 +373,8 @@ NOT_RUN = {
     "engine=mypkg.sched:MyPolicy": "a placeholder module the reader writes",
     "engine=mysched:LongestPromptFirst": "runs in test_policies_subclass_runs, shortened",
     "../shared/data": "the real Azure traces: converted and replayed in benchmarks/study_replay.py",
+    "programs/cluster/vidur.sq --trace": "the real Azure trace, converted from ../shared/data: "
+                                          "tests/cluster/test_vidur_cluster.py runs both loads",
     "--find-min N": "a search over 4-12 replicas x 3 seeds of 300 s: minutes; tests/experiments/test_sweep_find_min.py",
 }
 EXEC_PAGES = ["README.md", "docs/draw.md", "docs/experiments.md", "docs/plots.md",

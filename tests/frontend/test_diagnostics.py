@@ -78,7 +78,7 @@ PARSE = [
     case("preempt takes lifo or none", "pool kv { preempt all; }", "expected `lifo` or `none` after `preempt`, found `all`", 1, 19),
     case("queue takes fifo or by", "pool kv { queue lru; }", "expected `fifo` or `by` after `queue`, found `lru`", 1, 17),
     case("serve takes a known order", "stage e : step { cost 1; serve fifo; }",
-         "expected `admission`, `decode first`, `exclusive prefill`, `by (keys)` or `only (P)` after `serve`, found `fifo`", 1, 32),
+         "expected `admission`, `decode first`, `exclusive prefill`, `exclusive prefills`, `by (keys)` or `only (P)` after `serve`, found `fifo`", 1, 32),
     case("at must be followed by admission", "pool kv { cap 9; }\nsession { hold kv (1) at entry (x = 1) { } }",
          "expected `admission` after `at`, found `entry`", 2, 26),
     case("an unknown statement is named", "session { wait 3; }", "unknown statement `wait`", 1, 11),

@@ -77,7 +77,7 @@ ERRORS = [
      "a step stage serves its residents in one way: `serve` is given twice", 41),
     ("no parentheses", "serve only decoding;", "expected `(`, found `decoding`", 14),
     ("a misspelt only", "serve onyl (decoding);",
-     "expected `admission`, `decode first`, `exclusive prefill`, `by (keys)` or `only (P)` after `serve`, found `onyl`",
+     "expected `admission`, `decode first`, `exclusive prefill`, `exclusive prefills`, `by (keys)` or `only (P)` after `serve`, found `onyl`",
      9),
 ]
 

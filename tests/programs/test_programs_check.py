@@ -31,6 +31,8 @@ SUMMARIES = {
     # issue 41: the chat on four replicas of Llama-2-7B on an A100 (lib/a100.sq, fitted to Vidur's batches)
     "programs/cluster/chat.sq": "OK: 2 pool(s), 2 stage(s), 19 attribute(s), 17 block(s)",
     "programs/cluster/system_prompt.sq": "OK: 2 pool(s), 1 stage(s), 24 attribute(s), 16 block(s)",
+    # issue 41: Vidur 0.0.26's four replicas, `serve exclusive prefills` (docs/cluster.md)
+    "programs/cluster/vidur.sq": "OK: 2 pool(s), 1 stage(s), 14 attribute(s), 4 block(s)",
     "programs/pd/llmd.sq": "OK: 4 pool(s), 6 stage(s), 25 attribute(s), 16 block(s)",
     "programs/pd/colocated.sq": "OK: 2 pool(s), 2 stage(s), 18 attribute(s), 8 block(s)",
     "programs/pd/llmd_flat.sq": "OK: 4 pool(s), 6 stage(s), 25 attribute(s), 16 block(s)",

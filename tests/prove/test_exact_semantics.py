@@ -154,6 +154,10 @@ def shape_exclusive(rng):
     return _served("serve exclusive prefill;", rng, rng.randint(1, 6))
 
 
+def shape_exclusive_prefills(rng):
+    return _served("serve exclusive prefills;", rng, rng.randint(1, 6))
+
+
 def shape_serve_by(rng):
     keys = rng.choice(["remaining", "-remaining, admission", "decoding, o", "p - remaining"])
     return _served(f"serve by ({keys});", rng, rng.randint(1, 6))
@@ -299,12 +303,13 @@ def shape_serve_only(rng):
     """`serve only (P)`: the residents P passes over take no token this iteration."""
     pred = rng.choice(["decoding || decoders == 0", "remaining > 1 || residents < 3", "o > 2 || decoding",
                        "admission < 2 || decoders < 2"])
-    order = rng.choice(["", "serve decode first;", "serve exclusive prefill;"])
+    order = rng.choice(["", "serve decode first;", "serve exclusive prefill;", "serve exclusive prefills;"])
     return _served(f"serve only ({pred}); {order}", rng, rng.randint(1, 8))
 
 
 SHAPES = {
     "chunked": shape_chunked, "decode_first": shape_decode_first, "exclusive": shape_exclusive,
+    "exclusive_prefills": shape_exclusive_prefills,
     "serve_by": shape_serve_by, "kv_growing": shape_kv_growing, "svf": shape_svf, "renewal": shape_renewal,
     "delay_turns": shape_delay_turns, "queue_waited": shape_queue_waited, "branchy": shape_branchy,
     "approx": shape_approx,

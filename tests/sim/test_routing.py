@@ -164,3 +164,45 @@ def test_cachedin_along_a_chain_is_refused_with_an_odd_count() -> None:
     with pytest.raises(serq.SerqError, match="`cachedin` takes a pool, or a pool then key, length pairs"):
         serq.load("pool kv { cap 10; block 2; }\nworkload { arrive batch(1); }\n"
                   "session { set x = cachedin(kv, 1); end; }\nrun { horizon 1; }")
+
+
+VIDUR = """\
+use "{lib}";
+let N = 3;
+let vidur = 0;         // 0: Vidur's round robin, 1: Vidur's LOR, 2: serQ's least requests
+pool reqs[N] {{ cap 1; admit via engine; }}
+pool kv[N] {{ cap inf; }}
+stage engine[N] : step {{ cost 10; }}
+stage gate : delay;
+workload {{ arrive batch(7); }}
+session {{
+  run gate (serial / 2);                     // arrivals at 0, 0.5, 1, … 3
+  branch (vidur == 0) {{ route_vidur_round_robin(N); }}
+  else {{ branch (vidur == 1) {{ route_vidur_lor(N, reqs); }} else {{ route_least_requests(N, reqs); }} }}
+  observe at = j;
+  hold reqs[j] (1) {{ run engine[j] prefill (1); }}
+  end;
+}}
+run {{ horizon 100; }}
+"""
+
+
+def vidur_routed(tmp_path: Path, which: int) -> list[int]:
+    path = tmp_path / "vidur.sq"
+    path.write_text(VIDUR.format(lib=ROOT / "lib" / "routers.sq"))
+    r = serq.run(serq.load(path, sets=[("vidur", str(which))]))
+    return [int(s.value) for s in sorted(r.samples["at"], key=lambda s: s.session)]
+
+
+def test_vidurs_round_robin_sends_request_i_to_replica_i_mod_n(tmp_path: Path) -> None:
+    assert vidur_routed(tmp_path, 0) == [0, 1, 2, 0, 1, 2, 0]
+
+
+def test_vidurs_lor_counts_only_requests_not_yet_in_a_batch_with_ties_to_replica_0(tmp_path: Path) -> None:
+    # One slot a replica, an iteration of 10 s.  At 0 all are empty: replica 0, which
+    # takes r0 into a batch at once (queued 0 again).  At 0.5 the tie again goes to 0,
+    # where r1 waits (queued 1, 0, 0); r2 to 1 (taken at once), r3 to 1 (waits), r4 and
+    # r5 to 2; at 3 the queues are 1, 1, 1: replica 0.
+    assert vidur_routed(tmp_path, 1) == [0, 0, 1, 1, 2, 2, 0]
+    # serQ's least requests counts the running r0 too: r1 goes elsewhere
+    assert vidur_routed(tmp_path, 2)[1] != 0

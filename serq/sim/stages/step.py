@@ -125,7 +125,7 @@ class StepEngine(Stage):
         self.dec_cost = 0.0
         self.itl = LogHistogram()
         self._default_order = type(self).order_residents is StepEngine.order_residents and self.serve in (
-            "admission", "exclusive_prefill")
+            "admission", "exclusive_prefill", "exclusive_prefills")
         # the serving order of the iteration being planned, and the residents it is of
         self._keep_order = False
         self._order: list[Job] | None = None
@@ -272,7 +272,7 @@ class StepEngine(Stage):
         """The serving order: admission order (``serve admission``), decodes
         first, or ascending ``serve by`` keys, ties in admission order."""
         res = self.residents
-        if self.serve in ("admission", "exclusive_prefill"):
+        if self.serve in ("admission", "exclusive_prefill", "exclusive_prefills"):
             return res
         if self.serve == "decode_first":
             return sorted(res, key=lambda j: j.prefill)
@@ -414,7 +414,7 @@ class StepEngine(Stage):
         # `admission`, `residents`, `decoders` and the attributes are what they were at its first
         # iteration, which served everyone; P on `remaining`, `kv_*` or a probe goes one by one
         steady = steady and (step.only is None or waiting.run_constant(step.only))
-        ordered = self.serve in ("admission", "exclusive_prefill", "decode_first") or (
+        ordered = self.serve in ("admission", "exclusive_prefill", "exclusive_prefills", "decode_first") or (
             isinstance(step.serve, tuple) and waiting.run_ordered(step.serve))
         self._view = StepView() if cls.iteration_cost is StepEngine.iteration_cost else None
         self._keep_order = cls.order_residents is StepEngine.order_residents and (
@@ -451,7 +451,10 @@ class StepEngine(Stage):
         self._order = None
         self.planning = True
         preempted0 = sim.preemptions
-        exclusive = self.serve == "exclusive_prefill"
+        # `serve exclusive prefill`: one prefill alone; `… prefills`: every prefill that fits whole
+        multi = self.serve == "exclusive_prefills"
+        exclusive = multi or self.serve == "exclusive_prefill"
+        prefilling = False  # a prefill is in the batch (`exclusive prefills`)
         only = self.only_fn is not None
         # under `serve only`, a prefill the predicate passes over keeps no decode out
         prefill_resident = exclusive and any(j.prefill and self._serves(j) for j in self.residents)
@@ -475,12 +478,14 @@ class StepEngine(Stage):
                     if not job.prefill:
                         if prefill_resident:
                             continue
-                    else:  # the prefill runs alone: earlier decodes leave the batch
+                    elif not prefilling:  # the prefill runs alone: earlier decodes leave the batch
                         for j, t in assign:
                             if j.hold is not None:
                                 j.hold.pos[j.k] -= t
                         assign.clear()
                         self.left = budget
+                    elif wish > self.left:
+                        break  # a later prompt that does not fit whole stops the batch (vLLM v0)
                 left = self.left
                 tokens = wish if wish < left else left
                 if tokens <= 0.0:
@@ -502,7 +507,11 @@ class StepEngine(Stage):
                     attention += tokens * tokens / 2.0
                 assign.append((job, tokens))
                 self.left = left - tokens
-                if self.left <= 0.0 or (exclusive and job.prefill):
+                if exclusive and job.prefill:
+                    if not multi:
+                        break
+                    prefilling = prefill_resident = True  # later decodes stay out
+                if self.left <= 0.0:
                     break
         finally:
             self.planning = False
