@@ -54,7 +54,7 @@ class Verdict:
     period: Fraction | None = None
     sessions: list[dict[str, Any]] | None = None  # the counterexample or witness
 
-    def to_dict(self, attributes: Sequence[str]) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"name": self.name, "kind": self.kind}
         if self.stage:
             d["stage"] = self.stage
@@ -153,7 +153,7 @@ class Explorer:
     """The claims sharing one family (one ``given``), explored together."""
 
     def __init__(self, p: ir.Program, claims: Sequence[ir.Claim], verdicts: Sequence[Verdict], family: Family,
-                 limits: Limits, stage_names: Sequence[str]) -> None:
+                 limits: Limits) -> None:
         self.p = p
         self.claims = list(claims)
         self.verdicts = list(verdicts)
@@ -282,7 +282,7 @@ class Explorer:
                     self._end(m, path)
                     self.paths += 1
                     break
-                if self.family.choices and not self.family.deterministic:
+                if not self.family.deterministic:
                     key = (m.key(), m.now, m.arrived, _frozen(path.samples), _served(m))
                     if key in self.seen:
                         self.paths += 1
@@ -329,9 +329,8 @@ def explore_endless(p: ir.Program, claims: Sequence[ir.Claim], verdicts: Sequenc
             continue
         for r in recs:
             if isinstance(r, Iteration):
-                env = _ClaimEnv(m, _record_ctx(r))
-                probes = _ProbeMemo(m)
-                env.m = probes  # type: ignore[assignment]
+                probes = _ProbeMemo(m)  # (read as a probe's value: kept for the period's repetitions)
+                env = _ClaimEnv(probes, _record_ctx(r))  # type: ignore[arg-type]
                 for i, c in enumerate(claims):
                     if c.stage is None or c.stage.stage != r.stage or verdicts[i].verdict in ("refuted", "witnessed"):
                         continue

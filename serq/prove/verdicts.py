@@ -48,7 +48,7 @@ class Proof:
     def to_dict(self) -> dict[str, Any]:
         out = []
         for v in self.verdicts:
-            d = v.to_dict(self.program.attributes)
+            d = v.to_dict()
             replay = self.replay(v)
             if replay is not None:
                 d["replay"] = replay
@@ -149,7 +149,7 @@ def prove(program: ir.Program, *, bounds: Sequence[Bound] = (), sessions: int | 
     if family.endless:
         _endless(program, todo, limits)
     else:
-        _finite(program, todo, family, limits, stages)
+        _finite(program, todo, family, limits)
     return proof
 
 
@@ -170,15 +170,14 @@ def _endless(program: ir.Program, todo: list[tuple[ir.Claim, Verdict]], limits: 
             v.reason = why
 
 
-def _finite(program: ir.Program, todo: list[tuple[ir.Claim, Verdict]], family: Family, limits: Limits,
-            stages: Sequence[str]) -> None:
+def _finite(program: ir.Program, todo: list[tuple[ir.Claim, Verdict]], family: Family, limits: Limits) -> None:
     """Every workload of a finite family, one exploration per distinct ``given``."""
     groups: dict[Any, list[tuple[ir.Claim, Verdict]]] = {}
     for c, v in todo:
         groups.setdefault(c.given, []).append((c, v))
     for group in groups.values():
         claims, vs = [c for c, _ in group], [v for _, v in group]
-        explorer = Explorer(program, claims, vs, family, limits, stages)
+        explorer = Explorer(program, claims, vs, family, limits)
         try:
             for m in _machines(program, family):
                 explorer.run(m)

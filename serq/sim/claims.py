@@ -107,8 +107,7 @@ class Iterations:
     def extend(self, row: tuple) -> None:
         if self.log is not None:
             self.log.extend(row)
-        if self.mark or self.engine.iterations:
-            self.close()
+        self.close()
         self.mark = self.engine.iterations
         (now, _cost, self.tokens, self.decoders, self.prefilled, self.kv_decode, self.kv_prefill,
          self.attention, self.residents) = row
@@ -199,17 +198,20 @@ class ClaimMonitor:
                     c.outside = f"session {s.serial} (arrived at {shortest(self.sim.env.now)}) fails `given`"
                     c.done = True
 
-    def session_ended(self, now: float, finished: bool) -> None:
-        """A session ended; ``finished``: none is live and the workload brings no more."""
-        if finished and self.at_end:
-            self.end_time = now
-            ctx = _End(self.sim.samples)
-            for c in self.at_end:
-                if c.outside is None:
-                    c.checked = self.sim.arrivals
-                    ok = _true(c.test(ctx))
-                    c.failures = 0 if ok else 1
-                    c.first = None if ok else now
+    def session_ended(self) -> None:
+        """A session ended: when it was the last (none is live and the workload brings
+        no more), the claims `at end` are read."""
+        sim = self.sim
+        if not self.at_end or sim.env.live or not finished_workload(sim):
+            return
+        now = self.end_time = sim.env.now
+        ctx = _End(sim.samples)
+        for c in self.at_end:
+            if c.outside is None:
+                c.checked = sim.arrivals
+                ok = _true(c.test(ctx))
+                c.failures = 0 if ok else 1
+                c.first = None if ok else now
 
     # -- the verdicts ------------------------------------------------------------------------
 
@@ -241,8 +243,6 @@ class ClaimMonitor:
             else:
                 result = "fails" if c.failures else "holds"
             first = c.first if result in ("fails", "witnessed") else None
-            if kind == "end" and result in ("holds", "fails"):
-                first = self.end_time if result == "fails" else None
             out.append(ClaimResult(name=claim.name, kind=kind, stage=where, result=result, first=first,
                                    checked=c.checked, note=note))
         return out

@@ -188,9 +188,7 @@ class Population:
         if sim.stats_on:
             sim.ended += 1
         if sim.claims is not None:
-            from .claims import finished_workload
-
-            sim.claims.session_ended(self.kernel.now, self.kernel.live == 0 and finished_workload(sim))
+            sim.claims.session_ended()
         if s.task is not None:
             self._task_session_ended(s, s.task)
         if s.up is not None:  # a child: its parent's join may be waiting; no closed-population replacement
