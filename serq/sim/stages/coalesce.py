@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from ... import expr, ir
 from ..cache import EPS
 from ..stats import _SHORT, fold, fold_same
-from .decode_run import DecodeRun, exact_steps, minus
+from .decode_run import DecodeRun, exact_below, exact_steps, minus, plus_ones, steps_known
 
 if TYPE_CHECKING:
     from .step import StepEngine, StepView
@@ -156,9 +156,9 @@ class RunPlanner:
         pos, idx = self.pos, self.idx
         if cap <= 1:
             cur = cost
-        elif len(pos) == 1 and idx and exact_steps(pos[0], cap):
+        elif len(pos) == 1 and idx and steps_known(pos[0], cap):
             cur = self._plan_one(cost)
-        elif all(exact_steps(pos[i], cap) for i in idx):
+        elif all(steps_known(pos[i], cap) for i in idx):
             cur = self._plan_by_growths(cost)
         else:
             cur = self._plan_each(cost)
@@ -257,7 +257,8 @@ class RunPlanner:
         left = self.engine.left
         segs = run.segs
         # the next growth of each job, (iteration, its index in idx): popped in serving order
-        nxt = [(_first_growth(pos[i], alloc[i], 2, cap), n) for n, i in enumerate(idx)]
+        ex = [_exact(pos[i], cap) for i in idx]
+        nxt = [(_first_growth(pos[i], alloc[i], 2, cap, ex[n]), n) for n, i in enumerate(idx)]
         heapify(nxt)
         p0 = [pos[i] for i in idx]
         t = run.first
@@ -279,11 +280,11 @@ class RunPlanner:
             while nxt and nxt[0][0] == g:
                 n = heappop(nxt)[1]
                 i = idx[n]
-                grew = self._grow(i, (p0[n] + (g - 2)) + 1.0 - alloc[i], growths)
+                grew = self._grow(i, ((p0[n] + (g - 2)) if g - 2 < ex[n] else plus_ones(p0[n], g - 2)) + 1.0 - alloc[i], growths)
                 if grew is None:
                     break  # it would preempt or stall: the run stops before
                 again = again or grew
-                nx = _first_growth(p0[n], alloc[i], g + 1, cap)
+                nx = _first_growth(p0[n], alloc[i], g + 1, cap, ex[n])
                 if nx <= cap:
                     heappush(nxt, (nx, n))
             else:
@@ -299,7 +300,7 @@ class RunPlanner:
                 continue
             break
         for n, i in enumerate(idx):  # the positions before the next iteration, as `_plan_each` leaves them
-            pos[i] = p0[n] + (m - 1)
+            pos[i] = plus_ones(p0[n], m - 1)
         run.length, run.end = m, t
         return cur
 
@@ -319,7 +320,8 @@ class RunPlanner:
         t = run.first
         cur = cost
         m = 1
-        g = _first_growth(p0, a, 2, cap)
+        exact = _exact(p0, cap)  # p0 + d is p0 plus 1.0 d times in turn for d below this
+        g = _first_growth(p0, a, 2, cap, exact)
         # Iterations m + 1 … m + n all cost `cur`: the first may be a growth (its event `ev`), the
         # others need no memory. They are added in one fold, cut at the first end that is not
         # before the next event or is past the horizon (then the run ends there). The common
@@ -349,7 +351,7 @@ class RunPlanner:
             if m >= cap or not pool:
                 break
             # iteration g = m + 1: the job's token needs memory
-            x = a + ((p0 + (g - 2)) + 1.0 - a)  # pool.round_up(x) inline
+            x = a + (((p0 + (g - 2)) if g - 2 < exact else plus_ones(p0, g - 2)) + 1.0 - a)  # pool.round_up(x) inline
             q = x / b - EPS if b is not None else math.inf
             need = (math.ceil(q) * b if q < math.inf else x) - a  # type: ignore[operator]  # (q < inf: b set)
             grew = need > 0.0
@@ -366,12 +368,12 @@ class RunPlanner:
                     cur = cost_of_kv(kv0 if kv_view is None else kv_view)
                     if not (cur > 0.0 and math.isfinite(cur)):
                         break
-            frm = g + 1  # the next growth: _first_growth(p0, a, g + 1, cap)
+            frm = g + 1  # the next growth: _first_growth(p0, a, g + 1, cap, exact)
             guess = a - p0 + 2.0  # (the first iteration past a whole allocation: no step to take)
             nx = frm if not guess > frm else (cap + 1 if guess > cap + 1 else int(guess))
-            while nx > frm and (p0 + (nx - 3)) + 1.0 - a > EPS:
+            while nx > frm and ((p0 + (nx - 3)) if nx - 3 < exact else plus_ones(p0, nx - 3)) + 1.0 - a > EPS:
                 nx -= 1
-            while nx <= cap and not (p0 + (nx - 2)) + 1.0 - a > EPS:
+            while nx <= cap and not ((p0 + (nx - 2)) if nx - 2 < exact else plus_ones(p0, nx - 2)) + 1.0 - a > EPS:
                 nx += 1
             ev = (m - 1, [(0, need)], left, t) if grew else None
             n = (nx if nx <= cap else cap + 1) - g  # iteration g and those up to the next growth
@@ -398,7 +400,7 @@ class RunPlanner:
         ``m`` iterations ending at ``t``, the job's pool has ``u`` used, its
         allocation is ``a``, the memory its cost reads ``kv0`` — the fields as
         :meth:`_plan_each` leaves them."""
-        self.pos[0] += m - 1  # the position before the next iteration
+        self.pos[0] = plus_ones(self.pos[0], m - 1)  # the position before the next iteration
         pool = self.pools[0]
         if pool:
             self.used[id(pool)] = u
@@ -648,15 +650,23 @@ def _fold_free(segs: list[list], t: float, cur: float, free: int, limit: float,
     return 0, t, True
 
 
-def _first_growth(p: float, a: float, frm: int, last: int) -> int:
+def _exact(p: float, cap: int) -> float:
+    """The steps ``d`` for which ``p + d`` is ``p`` plus 1.0 ``d`` times in
+    turn, whatever ``d`` below this: all of a run's (``cap`` iterations) when
+    every step is exact, else those that stay in ``p``'s binade."""
+    return math.inf if exact_steps(p, cap) else exact_below(p)
+
+
+def _first_growth(p: float, a: float, frm: int, last: int, exact: float) -> int:
     """The first iteration ``it`` in ``frm … last`` (iteration 2 is the first
-    planned; the position before its token is ``p + (it - 2)``) whose token
-    needs memory past ``a``, as ``_plan_each`` tests it; ``last + 1`` if none.
-    The test is monotone in ``it``: a guess, then steps to the exact edge."""
+    planned; the position before its token is ``p`` plus 1.0 ``it - 2`` times,
+    one addition for fewer than ``exact`` steps) whose token needs memory past
+    ``a``, as ``_plan_each`` tests it; ``last + 1`` if none.  The test is
+    monotone in ``it``: a guess, then steps to the exact edge."""
     guess = a - p + 2.0  # (the first iteration past a whole allocation: no step to take)
     it = frm if not guess > frm else (last + 1 if guess > last + 1 else int(guess))
-    while it > frm and (p + (it - 3)) + 1.0 - a > EPS:
+    while it > frm and ((p + (it - 3)) if it - 3 < exact else plus_ones(p, it - 3)) + 1.0 - a > EPS:
         it -= 1
-    while it <= last and not (p + (it - 2)) + 1.0 - a > EPS:
+    while it <= last and not ((p + (it - 2)) if it - 2 < exact else plus_ones(p, it - 2)) + 1.0 - a > EPS:
         it += 1
     return it

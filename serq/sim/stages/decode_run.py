@@ -14,6 +14,7 @@ runs").  What repeats is folded in C (``accumulate``, ``reduce``,
 
 from __future__ import annotations
 
+import math
 import sys
 from bisect import bisect_left
 from functools import reduce
@@ -368,10 +369,48 @@ def minus(w: float, tokens: float, k: int) -> float:
 
 
 def plus_ones(p: float, k: int) -> float:
-    """``p + 1.0`` ``k`` times in turn (one addition when every step is exact)."""
-    if exact_steps(p, k):
-        return p + k
-    return reduce(add, repeat(1.0, k), p)
+    """``p + 1.0`` ``k`` times in turn, in one addition a binade.  With ``0 ≤ q
+    < 2^52`` in the binade ``[2^(e-1), 2^e)``, ``q`` and ``1.0`` are multiples
+    of ``ulp(q)``, so every ``q + j`` below ``2^e`` is a float and the steps to
+    it are exact; the step that leaves the binade may round (to the doubled
+    ulp) and is taken alone.  A position crosses a few binades, not one a token."""
+    q = p + k
+    if (q < _binade_top(p) and p < _TWO52) or exact_steps(p, k):  # (q rounds past the top iff p + k is past it)
+        return q
+    q = p
+    while k > 0:
+        if not (q >= 0.0 and q < _TWO52):
+            return reduce(add, repeat(1.0, k), q)
+        top = _binade_top(q)
+        inside = math.ceil(top - q) - 1  # steps that stay below the top (top − q is exact)
+        if k <= inside:
+            return q + k
+        q = (q + inside) + 1.0  # the last exact step, then the one that leaves the binade
+        k -= inside + 1
+    return q
+
+
+def exact_below(p: float) -> float:
+    """The steps ``d`` for which ``p + d`` is :func:`plus_ones` ``(p, d)``
+    whatever ``d`` below this (those that stay in ``p``'s binade)."""
+    if not (p >= 0.0 and p < _TWO52):
+        return 0.0
+    return math.ceil(_binade_top(p) - p)
+
+
+def steps_known(p: float, cap: int) -> bool:
+    """Whether :func:`plus_ones` of ``p`` up to ``cap + 2`` steps takes one
+    addition a binade (a position of at least 0 that stays below ``2^52``)."""
+    return p >= 0.0 and p + (cap + 3) < _TWO52
+
+
+#: Below this a float's ulp is at most 1/2: whole steps from it are exact inside a binade.
+_TWO52 = 2.0**52
+
+
+def _binade_top(q: float) -> float:
+    """``2^e`` for ``q`` in ``[2^(e-1), 2^e)`` (1.0 for 0)."""
+    return math.ldexp(1.0, frexp(q)[1]) if q else 1.0
 
 
 def exact_steps(p: float, cap: int) -> bool:

@@ -4,6 +4,7 @@ the engine gives iteration by iteration."""
 
 from __future__ import annotations
 
+import math
 import random
 from pathlib import Path
 
@@ -351,3 +352,42 @@ def test_a_runs_lengths_are_the_differences_of_its_ends(seed: int) -> None:
     ends = run.end_list()
     lengths = [x for x, c in _length_runs(run.segs) for _ in range(c)]
     assert lengths == [b - a for a, b in zip(ends, ends[1:])]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_position_plus_one_token_at_a_time_is_added_a_binade_at_once(seed: int) -> None:
+    # positions with a fraction of many bits round when they cross a power of two: 2047.3 + 1.0
+    # is not 2048.3 in floats; plus_ones takes one addition a binade and must land on the same float
+    from functools import reduce
+    from itertools import repeat
+    from operator import add
+
+    from serq.sim.stages.decode_run import plus_ones
+    rng = random.Random(seed)
+    for _ in range(400):
+        p = rng.choice([rng.uniform(0.0, 5000.0), rng.uniform(2040.0, 2048.0), rng.uniform(0.0, 1.0),
+                        float(rng.randrange(1 << 20)), rng.uniform(2.0**51, 2.0**52), rng.uniform(2.0**52, 2.0**54)])
+        k = rng.randrange(0, 70) if p > 2.0**50 else rng.randrange(0, 9000)
+        assert plus_ones(p, k) == reduce(add, repeat(1.0, k), p), (p, k)
+    from fractions import Fraction
+    p = math.nextafter(2047.0, 3000.0)  # its last bit is below the ulp of 2048: crossing rounds it
+    assert Fraction(plus_ones(p, 3)) != Fraction(p) + 3
+    assert plus_ones(p, 3) == ((p + 1.0) + 1.0) + 1.0
+
+
+def test_long_decodes_from_fractional_prompts_keep_the_report_and_plan_by_growths(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # uniform prompts (a fraction of ~40 bits) and outputs of thousands of tokens: positions cross
+    # 2048, 4096 and 8192, where a token more rounds; the runs are planned a growth at a time
+    from serq.sim.stages import coalesce
+    src = (ROOT / "programs/single-turn/vllm_single_turn.sq").read_text()
+    src = src.replace("~exp(200)", "~exp(3000)").replace("let Lambda = 3.0;", "let Lambda = 1.0;")
+    path = tmp_path / "long.sq"
+    path.write_text(src.replace('use "std/vllm";', f'use "{ROOT / "serq/lib/vllm.sq"}";'))
+    each = []
+    real = coalesce.RunPlanner._plan_each
+    monkeypatch.setattr(coalesce.RunPlanner, "_plan_each", lambda self, cost: each.append(1) or real(self, cost))
+    report = same(serq.load(path), horizon=120.0)
+    assert Counting.inside > 100_000
+    assert not each  # every run's positions step a binade at a time
+    assert report.turns > 50
