@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from ... import expr, ir
 from ..cache import EPS
 from ..stats import _SHORT, fold, fold_same
+from . import vector
 from .decode_run import DecodeRun, exact_below, exact_steps, minus, plus_ones, steps_known
 
 if TYPE_CHECKING:
@@ -68,7 +69,7 @@ class RunPlanner:
     next event ``limit``, the ``horizon``)."""
 
     __slots__ = ("engine", "sim", "kv_tracked", "kv_pool", "state_pools", "heads", "default_plan", "view",
-                 "replayable",
+                 "replayable", "vcost",
                  "run", "xheads", "recheck", "idx", "pools", "pos", "alloc", "kv", "used", "cap", "limit",
                  "horizon")
 
@@ -84,6 +85,9 @@ class RunPlanner:
         self.view = view
         #: the pools whose evictions a replay does exactly (:func:`_replayable`)
         self.replayable = frozenset(id(p) for p in engine.sim.all_pools if _replayable(p))
+        #: the cost over an array of kv_decode values (serq/sim/stages/vector.py), when the engine's
+        #: own cost is computed in its view and reads nothing whose array form may round otherwise
+        self.vcost = vector.compile_cost(engine.decl.step.cost) if view is not None and kv_tracked else None
         self.cap = 0
         self.limit = self.horizon = 0.0
         self._clear()
@@ -259,6 +263,10 @@ class RunPlanner:
         # the next growth of each job, (iteration, its index in idx): popped in serving order
         ex = [_exact(pos[i], cap) for i in idx]
         nxt = [(_first_growth(pos[i], alloc[i], 2, cap, ex[n]), n) for n, i in enumerate(idx)]
+        if self._long(cost):  # a long run: in arrays (serq/sim/stages/vector.py)
+            got = vector.plan(self, cost, self.vcost if kv_cost is not None else None, self.view, [g for g, _n in nxt])
+            if got is not None:
+                return got
         heapify(nxt)
         p0 = [pos[i] for i in idx]
         t = run.first
@@ -322,6 +330,10 @@ class RunPlanner:
         m = 1
         exact = _exact(p0, cap)  # p0 + d is p0 plus 1.0 d times in turn for d below this
         g = _first_growth(p0, a, 2, cap, exact)
+        if g <= cap and self._long(cost):  # a long run: in arrays (serq/sim/stages/vector.py)
+            got = vector.plan(self, cost, self.vcost if cost_of_kv is not None else None, kv_view, [g])
+            if got is not None:
+                return got
         # Iterations m + 1 … m + n all cost `cur`: the first may be a growth (its event `ev`), the
         # others need no memory. They are added in one fold, cut at the first end that is not
         # before the next event or is past the horizon (then the run ends there). The common
@@ -380,6 +392,14 @@ class RunPlanner:
             g = nx
         self._one_end(m, t, u, a, kv0)
         return cur
+
+    def _long(self, cost: float) -> bool:
+        """Whether the run may be long enough to plan in arrays: many
+        iterations allowed, and room for them before the next event."""
+        run = self.run
+        assert run is not None
+        return self.cap >= vector.MIN_ITERATIONS and (
+            min(self.limit, self.horizon) - run.first) > vector.MIN_ITERATIONS * cost
 
     def _one_pool(self, pool: Any) -> tuple[float, float, float | None, float | None, float | None]:
         """For :meth:`_plan_one`: the pool's ``used``, its cap (with ε), its

@@ -1,0 +1,304 @@
+"""A coalesced decode run of one job, planned in arrays (docs/speed.md, "Long decodes").
+
+The usual run is one job decoding alone: every iteration costs the same until
+its hold needs another block, and then the cost steps up with ``kv_decode``.
+:meth:`RunPlanner._plan_one <.coalesce.RunPlanner._plan_one>` walks it a
+growth at a time; a decode of 20 000 tokens is 1 250 growths, each a few
+microseconds of Python.  :func:`plan_one` gives the same run from a handful of
+numpy operations over all its growths and iterations at once.
+
+Exactness is the whole point, and it rests on two facts:
+
+* numpy's elementwise ``+ - * /``, comparisons, ``floor``, ``ceil``, ``abs``
+  and a ``where``-built ``min``/``max`` are the IEEE-754 operations Python's
+  floats do, rounded the same way on every processor and SIMD path;
+* ``np.add.accumulate`` adds left to right, one element after the other (it
+  is not ``sum``: no pairwise or vectorised reassociation), so each end is
+  the previous end plus one cost, as the iterations one by one add them.
+
+So every float is the one the scalar walk computes.  Anything else — a cost
+that reads ``exp``, ``ln``, ``sqrt``, ``^``, a draw, a probe, the clock — is
+not compiled (:func:`compile_cost` gives None) and the scalar walk plans it.
+:func:`plan_one` also gives None, for the walk to take over, whenever the run
+is not the periodic one it assumes (a block that is not a whole number of
+tokens, a growth of other than one block, a growth test that is not exactly
+periodic); tests/sim/stages/test_vector_runs.py holds it to the walk.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any, Callable
+
+import numpy as np
+
+from ... import expr, ir
+from ..cache import EPS
+from .decode_run import _TWO52, _binade_top, exact_steps, plus_ones
+
+if TYPE_CHECKING:
+    from .coalesce import RunPlanner
+
+#: A run this long or longer is planned in arrays; a shorter one costs less walked.
+MIN_ITERATIONS = 256
+
+#: The names a decode iteration's cost reads from the view besides ``kv_decode``.
+_VIEW = frozenset({"tokens", "decoders", "prefilled", "kv_prefill", "residents", "attention"})
+
+VectorCost = Callable[[Any, "np.ndarray"], "np.ndarray"]
+
+
+class _Unsupported(Exception):
+    """The expression reads something whose array form may round otherwise."""
+
+
+def compile_cost(e: ir.Expr) -> VectorCost | None:
+    """``cost`` as a function of the engine's view and an array of
+    ``kv_decode`` values, computing for each what the scalar expression
+    computes; None when ``e`` reads anything outside the exact subset."""
+    try:
+        text = _source(e)
+    except _Unsupported:
+        return None
+    ns = {"_np": np, "_inf": math.inf, "_nan": math.nan, "_max": _max, "_min": _min, "_div": _div}
+    fn = eval(compile(f"lambda v, kv: {text}", "<serq vector cost>", "eval"), ns)  # noqa: S307 - our code
+
+    def cost(view: Any, kv: np.ndarray) -> np.ndarray:
+        with np.errstate(all="ignore"):
+            out = fn(view, kv)
+        return np.broadcast_to(np.asarray(out, dtype=np.float64), kv.shape)
+    return cost
+
+
+def _max(a: Any, b: Any) -> Any:
+    """``expr.f_max``: b when a is a NaN or b is greater, else a."""
+    return np.where((a != a) | (b > a), b, a)
+
+
+def _min(a: Any, b: Any) -> Any:
+    """``expr.f_min``: b when a is a NaN or b is smaller, else a."""
+    return np.where((a != a) | (b < a), b, a)
+
+
+def _div(a: Any, b: Any) -> Any:
+    """``expr.f_div``, which is IEEE division (no exception on a zero divisor)."""
+    return np.true_divide(a, b)
+
+
+def _source(e: ir.Expr) -> str:
+    if isinstance(e, ir.Num):
+        v = e.value
+        return "_nan" if v != v else "_inf" if v == math.inf else "(-_inf)" if v == -math.inf else repr(float(v))
+    if isinstance(e, ir.Ctx):
+        if e.name == "kv_decode":
+            return "kv"
+        if e.name in _VIEW:
+            return f"v.{e.name}"
+        raise _Unsupported(e.name)
+    if isinstance(e, ir.Unary):
+        x = _source(e.x)
+        return f"(-{x})" if e.op == "-" else f"_np.where({x} == 0.0, 1.0, 0.0)"
+    if isinstance(e, ir.Binary):
+        a, b, op = _source(e.a), _source(e.b), e.op
+        if op in ("+", "-", "*"):
+            return f"({a} {op} {b})"
+        if op == "/":
+            return f"_div({a}, {b})"
+        if op in ("<", "<=", ">", ">=", "==", "!="):
+            return f"_np.where({a} {op} {b}, 1.0, 0.0)"
+        if op == "&&":
+            return f"_np.where(({a} != 0.0) & ({b} != 0.0), 1.0, 0.0)"
+        if op == "||":
+            return f"_np.where(({a} != 0.0) | ({b} != 0.0), 1.0, 0.0)"
+        raise _Unsupported(op)  # ^: pow rounds by the library
+    if isinstance(e, ir.Cond):
+        return f"_np.where({_source(e.c)} != 0.0, {_source(e.a)}, {_source(e.b)})"
+    if isinstance(e, ir.Call):
+        args = [_source(x) for x in e.args]
+        if e.fn in ("min", "max") and args:
+            out = args[0]
+            for x in args[1:]:  # the fold left to right, as f_min/f_max and f_minn/f_maxn
+                out = f"_{e.fn}({out}, {x})"
+            return out
+        if e.fn == "sum" and expr.is_aggregate(e):
+            return "(" + " + ".join(args) + ")" if len(args) > 1 else args[0]
+        if e.fn in ("floor", "ceil", "abs") and len(args) == 1:
+            return f"_np.{'absolute' if e.fn == 'abs' else e.fn}({args[0]})"
+        raise _Unsupported(e.fn)
+    raise _Unsupported(type(e).__name__)
+
+
+def positions(p: float, d: np.ndarray) -> np.ndarray:
+    """``plus_ones(p, k)`` for each ``k`` of the int array ``d`` (each at
+    most ``d_max``): ``p`` plus 1.0 ``k`` times in turn, from the binades the
+    position crosses (:func:`.decode_run.plus_ones`)."""
+    k_max = int(d.max()) if d.size else 0
+    if exact_steps(p, k_max):
+        return p + d.astype(np.float64)
+    starts = [0]
+    bases = [p]
+    q, done = p, 0
+    while True:  # each binade's first step and the position there (plus_ones' loop)
+        top = _binade_top(q)
+        inside = math.ceil(top - q) - 1
+        if done + inside >= k_max:
+            break
+        q = (q + inside) + 1.0
+        done += inside + 1
+        starts.append(done)
+        bases.append(q)
+    st = np.asarray(starts, dtype=np.int64)
+    i = np.searchsorted(st, d, side="right") - 1
+    return np.asarray(bases)[i] + (d - st[i]).astype(np.float64)
+
+
+def plan(planner: "RunPlanner", cost: float, vcost: VectorCost | None, view: Any, firsts: list[int]) -> float | None:
+    """The run the planner's walk plans from iteration 2 (``_plan_one``,
+    ``_plan_by_growths``), in arrays: its ``segs``, ``events``, length and end
+    written into the run and the planner's state (positions, allocations,
+    ``kv``, ``used``) left as the walk leaves it; the cost of its last
+    iteration.  None, with nothing written, when the walk must plan it.
+    ``firsts`` holds each job's first growth iteration (as ``idx``), ``vcost``
+    the compiled cost (None when the cost reads no memory), ``view`` the
+    engine's view, filled for the batch."""
+    run = planner.run
+    assert run is not None
+    cap, limit, horizon = planner.cap, planner.limit, planner.horizon
+    idx, pools = planner.idx, planner.pools
+    if not idx or len(idx) != len(pools) or (planner.kv_tracked and (vcost is None or view is None)):
+        return None
+    pool = pools[0]
+    if not pool or any(q is not pool for q in pools):
+        return None  # every job grows the one pool (a run that must end at a growth: the walk)
+    b = pool.block
+    if b is None or not (1.0 <= b < 2.0**31 and b == int(b)):
+        return None
+    bi = int(b)
+    p0 = [planner.pos[i] for i in idx]
+    a0 = [planner.alloc[i] for i in idx]
+    if not all(0.0 <= p and p + cap < _TWO52 for p in p0) or not all(
+            0.0 <= a < 2.0**52 and a == int(a) for a in a0):
+        return None  # (whole allocations below 2^52: a + k·b is the walk's sum of k blocks)
+    u0, pcap, _b, left, spilled = planner._one_pool(pool)
+    # each job's growths, g0, g0 + b, … up to cap, if each takes one block: checked as the walk tests them
+    gs: list[np.ndarray] = []
+    for n, g0 in enumerate(firsts):
+        g = g0 + bi * np.arange(max(0, (cap - g0) // bi + 1), dtype=np.int64)
+        if g.size:
+            a_before = a0[n] + b * np.arange(g.size, dtype=np.float64)
+            units = (positions(p0[n], g - 2) + 1.0) - a_before
+            need = np.ceil((a_before + units) / b - EPS) * b - a_before
+            if not (np.all(units > EPS) and np.all(need == b)):
+                return None
+            if g.size > 1 and np.any((positions(p0[n], g[1:] - 3) + 1.0) - a_before[1:] > EPS):
+                return None  # a growth between two the period predicts
+        gs.append(g)
+    g_all = np.concatenate(gs)
+    if not g_all.size:
+        return None  # no growth: the walk's one fold
+    who = np.concatenate([np.full(g.size, n, dtype=np.int64) for n, g in enumerate(gs)])
+    order = np.lexsort((who, g_all))  # by iteration, then in serving order (the walk's heap)
+    g_all, who = g_all[order], who[order]
+    fu = np.full(g_all.size, b)
+    fu[0] = u0
+    u_before = np.add.accumulate(fu)  # the pool's used before each growth: the walk's `used += need`
+    room = u_before + b > pcap
+    if spilled is not None:
+        room |= (u_before + spilled) + b > pcap
+    g_stop = int(g_all[int(np.argmax(room))]) if room.any() else cap + 1  # the run ends before it
+    grow_at = np.unique(g_all[g_all < g_stop])  # the iterations with growths
+    if vcost is not None:  # the cost from each growth iteration on: kv_decode summed as reduce(add, kv, 0.0)
+        tracked = pool is planner.kv_pool
+        kv_sum = np.zeros(grow_at.size)
+        at = {i: n for n, i in enumerate(idx)}
+        for i, kv in enumerate(planner.kv):
+            n = at.get(i)
+            if tracked and n is not None:
+                kv_sum = kv_sum + (a0[n] + b * np.searchsorted(gs[n], grow_at, side="right").astype(np.float64))
+            else:
+                kv_sum = kv_sum + kv
+        costs = np.array(vcost(view, kv_sum), dtype=np.float64)
+        bad = ~((costs > 0.0) & np.isfinite(costs))
+        if bad.any():
+            e = int(np.argmax(bad))
+            g_stop = int(grow_at[e])
+            grow_at, costs = grow_at[:e], costs[:e]
+    else:
+        costs = np.full(grow_at.size, cost)
+    last = g_stop - 1 if g_stop <= cap else cap
+    # iterations 2 … first growth − 1 at `cost`, then from each growth iteration to the next at its cost
+    starts = np.concatenate(([2], grow_at)).astype(np.int64)
+    stops = np.append(starts[1:] - 1, last)
+    chunk_costs = np.concatenate(([cost], costs))
+    ends, m = _ends(run.first, chunk_costs, stops - starts + 1, limit, horizon)
+    kept = int(np.searchsorted(starts, m, side="right"))  # chunks with an iteration in the run
+    s, e = starts[:kept], np.minimum(stops[:kept], m)
+    n_it, seg_costs = e - s + 1, chunk_costs[:kept]
+    ok = n_it > 0
+    s, e, n_it, seg_costs = s[ok], e[ok], n_it[ok], seg_costs[ok]
+    if s.size:
+        t0, t1 = ends[s - 2], ends[e - 1]
+        new = np.ones(s.size, dtype=bool)
+        new[1:] = seg_costs[1:] != seg_costs[:-1]  # equal costs in a row: one segment (`_add_iters`)
+        if not new.all():
+            firsts_ = np.flatnonzero(new)
+            lasts = np.append(firsts_[1:] - 1, s.size - 1)
+            n_it = np.add.reduceat(n_it, firsts_)
+            seg_costs, t0, t1 = seg_costs[firsts_], t0[firsts_], t1[lasts]
+        run.segs.extend(map(list, zip(seg_costs.tolist(), n_it.tolist(), t0.tolist(), t1.tolist())))
+    # the growths of iterations 2 … m: one event per growth iteration, its jobs in serving order
+    done = int(np.searchsorted(g_all, min(m, g_stop - 1), side="right"))
+    if done:
+        gi = g_all[:done].tolist()
+        jobs = [idx[n] for n in who[:done].tolist()]
+        starts_t = ends[g_all[:done] - 2].tolist()
+        events = run.events
+        prev = -1
+        for g, i, t in zip(gi, jobs, starts_t):
+            if g == prev:
+                events[-1][1].append((i, b))
+            else:
+                events.append((g - 2, [(i, b)], left, t))
+                prev = g
+    # the state the walk leaves: positions before the next iteration, allocations, kv, used
+    counts = np.bincount(who[:done], minlength=len(idx)).tolist() if done else [0] * len(idx)
+    for n, i in enumerate(idx):
+        planner.pos[i] = plus_ones(p0[n], m - 1)
+        planner.alloc[i] = a0[n] + b * counts[n]
+        if pool is planner.kv_pool:
+            planner.kv[i] = planner.alloc[i]
+    if done:
+        planner.used[id(pool)] = float(u_before[done - 1]) + b
+    run.length, run.end = m, float(ends[m - 1])
+    return float(seg_costs[-1]) if s.size else cost
+
+
+def _ends(first: float, costs: np.ndarray, lengths: np.ndarray, limit: float,
+          horizon: float) -> tuple[np.ndarray, int]:
+    """The end of every iteration (``ends[i]`` that of iteration ``i + 1``;
+    ``ends[0]`` is ``first``) as the iterations one by one add their costs,
+    and how many of them end before ``limit`` and by ``horizon``.  Computed a
+    piece at a time, as far as the limit needs."""
+    per = np.repeat(costs, lengths)
+    total = per.size
+    stop = min(limit, horizon)
+    cheapest = float(costs[lengths > 0].min()) if total else 1.0
+    guess = total if not (stop < math.inf) else int(min(total, (stop - first) / cheapest * 1.001 + 64))
+    done = np.empty(0)
+    acc = first
+    pieces = [np.array([first])]
+    lo = 0
+    while True:
+        hi = min(total, max(guess, lo + 1024))
+        part = np.add.accumulate(np.concatenate(([acc], per[lo:hi])))[1:]
+        pieces.append(part)
+        bad = (part >= limit) | (part > horizon)
+        if bad.any():
+            done = np.concatenate(pieces)
+            return done, lo + 1 + int(np.argmax(bad))
+        lo = hi
+        if lo >= total:
+            done = np.concatenate(pieces)
+            return done, total + 1
+        acc = float(part[-1])
+        guess = lo + (lo or 1024)

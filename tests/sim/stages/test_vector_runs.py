@@ -1,0 +1,157 @@
+"""Long decode runs planned in arrays (serq/sim/stages/vector.py): every float
+is the one the scalar walk and the iteration-by-iteration engine compute."""
+
+from __future__ import annotations
+
+import math
+import random
+from functools import reduce
+from itertools import repeat
+from operator import add
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import serq
+from serq import expr, ir
+from serq.sim.stages import StepEngine, vector
+from serq.sim.stages.decode_run import plus_ones
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+class Plain(StepEngine):
+    coalesce = False
+
+
+def _cost_of(text: str) -> ir.Expr:
+    program = serq.load(f"""
+pool kv {{ cap 1e6; block 16; }}
+stage engine : step {{ budget 64; cost {text}; memory kv; }}
+workload {{ arrive poisson(1); }}
+session {{ hold kv (10) {{ run engine decode (3) growing kv; }} end; }}
+""")
+    return program.stages[0].step.cost
+
+
+class View:
+    tokens = decoders = 3.0
+    prefilled = kv_prefill = attention = 0.0
+    residents = 3.0
+
+
+@pytest.mark.parametrize("text", [
+    "1e-3 + 2e-9 * kv_decode",
+    "max(2e-4 + 2e-9 * kv_decode, tokens * 2e-5)",
+    "min(1e-2, 1e-4 + kv_decode / 3e7)",
+    "kv_decode > 5000 ? 2e-3 : 1e-3 + kv_decode * 1e-9",
+    "floor(kv_decode / 1000) * 1e-4 + ceil(decoders / 2) * 1e-5 + abs(-1e-3)",
+    "1 / (kv_decode - 4096)",             # a zero divisor: IEEE infinities, as f_div
+    "(kv_decode >= 300 && decoders < 4) + (kv_decode == 0 || residents != 3) * 1e-3",
+    "max j in 4 (1e-3 * j - kv_decode * 1e-7 * j) + sum j in 3 (j * kv_decode * 1e-9) + min j in 3 (j)",
+    "-(1e-3 - kv_decode * 1e-7)",
+])
+def test_the_array_cost_is_the_scalar_cost_at_every_point(text: str) -> None:
+    e = _cost_of(text)
+    vcost = vector.compile_cost(e)
+    assert vcost is not None
+    scalar = expr.compile_expr(e, expr.Frame(expr.base_namespace()))
+    rng = random.Random(3)
+    kv = np.array([0.0, 16.0, 4096.0, 4095.999, 5000.0, 1e18] + [float(rng.randrange(1 << 20)) for _ in range(200)])
+    got = vcost(View(), kv).tolist()
+    for x, y in zip(kv.tolist(), got):
+        v = View()
+        v.kv_decode = x
+        want = scalar(v)
+        assert (want == y and math.copysign(1, want) == math.copysign(1, y)) or (want != want and y != y), (x, want, y)
+
+
+@pytest.mark.parametrize("text", ["exp(kv_decode / 1e6)", "ln(kv_decode + 1)", "sqrt(kv_decode)",
+                                  "kv_decode ^ 0.5", "1e-3 + now * 0", "1e-3 * ~exp(1)", "1e-3 + used(kv) * 0"])
+def test_a_cost_whose_array_form_may_round_otherwise_is_not_compiled(text: str) -> None:
+    assert vector.compile_cost(_cost_of(text)) is None
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_positions_are_plus_ones_at_every_step(seed: int) -> None:
+    rng = random.Random(seed)
+    for _ in range(50):
+        p = rng.choice([rng.uniform(0, 5000), rng.uniform(2000, 2048), float(rng.randrange(9000)), rng.random()])
+        d = np.array(sorted(rng.sample(range(30000), 300)), dtype=np.int64)
+        got = vector.positions(p, d).tolist()
+        assert got == [plus_ones(p, int(k)) for k in d]
+        assert got[:3] == [reduce(add, repeat(1.0, int(k)), p) for k in d[:3]]
+
+
+LONG = """
+pool kv {{ cap {cap}; block 16; evict lru; preempt lifo; }}
+pool reqs {{ cap {slots}; admit via engine; }}
+stage engine : step {{ budget 4096; cost {cost}; memory kv; }}
+workload {{
+  arrive poisson({rate});
+  init {{ set prompt = {prompt}; set o = ~exp({out}) + 1; }}
+}}
+session {{
+  hold reqs (1), kv (prompt) {{
+    run engine prefill (prompt) growing kv;
+    run engine decode (o) growing kv;
+  }} cache (prompt + o);
+  end;
+}}
+"""
+
+
+UNIFORM = "~uniform(100, 3000)"
+
+
+def _same(text: str, horizon: float, seed: int, monkeypatch: pytest.MonkeyPatch) -> tuple[serq.Report, int]:
+    planned = []
+    real = vector.plan
+
+    def counting(*args, **kwargs):  # type: ignore[no-untyped-def]
+        got = real(*args, **kwargs)
+        planned.append(got is not None)
+        return got
+    monkeypatch.setattr(vector, "plan", counting)
+    program = serq.load(text)
+    fast = serq.run(program, seed=seed, horizon=horizon, warmup=horizon / 10)
+    slow = serq.run(program, seed=seed, horizon=horizon, warmup=horizon / 10, engines={"engine": Plain})
+    assert fast.to_json() == slow.to_json()
+    return fast, sum(planned)
+
+
+@pytest.mark.parametrize("case", [
+    dict(cap="1e6", slots=1, cost="2e-4 + 2e-9 * kv_decode", rate=0.5, out=3000),        # one job, fractional positions
+    dict(cap="1e6", slots=6, cost="2e-4 + 2e-9 * kv_decode", rate=2, out=3000,
+         prompt="floor(~uniform(10, 100)) * 16"),                                         # whole blocks: jobs grow together
+    dict(cap="1e6", slots=4, cost="max(2e-4 + 2e-9 * kv_decode, tokens * 2e-5)", rate=2, out=2000),  # several jobs
+    dict(cap="60000", slots=8, cost="1e-3 + 1e-8 * kv_decode", rate=3, out=4000),        # the pool fills: runs stop there
+    dict(cap="1e6", slots=3, cost="3e-4", rate=1, out=3000),                              # a cost that reads no memory
+    dict(cap="1e6", slots=2, cost="kv_decode > 6000 ? 5e-4 : 2e-4 + 1e-9 * kv_decode", rate=1, out=4000),  # equal costs merge
+])
+@pytest.mark.parametrize("seed", [1, 2])
+def test_long_runs_planned_in_arrays_give_the_report_of_one_iteration_at_a_time(
+        case: dict, seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    report, planned = _same(LONG.format(**{"prompt": UNIFORM, **case}), 150.0, seed, monkeypatch)
+    assert planned > 5  # the array planner took these runs
+    assert report.ended > 20
+
+
+def test_a_cost_that_turns_negative_ends_the_run_where_the_walk_ends_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = LONG.format(cap="1e6", slots=2, cost="2e-3 - 1e-7 * kv_decode", rate=1, out=3000, prompt=UNIFORM)
+    program = serq.load(text)
+    with pytest.raises(serq.SerqRuntimeError) as fast:
+        serq.run(program, seed=1, horizon=100.0, warmup=10.0)
+    with pytest.raises(serq.SerqRuntimeError) as slow:
+        serq.run(program, seed=1, horizon=100.0, warmup=10.0, engines={"engine": Plain})
+    assert str(fast.value) == str(slow.value)
+    assert "costs" in str(fast.value)
+
+
+def test_the_seeds_single_turn_program_with_long_outputs_keeps_its_report(monkeypatch: pytest.MonkeyPatch) -> None:
+    src = (ROOT / "programs/single-turn/vllm_single_turn.sq").read_text()
+    src = src.replace("~exp(200)", "~exp(4000)").replace("let Lambda = 3.0;", "let Lambda = 1.0;")
+    src = src.replace('use "std/vllm";', f'use "{ROOT / "serq/lib/vllm.sq"}";')
+    report, planned = _same(src, 200.0, 1, monkeypatch)
+    assert planned > 100
