@@ -25,6 +25,10 @@ _NAMES: dict[type, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
 @dataclass_transform(frozen_default=True, field_specifiers=(field,))
 def node(cls: type[T]) -> type[T]:
     """``dataclass(frozen=True, slots=True)`` for a class deriving from :class:`Node`."""
+    if cls.__doc__ is None and cls.__init__ is object.__init__:
+        # what dataclass would write (the signature of an ``__init__`` not yet made), without
+        # ``inspect.signature``: for a class it parses ``object``'s text signature each time
+        cls.__doc__ = f"{cls.__name__}()"
     made: Any = dataclass(init=False, repr=False, eq=False, slots=True)(cls)
     params: list[str] = []
     body: list[str] = []
