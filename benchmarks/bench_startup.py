@@ -10,9 +10,12 @@ Prints the wall time (best of ``--repeat``, each a fresh process) of
   all of it is start-up),
 * the same run with NumPy imported first (``serq run`` does not import NumPy
   since issue 19: the difference is what that saves),
+* ``serq check programs/multi-turn/vllm.sq``,
 * ``python -c "import serq"``,
 
-and then the costliest imports of ``serq check`` (``python -X importtime``,
+then the count of source compilations (``compile()``, ``exec``/``eval`` of a text, ``ast.parse``:
+Python's ``compile`` audit event) in ``serq run`` of mg1.sq and vllm.sq, all and serq's
+generated sources (``<serq …>``), and then the costliest imports of ``serq check`` (``python -X importtime``,
 by their own time and by cumulative time).  Every module's bytecode is
 written first (``compileall``), as a user's first run writes it.  The ``serq`` used is the console
 script next to this Python (``python -m serq`` if there is none).  Timings on
@@ -31,6 +34,32 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 MG1 = "programs/single-turn/mg1.sq"
+VLLM = "programs/multi-turn/vllm.sq"
+
+#: a ``serq`` process that counts the ``compile`` audit events (the count on stderr's last line)
+_COUNTING = """\
+import atexit, sys
+seen = [0, 0]
+def hook(event, args):
+    if event == "compile":
+        seen[0] += 1
+        seen[1] += str(args[1]).startswith("<serq")
+sys.addaudithook(hook)
+atexit.register(lambda: print(f"@@compiles {seen[0]} {seen[1]}", file=sys.stderr))
+from serq.cli import console
+sys.argv[0] = "serq"
+console()
+"""
+
+
+def compiles(argv: list[str]) -> tuple[int, int]:
+    """(all, serq's generated sources) compile events of ``serq *argv``."""
+    done = subprocess.run([sys.executable, "-c", _COUNTING, *argv], cwd=ROOT, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, text=True)
+    m = re.search(r"@@compiles (\d+) (\d+)", done.stderr)
+    if m is None:
+        raise SystemExit(f"serq {' '.join(argv)} failed: {done.stderr[-400:]}")
+    return int(m.group(1)), int(m.group(2))
 
 
 def serq_command() -> list[str]:
@@ -82,6 +111,7 @@ def main() -> None:
         ("serq --help", [*serq, "--help"]),
         (f"serq check {MG1}", [*serq, "check", MG1]),
         (f"serq run {MG1} --horizon 5 --warmup 0", [*serq, "run", MG1, "--horizon", "5", "--warmup", "0"]),
+        (f"serq check {VLLM}", [*serq, "check", VLLM]),
         ("the same run, NumPy imported first", [sys.executable, "-c",
          "import sys, numpy; from serq.cli import console; sys.argv[0] = 'serq'; console()",
          "run", MG1, "--horizon", "5", "--warmup", "0"]),
@@ -91,6 +121,11 @@ def main() -> None:
     print(f"whole-process wall time, best of {args.repeat} ({' '.join(serq)}):")
     for label, argv in cases:
         print(f"  {best_wall(argv, args.repeat) * 1e3:7.1f} ms  {label}")
+
+    print("\nsource compilations (all; of serq's generated sources):")
+    for program in (MG1, VLLM):
+        every, own = compiles(["run", program, "--horizon", "5", "--warmup", "0"])
+        print(f"  {every:5d} ({own})  serq run {program} --horizon 5 --warmup 0")
 
     rows = import_costs([sys.executable, "-X", "importtime", "-m", "serq", "check", MG1])
     total = sum(r[0] for r in rows)

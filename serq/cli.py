@@ -10,7 +10,9 @@ click's own output (``--help``) does.  Errors go to stderr; no Python
 traceback ever reaches the user.
 """
 
-from __future__ import annotations
+# (no `from __future__ import annotations` here: typer reads every command's annotations
+# when it builds the command, and string annotations cost it two evaluations each, ~300
+# compile() calls at every start; evaluated once at definition they cost nothing more)
 
 import atexit
 import math

@@ -481,7 +481,28 @@ def probe_source(e: ir.Probe, f: Frame) -> str:
     raise ValueError(f"unknown probe {e.fn}")
 
 
+#: The code objects of the sources compiled so far in this process, by their whole text (and
+#: file name and mode): a simulator writes the same source for each replica's expressions
+#: (the names they read are the same, bound in its own namespace) and for every run of a
+#: sweep, and a code object is immutable, so one compile serves them all.  Keyed by the
+#: text itself, never by a hash of it; emptied when it reaches ``_CODE_LIMIT`` entries.
+_CODE: dict[tuple[str, str, str], Any] = {}
+_CODE_LIMIT = 2048
+
+
+def code_of(text: str, filename: str, mode: str) -> Any:
+    """``compile(text, filename, mode)``, once per distinct text in a process."""
+    key = (text, filename, mode)
+    code = _CODE.get(key)
+    if code is None:
+        code = compile(text, filename, mode)
+        if len(_CODE) >= _CODE_LIMIT:
+            _CODE.clear()
+        _CODE[key] = code
+    return code
+
+
 def compile_expr(e: ir.Expr, f: Frame, arg: str = "c") -> Callable[[Any], float]:
     """``lambda c: <e>`` as a function; constants become ``lambda c: value``."""
     text = f"lambda {arg}: {source(e, f)}"
-    return eval(compile(text, "<serq expr>", "eval"), f.ns)  # noqa: S307 - our own generated code
+    return eval(code_of(text, "<serq expr>", "eval"), f.ns)  # noqa: S307 - our own generated code

@@ -14,17 +14,52 @@ every start of ``serq``; this takes their import from 62 ms to 23 ms (``python
 
 from __future__ import annotations
 
+import re
 from dataclasses import MISSING, FrozenInstanceError, dataclass, field, fields
+from types import CodeType, FunctionType
 from typing import Any, TypeVar, dataclass_transform
 
 T = TypeVar("T")
 
 _NAMES: dict[type, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {}
+#: the module and ``__init__`` source of every ``@node`` class made so far, in order
+#: (:func:`write_inits` writes serq's own into ``serq/_node_inits.py``)
+SOURCES: list[tuple[str, str]] = []
+_CODES: dict[str, CodeType] | None = None
+
+
+def _precompiled() -> dict[str, CodeType]:
+    """The code of each ``__init__`` source, from ``serq/_node_inits.py``: compiling
+    the 98 classes' ``__init__`` one by one was ~13 ms of every start (issue 42)."""
+    global _CODES
+    if _CODES is None:
+        from . import _node_inits
+
+        _CODES = _node_inits.CODES
+    return _CODES
+
+
+def write_inits() -> str:
+    """The text of ``serq/_node_inits.py`` for the classes made so far: each
+    ``__init__`` source once, as a function whose code :func:`node` takes (the
+    defaults are given there, so each is written ``=None`` here)."""
+    out = ['"""The ``__init__`` of every ``@node`` class, compiled with the package',
+           "(written by ``python -m serq.node``; tests/test_node.py checks it is current).",
+           '"""', "", "# ruff: noqa", "# mypy: ignore-errors", "CODES = {}"]
+    for src in dict.fromkeys(src for module, src in SOURCES if module.startswith("serq.")):
+        head, _, rest = src.partition("\n")
+        head = re.sub(r"=(?:_d_\w+|MISSING)", "=None", head)
+        out += ["", "", head, rest.rstrip("\n"), f"CODES[{src!r}] = __init__.__code__"]
+    return "\n".join(out) + "\n"
 
 
 @dataclass_transform(frozen_default=True, field_specifiers=(field,))
 def node(cls: type[T]) -> type[T]:
     """``dataclass(frozen=True, slots=True)`` for a class deriving from :class:`Node`."""
+    if cls.__doc__ is None and cls.__init__ is object.__init__:
+        # what dataclass would write (the signature of an ``__init__`` not yet made), without
+        # ``inspect.signature``: for a class it parses ``object``'s text signature each time
+        cls.__doc__ = f"{cls.__name__}()"
     made: Any = dataclass(init=False, repr=False, eq=False, slots=True)(cls)
     params: list[str] = []
     body: list[str] = []
@@ -41,8 +76,14 @@ def node(cls: type[T]) -> type[T]:
             params.append(f.name)
         body.append(f"  _set(self, {f.name!r}, {f.name})")
     src = f"def __init__(self, {', '.join(params)}):\n" + "\n".join(body or ["  pass"]) + "\n"
-    exec(src, names)  # noqa: S102 - the fields' own names, as dataclass writes it
-    init = names["__init__"]
+    SOURCES.append((cls.__module__, src))
+    code = _precompiled().get(src)
+    if code is None:  # a class changed since serq/_node_inits.py was written: compiled here
+        exec(src, names)  # noqa: S102 - the fields' own names, as dataclass writes it
+        init = names["__init__"]
+    else:  # the same function exec would make, from bytecode Python keeps (no compile at start-up)
+        defaults = tuple(names[p.split("=", 1)[1]] for p in params if "=" in p)
+        init = FunctionType(code, names, "__init__", defaults or None)
     init.__qualname__ = f"{made.__qualname__}.__init__"
     made.__init__ = init
     return made  # type: ignore[no-any-return]
@@ -91,3 +132,13 @@ class Node:
     def __setstate__(self, state: tuple[Any, ...]) -> None:
         for f, value in zip(fields(self), state):  # type: ignore[arg-type]
             object.__setattr__(self, f.name, value)
+
+
+if __name__ == "__main__":  # python -m serq.node: write serq/_node_inits.py anew
+    import pathlib
+
+    import serq.frontend.ast
+    import serq.ir  # noqa: F401 - the classes, made by the package's own serq.node
+    import serq.node
+
+    pathlib.Path(serq.node.__file__).with_name("_node_inits.py").write_text(serq.node.write_inits())

@@ -72,3 +72,45 @@ def test_every_tree_and_ir_class_is_a_node() -> None:
         for c in classes:
             assert issubclass(c, Node) and "__slots__" in vars(c), c
             assert c.__init__.__qualname__ == f"{c.__qualname__}.__init__"
+
+
+def _package_classes() -> list[type]:
+    return [c for m in (ir, ast) for c in vars(m).values()
+            if isinstance(c, type) and issubclass(c, Node) and c.__module__ == m.__name__]
+
+
+def test_serq_node_inits_holds_every_class_s_init_as_written_now() -> None:
+    """serq/_node_inits.py is current: `python -m serq.node` would write the same text."""
+    from pathlib import Path
+
+    import serq.node
+
+    written = Path(serq.node.__file__).with_name("_node_inits.py").read_text()
+    assert serq.node.write_inits() == written
+
+
+def test_a_precompiled_init_is_the_function_exec_makes() -> None:
+    """Each class's ``__init__`` (bytecode kept with the package) has the code,
+    defaults and globals of the one its source compiles to at run time."""
+    import serq.node
+
+    classes = _package_classes()
+    assert len(classes) >= 90
+    sources = dict.fromkeys(src for module, src in serq.node.SOURCES if module.startswith("serq."))
+    for cls in classes:
+        init = cls.__init__
+        assert init.__code__.co_filename.endswith("_node_inits.py"), cls  # not compiled at start-up
+        src = next(s for s in sources if serq.node._precompiled()[s] is init.__code__)
+        names = dict(init.__globals__)
+        exec(src, names)  # noqa: S102 - as node() did before
+        made = names["__init__"]
+        assert init.__code__.co_code == made.__code__.co_code, cls
+        assert init.__code__.co_varnames == made.__code__.co_varnames, cls
+        assert init.__code__.co_consts == made.__code__.co_consts, cls
+        assert init.__defaults__ == made.__defaults__, cls
+        assert init.__qualname__ == f"{cls.__qualname__}.__init__"
+
+
+def test_a_class_with_a_default_factory_gets_a_fresh_value_from_the_precompiled_init() -> None:
+    a, b = ir.Program((), (), (), (), ()), ir.Program((), (), (), (), ())
+    assert a.constants == {} and a.constants is not b.constants

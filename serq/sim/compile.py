@@ -19,7 +19,7 @@ from simpy.exceptions import Interrupt
 
 from .. import ir
 from ..errors import SerqError, SerqRuntimeError, Site
-from ..expr import Frame, compile_expr, source
+from ..expr import Frame, code_of, compile_expr, source
 from .pool import REJECTED, HoldSpec
 
 if TYPE_CHECKING:
@@ -139,7 +139,7 @@ class Compiler:
             self._function("_body", program.session, gen=True, stream="_sr"),
         ])
         try:
-            code = compile(text, "<serq session>", "exec")
+            code = code_of(text, "<serq session>", "exec")
         except (SyntaxError, RecursionError):  # e.g. more than 20 statically nested blocks
             raise SerqError("the program's blocks are nested too deeply to run") from None
         exec(code, self.ns)  # noqa: S102 - our own generated code

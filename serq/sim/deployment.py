@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from .. import ir
 from ..errors import SerqError
-from ..expr import Frame, compile_expr, source
+from ..expr import Frame, code_of, compile_expr, source
 from .cache import PrefixCache
 from .compile import pool_source, stage_source
 from .pool import Pool
@@ -125,7 +125,7 @@ def _gauges(sim: "Simulator", frame: Frame) -> None:
 
     def compiled(gauges: list[ir.Gauge]) -> Any:
         text = f"lambda c: ({', '.join(source(g.expr, raw) for g in gauges)},)"
-        return eval(compile(text, "<serq gauges>", "eval"), frame.ns)  # noqa: S307 - our own generated code
+        return eval(code_of(text, "<serq gauges>", "eval"), frame.ns)  # noqa: S307 - our own generated code
 
     sim.gauges = Gauges(sim, [g.name for g in p.gauges], compiled(list(p.gauges)))
     readers: dict[int, list[int]] = {}  # pool (id) → the gauges that read what a growth changes there
