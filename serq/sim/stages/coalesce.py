@@ -35,13 +35,18 @@ from typing import TYPE_CHECKING, Any
 from ... import expr, ir
 from ..cache import EPS
 from ..stats import _SHORT, fold, fold_same
-from . import vector
 from .decode_run import DecodeRun, exact_below, exact_steps, minus, plus_ones, steps_known
 
 if TYPE_CHECKING:
     from .step import StepEngine, StepView
     from .waiting import HeadAnalysis
 
+
+#: A run allowed this many iterations or more, with room for them before the next event, is
+#: planned in arrays (serq/sim/stages/vector.py); a shorter one costs less walked.
+MIN_ARRAY_RUN = 256
+#: ``RunPlanner.vcost`` before the first long run compiles it.
+_UNCOMPILED = object()
 
 #: The planner's state between runs: nothing (shared, never written).
 _NONE: list = []
@@ -86,8 +91,9 @@ class RunPlanner:
         #: the pools whose evictions a replay does exactly (:func:`_replayable`)
         self.replayable = frozenset(id(p) for p in engine.sim.all_pools if _replayable(p))
         #: the cost over an array of kv_decode values (serq/sim/stages/vector.py), when the engine's
-        #: own cost is computed in its view and reads nothing whose array form may round otherwise
-        self.vcost = vector.compile_cost(engine.decl.step.cost) if view is not None and kv_tracked else None
+        #: own cost is computed in its view and reads nothing whose array form may round otherwise;
+        #: compiled at the first long run (numpy is imported then, not by every run)
+        self.vcost: Any = _UNCOMPILED
         self.cap = 0
         self.limit = self.horizon = 0.0
         self._clear()
@@ -264,7 +270,8 @@ class RunPlanner:
         ex = [_exact(pos[i], cap) for i in idx]
         nxt = [(_first_growth(pos[i], alloc[i], 2, cap, ex[n]), n) for n, i in enumerate(idx)]
         if self._long(cost):  # a long run: in arrays (serq/sim/stages/vector.py)
-            got = vector.plan(self, cost, self.vcost if kv_cost is not None else None, self.view, [g for g, _n in nxt])
+            got = self._arrays().plan(self, cost, self.vcost if kv_cost is not None else None, self.view,
+                                      [g for g, _n in nxt])
             if got is not None:
                 return got
         heapify(nxt)
@@ -331,7 +338,7 @@ class RunPlanner:
         exact = _exact(p0, cap)  # p0 + d is p0 plus 1.0 d times in turn for d below this
         g = _first_growth(p0, a, 2, cap, exact)
         if g <= cap and self._long(cost):  # a long run: in arrays (serq/sim/stages/vector.py)
-            got = vector.plan(self, cost, self.vcost if cost_of_kv is not None else None, kv_view, [g])
+            got = self._arrays().plan(self, cost, self.vcost if cost_of_kv is not None else None, kv_view, [g])
             if got is not None:
                 return got
         # Iterations m + 1 … m + n all cost `cur`: the first may be a growth (its event `ev`), the
@@ -398,8 +405,16 @@ class RunPlanner:
         iterations allowed, and room for them before the next event."""
         run = self.run
         assert run is not None
-        return self.cap >= vector.MIN_ITERATIONS and (
-            min(self.limit, self.horizon) - run.first) > vector.MIN_ITERATIONS * cost
+        return self.cap >= MIN_ARRAY_RUN and (min(self.limit, self.horizon) - run.first) > MIN_ARRAY_RUN * cost
+
+    def _arrays(self) -> Any:
+        """serq/sim/stages/vector.py, imported (with numpy) at the first long
+        run, and the engine's cost compiled for it then."""
+        from . import vector
+        if self.vcost is _UNCOMPILED:
+            self.vcost = (vector.compile_cost(self.engine.decl.step.cost)
+                          if self.view is not None and self.kv_tracked else None)
+        return vector
 
     def _one_pool(self, pool: Any) -> tuple[float, float, float | None, float | None, float | None]:
         """For :meth:`_plan_one`: the pool's ``used``, its cap (with ε), its

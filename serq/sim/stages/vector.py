@@ -39,9 +39,6 @@ from .decode_run import _TWO52, _binade_top, exact_steps, plus_ones
 if TYPE_CHECKING:
     from .coalesce import RunPlanner
 
-#: A run this long or longer is planned in arrays; a shorter one costs less walked.
-MIN_ITERATIONS = 256
-
 #: The names a decode iteration's cost reads from the view besides ``kv_decode``.
 _VIEW = frozenset({"tokens", "decoders", "prefilled", "kv_prefill", "residents", "attention"})
 
