@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     from .step import StepEngine
 
 _NORMAL = sys.float_info.min  # the smallest positive normal float
+#: A run of this many segments or more has its statistics counted in arrays (vector.account).
+_ARRAY_SEGS = 48
 
 #: A growth event of a planned run: the index of the iteration's start among
 #: the ends, the growths (job index, units) it makes, the budget left to read
@@ -288,8 +290,12 @@ class DecodeRun:
         the engine count them one by one: every job's inter-token gaps (from
         the second commit on), the decode-only time and its decoders, the
         iterations, their decoders and costs."""
-        sim = engine.sim
         segs = self.segs
+        if len(segs) >= _ARRAY_SEGS:  # a long run of many costs: its sums in arrays (numpy), the same floats
+            from . import vector
+            vector.account(self, engine, jobs, k)
+            return
+        sim = engine.sim
         stats = sim.stats_on
         # the iterations' lengths, k of them, as [length, how many in a row]
         lengths = _length_runs(segs)

@@ -58,7 +58,7 @@ def compile_cost(e: ir.Expr) -> VectorCost | None:
     except _Unsupported:
         return None
     ns = {"_np": np, "_inf": math.inf, "_nan": math.nan, "_max": _max, "_min": _min, "_div": _div}
-    fn = eval(compile(f"lambda v, kv: {text}", "<serq vector cost>", "eval"), ns)  # noqa: S307 - our code
+    fn = eval(expr.code_of(f"lambda v, kv: {text}", "<serq vector cost>", "eval"), ns)  # noqa: S307 - our code
 
     def cost(view: Any, kv: np.ndarray) -> np.ndarray:
         with np.errstate(all="ignore"):
@@ -299,3 +299,92 @@ def _ends(first: float, costs: np.ndarray, lengths: np.ndarray, limit: float,
             return done, total + 1
         acc = float(part[-1])
         guess = lo + (lo or 1024)
+
+
+# -- the statistics of a run, in arrays ---------------------------------------------------------
+
+def _fold(acc: float, xs: np.ndarray) -> float:
+    """``acc`` plus each of ``xs`` in turn (``functools.reduce(add, xs, acc)``)."""
+    if not xs.size:
+        return acc
+    return float(np.add.accumulate(np.concatenate(([acc], xs)))[-1])
+
+
+def account(run: Any, engine: Any, jobs: int, k: int) -> None:
+    """``DecodeRun._account`` from the run's ends in an array: the same sums
+    in the same order (each a sequential ``np.add.accumulate``), the same
+    histogram buckets, for iterations 2 … m."""
+    sim = engine.sim
+    segs = run.segs
+    stats = sim.stats_on
+    seg = np.array(segs, dtype=np.float64)
+    costs = np.repeat(seg[:, 0], seg[:, 1].astype(np.int64))
+    ends = np.add.accumulate(np.concatenate(([run.first], costs)))  # ends[j]: that of iteration j + 1
+    lengths = ends[1:] - ends[:-1]  # the lengths of iterations 2 … m (`_length_runs`)
+    if stats and k > 1:
+        add_array(engine.itl, lengths[:-1], jobs)
+    if run.first >= sim.warmup:
+        spans = lengths
+    elif segs[-1][3] <= sim.warmup:
+        spans = lengths[:0]
+    else:
+        spans = np.minimum(ends[1:], sim.horizon) - np.maximum(ends[:k], sim.warmup)
+    if spans.size and not spans.min() > 0.0:
+        spans = spans[spans > 0.0]
+    if spans.size:
+        engine.t_decode_only = _fold(engine.t_decode_only, spans)
+        engine.t_decoders = _fold(engine.t_decoders, spans if jobs == 1 else float(jobs) * spans)
+    if stats:
+        nf = float(jobs)
+        engine.dec_iters += k
+        d = engine.dec_sum  # whole numbers: one addition is exact below 2**53
+        if d.is_integer() and d + k * nf < 2.0 ** 52:
+            engine.dec_sum = d + k * nf
+        else:
+            engine.dec_sum = _fold(d, np.full(k, nf))
+        engine.dec_cost = _fold(engine.dec_cost, costs)
+    engine.iterations += k
+    sim.events += k
+
+
+def add_array(h: Any, xs: np.ndarray, n: int) -> None:
+    """``LogHistogram.add_runs`` of the values ``xs``, each recorded ``n``
+    times in a row: the total takes the same additions in the same order, the
+    buckets the same counts, smallest and largest, in the order they first
+    appear (serq/sim/stats.py)."""
+    from ..stats import _INF_KEY, _LOG_W, _ZERO_KEY, _bucket
+    if not xs.size or n <= 0:
+        return
+    h.total = _fold(h.total, xs if n == 1 else np.repeat(xs, n))
+    h.count += n * int(xs.size)
+    keys = np.full(xs.size, _ZERO_KEY, dtype=np.int64)
+    finite = (xs > 0.0) & (xs != math.inf)
+    if finite.any():
+        fx = xs[finite]
+        y = np.log(fx) / _LOG_W  # as `_bucket`: a quotient within 1e-9 of an edge is decided by serQ's log
+        kf = np.floor(y)
+        frac = y - kf
+        kk = kf.astype(np.int64)
+        for i in np.flatnonzero(~((frac > 1e-9) & (frac < 0.999999999))).tolist():
+            kk[i] = _bucket(float(fx[i]))
+        keys[finite] = kk
+    keys[xs == math.inf] = _INF_KEY
+    uniq, first, inverse, counts = np.unique(keys, return_index=True, return_inverse=True, return_counts=True)
+    lo = np.full(uniq.size, math.inf)
+    hi = np.full(uniq.size, -math.inf)
+    np.minimum.at(lo, inverse, xs)
+    np.maximum.at(hi, inverse, xs)
+    buckets = h._buckets
+    for j in np.argsort(first, kind="stable").tolist():
+        key = int(uniq[j])
+        b = buckets.get(key)
+        x_lo, x_hi = float(lo[j]), float(hi[j])
+        if b is None:
+            b = buckets[key] = [0, float(xs[first[j]]), float(xs[first[j]])]
+        b[0] += int(counts[j]) * n
+        if x_lo < b[1]:
+            b[1] = x_lo
+        if x_hi > b[2]:
+            b[2] = x_hi
+    h._last_x = float(xs[-1])
+    h._last_b = buckets[int(keys[-1])]
