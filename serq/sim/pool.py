@@ -31,6 +31,9 @@ from .order import total_key
 from .prefix import SharedCache
 from .stats import TimeAverage
 
+#: A run's growths of one pool this many or more are replayed in arrays (stages/vector.py: grow_pool).
+_ARRAY_GROWTHS = 64
+
 if TYPE_CHECKING:
     from .session import Session
     from .simulator import Simulator
@@ -349,6 +352,10 @@ class Pool(BaseResource):
         victims serves every growth (:meth:`PrefixCache.victims`)."""
         if not needs:
             return
+        if len(needs) >= _ARRAY_GROWTHS:  # a long run's: in arrays where they are whole blocks (numpy)
+            from .stages import vector
+            if vector.grow_pool(self, needs, times):
+                return
         ua, ca, qa, ha = self.used_avg, self.cached_avg, self.queue_avg, self.holders_avg
         last = ua.last
         if not (ca.last == last and qa.last == last and ha.last == last) or self.cache.spill is not None:

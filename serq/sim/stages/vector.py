@@ -388,3 +388,71 @@ def add_array(h: Any, xs: np.ndarray, n: int) -> None:
             b[2] = x_hi
     h._last_x = float(xs[-1])
     h._last_b = buckets[int(keys[-1])]
+
+
+# -- a run's growths of one pool, in arrays -------------------------------------------------------
+
+def grow_pool(pool: Any, needs: list[float], times: list[float]) -> bool:
+    """``Pool.allocate_run`` for growths of one block each under LRU with
+    whole amounts (:meth:`PrefixCache.whole_blocks`), no gauge and no
+    timeline: the cache's totals after each growth by phases (none evicted
+    while the slack lasts; then each growth takes one block of the oldest
+    entry while it holds more than one — the slack stays what it was — and
+    the growth that empties an entry is done by ``make_room_whole`` itself),
+    and the four time averages as sequential sums.  False, with nothing done,
+    when that is not the case."""
+    from ..cache import _BIG, EPS as _EPS
+    cache = pool.cache
+    n = len(needs)
+    b = cache.block
+    ua, ca, qa, ha = pool.used_avg, pool.cached_avg, pool.queue_avg, pool.holders_avg
+    last = ua.last
+    if (pool.gauged or pool.timeline is not None or cache.spill is not None or b is None
+            or not (ca.last == last and qa.last == last and ha.last == last)
+            or needs.count(b) != n or not cache.whole_blocks(pool.used, needs, pool.cap)):
+        return False
+    cap = pool.cap
+    used = pool.used
+    totals = np.empty(n)
+    entries = cache.entries
+    j = 0
+    while j < n:
+        total = cache.total
+        slack = cap - used - total  # a whole number: growths fit in it without evicting
+        if not used + total + b > cap + _EPS:
+            c = min(n - j, int(slack // b))
+            totals[j:j + c] = total
+            used += c * b
+            j += c
+            continue
+        e = next(iter(entries.values())) if entries else None
+        c = 0
+        if e is not None and e.size > b and slack >= 0.0:  # each growth takes one block of it (k = 1: slack < b)
+            c = min(n - j, math.ceil(e.size / b) - 1)
+            if cache.evicted_units + c * b > _BIG:
+                c = 0
+        if c > 0:
+            totals[j:j + c] = total - b * np.arange(1, c + 1, dtype=np.float64)
+            taken = c * b
+            e.size -= taken
+            cache.total = total - taken
+            cache.evicted_units += taken
+            used += taken
+            j += c
+            continue
+        totals[j] = cache.make_room_whole(used, [b], cap)[0]  # an entry emptied, or the sums past exact
+        used += b
+        j += 1
+    t = np.asarray(times)
+    dts = t - np.concatenate(([last], t[:-1]))
+    used_after = pool.used + b * np.arange(1, n + 1, dtype=np.float64)  # whole numbers: `used += need` in turn
+    qn, hn = len(pool.put_queue), len(pool.holders)
+    ua.integral = _fold(ua.integral, np.concatenate(([ua.value], used_after[:-1])) * dts)
+    ca.integral = _fold(ca.integral, np.concatenate(([ca.value], totals[:-1])) * dts)
+    qa.integral = _fold(qa.integral, np.concatenate(([qa.value], np.full(n - 1, float(qn)))) * dts)
+    ha.integral = _fold(ha.integral, np.concatenate(([ha.value], np.full(n - 1, float(hn)))) * dts)
+    pool.used = used
+    end = times[-1]
+    ua.last = ca.last = qa.last = ha.last = end
+    ua.value, ca.value, qa.value, ha.value = used, float(totals[-1]), qn, hn
+    return True
