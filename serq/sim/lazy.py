@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
+from collections import deque
+from itertools import islice, repeat
 from typing import TYPE_CHECKING, Any
 
 from .. import expr, ir
@@ -65,9 +67,12 @@ class LazyRuns:
     def __init__(self, sim: "Simulator") -> None:
         self.sim = sim
         self.env = sim.env
-        #: the latest iteration end of any passing run (−inf with none): a timer set
-        #: later than this cannot tie with one (``DecodeRun.end_index`` finds a tie)
+        #: at least the latest iteration end of any passing run (−inf with none): a timer
+        #: set later than this cannot tie with one
         self.latest = -math.inf
+        #: every iteration end of the passing runs, and whose run it is (no two runs share
+        #: an end: :meth:`admit`), so a tie is one look-up, whatever the number of engines
+        self.at: dict[float, "StepEngine"] = {}
         #: no passing run has a growth to replay before this time
         self.soonest = math.inf
         #: engines whose run passes over other events now
@@ -95,24 +100,38 @@ class LazyRuns:
         with an event in the queue or another passing run's end; None when
         that leaves one iteration.  Passing runs that share a pool with it are
         cut to their iteration in flight (each plans as if alone)."""
-        last = run.end
-        tie = run.length  # the first end that ties: a queued time, or another passing run's end
-        for e in self.env.queue:
-            t = e[0]
-            if now < t <= last:
-                j = run.end_index(t)
-                if 0 <= j < tie:
+        ends = run.all_ends()
+        tie = run.length  # the first end that ties: another passing run's end, or a queued time
+        at = self.at
+        if at and not at.keys().isdisjoint(ends):  # (one look-up an end, in C, most runs)
+            for j, t in enumerate(ends):
+                if t in at:
                     tie = j
-        for other in self.engines:  # (worked out from the two runs' segments where they overlap)
-            orun = other.run
-            if orun.first <= last and run.first <= orun.end:  # type: ignore[union-attr]
-                j = run.first_common(orun)  # type: ignore[arg-type]
-                if j < tie:
-                    tie = j
+                    break
+        # the queued times up to the run's last end that could still tie (a heap: every entry is
+        # at least its parent, so the walk visits only those entries and their children)
+        bound = ends[tie - 1] if tie > 0 else now
+        q = self.env.queue
+        size = len(q)
+        stack = [0] if size else []
+        while stack:
+            i = stack.pop()
+            t = q[i][0]
+            if t <= bound:
+                if now < t:
+                    j = bisect_left(ends, t)
+                    if j < tie and ends[j] == t:
+                        tie = j
+                        bound = ends[tie - 1] if tie > 0 else now
+                i = 2 * i + 1
+                if i < size:
+                    stack.append(i)
+                    if i + 1 < size:
+                        stack.append(i + 1)
         if tie < run.length:
             if tie < 2:
                 return None
-            run.cut(tie, run.all_ends())
+            run.cut(tie, ends)
         run.passing = True
         grows, watch = self._pools(engine, run)
         self.admitted += 1
@@ -154,6 +173,7 @@ class LazyRuns:
         run.entry = entry
         assert run.passing  # (admit said so)
         self.engines.append(engine)
+        self.at.update(zip(run.all_ends(), repeat(engine)))
         if run.events and run.events[0][3] < self.soonest:
             self.soonest = run.events[0][3]
         by_id = self.sim.pool_by_id
@@ -169,6 +189,8 @@ class LazyRuns:
         run = engine.run
         assert run is not None and run.passing
         run.passing = False
+        at = self.at
+        deque(map(at.pop, run.all_ends(), repeat(None)), 0)  # (its ends out of `at`, in C)
         run.ends = None
         self.engines.remove(engine)
         self._latest()
@@ -319,28 +341,27 @@ class LazyRuns:
         the run is cut so that it ends before ``t``, or at ``t`` when that is
         the end of its iteration in flight (its timer, set first, comes first,
         as it would have one iteration at a time)."""
-        for engine in self.engines:
+        engine = self.at.get(t)
+        if engine is not None:
             run = engine.run
             assert run is not None and run.passing
-            j = run.end_index(t)
-            if j >= 0:  # (iteration j + 1 ends at t)
-                self._shorten(engine, run, max(self.committed(engine) + 1, j))
-                return
+            j = run.end_index(t)  # (iteration j + 1 ends at t)
+            self._shorten(engine, run, max(self.committed(engine) + 1, j))
 
     def _latest(self) -> None:
-        """``latest`` again, after a run ended or was cut."""
-        latest = -math.inf
-        for engine in self.engines:
-            end = engine.run.end  # type: ignore[union-attr]
-            if end > latest:
-                latest = end
-        self.latest = latest
+        """``latest`` again, after a run ended or was cut: −inf once no run passes,
+        else kept (a bound above the ends, which only costs a look-up in ``at``
+        for a timer between; no scan of the runs at each end)."""
+        if not self.engines:
+            self.latest = -math.inf
 
     def _shorten(self, engine: "StepEngine", run: "DecodeRun", length: int) -> None:
         """Cut ``run`` to ``length`` iterations and move its timer to the new end."""
         if length >= run.length:
             return
         ends = run.all_ends()
+        at = self.at
+        deque(map(at.pop, islice(ends, length, None), repeat(None)), 0)
         run.cut(length, ends)
         self._latest()
         env = self.env

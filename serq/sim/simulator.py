@@ -23,7 +23,7 @@ from typing import Any, Iterator, Mapping, Sequence
 from .. import ir
 from ..errors import RunInterrupted, SerqError, SerqRuntimeError
 from ..expr import base_namespace
-from . import deployment, lazy, rng
+from . import choose, deployment, lazy, rng
 from .arrivals import Arrivals, arrivals_of
 from .compile import Compiler
 from .goodput import Target
@@ -140,6 +140,8 @@ class Simulator:
         #: after how many arrivals the workload brings no more (None: it goes on to the horizon)
         self.arrivals_stop: int | None = None
         self.code = Compiler(self).compile(program)
+        #: the `choose` statements whose random tie-break is drawn only where read (serq/sim/choose.py)
+        self.choose_plans = choose.plans(program)
         self.pool_by_id = {id(p): p for p in self.all_pools}
         #: coalesced runs that pass over other events (serq/sim/lazy.py), where the program allows
         self.lazy: Any = None
