@@ -305,6 +305,7 @@ class Pool(BaseResource):
             moved = gauges.moved
             if moved is not self:
                 gauges.moved = self if moved is None else gauges
+                gauges.movers.append(self)  # (which ones: serq/sim/gauge_terms.py)
         # `set(now, value)` of the four time averages, written out: it is hot
         u, c, q, h = self._averages
         u.integral += u.value * (now - u.last)
