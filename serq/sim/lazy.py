@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_left
 from collections import deque
+from heapq import heappop, heappush
 from itertools import islice, repeat
 from typing import TYPE_CHECKING, Any
 
@@ -75,6 +76,12 @@ class LazyRuns:
         self.at: dict[float, "StepEngine"] = {}
         #: no passing run has a growth to replay before this time
         self.soonest = math.inf
+        #: the passing runs' next growths to replay, (time, count, index, run, engine): a heap,
+        #: whose entries go stale as runs grow, are cut or end (:meth:`_due`)
+        self.growths: list[tuple[float, int, int, "DecodeRun", "StepEngine"]] = []
+        self.pushed = 0
+        #: the order in which the passing runs' engines were registered (``engines``' order)
+        self.order: dict["StepEngine", int] = {}
         #: engines whose run passes over other events now
         self.engines: list["StepEngine"] = []
         #: replaying: reads and changes of watched pools are the runs' own
@@ -174,8 +181,9 @@ class LazyRuns:
         assert run.passing  # (admit said so)
         self.engines.append(engine)
         self.at.update(zip(run.all_ends(), repeat(engine)))
-        if run.events and run.events[0][3] < self.soonest:
-            self.soonest = run.events[0][3]
+        self.pushed += 1
+        self.order[engine] = self.pushed
+        self._next_growth(engine, run)
         by_id = self.sim.pool_by_id
         for pid in run.watch:
             pool = by_id[pid]
@@ -223,10 +231,9 @@ class LazyRuns:
         if self.busy or not self.soonest < t:
             return
         self.busy = True
+        due = self._due(t)
         try:
             gauges = self.sim.gauges
-            due = [e for e in self.engines if e.run.grown < len(e.run.events)  # type: ignore[union-attr]
-                   and e.run.events[e.run.grown][3] < t]  # type: ignore[union-attr]
             if not self.merged or len(due) < 2:
                 for engine in due:
                     if gauges is not None:
@@ -254,12 +261,34 @@ class LazyRuns:
             if self.sim.gauges is not None:
                 self.sim.gauges.replaying = None
             self.busy = False
-            soonest = math.inf
-            for engine in self.engines:
-                run = engine.run
-                if run.grown < len(run.events) and run.events[run.grown][3] < soonest:  # type: ignore[union-attr]
-                    soonest = run.events[run.grown][3]  # type: ignore[union-attr]
-            self.soonest = soonest
+            heap = self.growths
+            while heap and not _live(heap[0]):
+                heappop(heap)
+            self.soonest = heap[0][0] if heap else math.inf
+
+    def _next_growth(self, engine: "StepEngine", run: "DecodeRun") -> None:
+        """Queue ``run``'s next growth to replay, if it has one."""
+        g = run.grown
+        if g < len(run.events):
+            t = run.events[g][3]
+            self.pushed += 1
+            heappush(self.growths, (t, self.pushed, g, run, engine))
+            if t < self.soonest:
+                self.soonest = t
+
+    def _due(self, t: float) -> list["StepEngine"]:
+        """The engines whose passing runs have a growth to replay before ``t``,
+        in the order they were registered (their entries leave the heap: their
+        replay queues the next)."""
+        heap = self.growths
+        due = []
+        while heap and heap[0][0] < t:
+            entry = heappop(heap)
+            if _live(entry):
+                due.append(entry[4])
+        if len(due) > 1:
+            due.sort(key=self.order.__getitem__)
+        return due
 
     def _grow(self, engine: "StepEngine", t: float) -> None:
         """Replay the growths of ``engine``'s run that start before ``t``, its
@@ -270,12 +299,15 @@ class LazyRuns:
         pools = [by_id[pid] for pid in run.grows]
         for pool in pools:
             pool.__class__ = Pool
+        g = run.grown
         try:
             run.grow_until(engine, t)
         finally:
             for pool in pools:
                 if pool.watchers:
                     pool.__class__ = WatchedPool
+        if run.grown != g and run.passing:
+            self._next_growth(engine, run)
 
     def read(self, pool: Pool) -> None:
         """Something outside the runs reads ``pool`` now: the growths there
@@ -384,6 +416,13 @@ class LazyRuns:
         run = engine.run
         assert run is not None and run.passing
         return bisect_left(run.all_ends(), self.env.now)
+
+
+def _live(entry: tuple[float, int, int, "DecodeRun", "StepEngine"]) -> bool:
+    """Whether a queued growth is still its run's next (not replayed, cut or ended)."""
+    t, _n, g, run, engine = entry
+    return engine.run is run and run.passing and run.grown == g and g < len(run.events) \
+        and run.events[g][3] == t
 
 
 def _first_two(state: tuple) -> tuple[float, int]:

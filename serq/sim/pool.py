@@ -183,6 +183,7 @@ class Pool(BaseResource):
         self.gauge_part: Any = None  # (the gauges that read it, compiled; their indices), when gauged
         self.gauge_any: Any = None  # (the same of every gauge that reads it at all), when gauge_read
         self.watchers: list[Any] = []  # engines whose passing runs watch it (serq/sim/lazy.py)
+        self.admitters: list[int] = []  # the places in ``sim.engines`` of the engines it is `admit via`
         # statistics (§2.8)
         now = sim.env.now
         self.used_avg = TimeAverage(now, 0.0)
@@ -445,6 +446,10 @@ class Pool(BaseResource):
         else:
             self.put_queue.append(req)
         req.session.queued_at = req.joined
+        if self.admitters:  # those engines may start at the next settle
+            sim = self.sim
+            sim.stirred.update(self.admitters)
+            sim.stirs += 1
         self.sim.waiting_changed(req.session)
         self.record()
 
