@@ -85,7 +85,10 @@ def choose(s: Any, n: int, keys: tuple[Callable[[Any], float], ...], slot: int, 
         elif same:  # the keys before the last tie: the draws decide
             if best_u is None:
                 best_u = lo + width * _nth(s0, best_j)
-            u = lo + width * _nth(s0, j)
+            z = (s0 + (j + 1) * _GAMMA) & _M  # (_nth, inline: a router's ties are many)
+            z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M
+            z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M
+            u = lo + width * (((z ^ (z >> 31)) >> 11) * _UNIT)
             if u < best_u:
                 best_j, best, best_u = j, k, u
         elif k < best:
