@@ -184,6 +184,7 @@ class Pool(BaseResource):
         self.gauge_any: Any = None  # (the same of every gauge that reads it at all), when gauge_read
         self.watchers: list[Any] = []  # engines whose passing runs watch it (serq/sim/lazy.py)
         self.admitters: list[int] = []  # the places in ``sim.engines`` of the engines it is `admit via`
+        self.pass_no = -1  # its place in ``Holds.passed`` (without `admit via`), else −1
         # statistics (§2.8)
         now = sim.env.now
         self.used_avg = TimeAverage(now, 0.0)
@@ -446,6 +447,10 @@ class Pool(BaseResource):
         else:
             self.put_queue.append(req)
         req.session.queued_at = req.joined
+        if self.pass_no >= 0:  # a pass looks at its queue
+            holds = self.sim.holds
+            holds.queued.add(self.pass_no)
+            holds.joins += 1
         if self.admitters:  # those engines may start at the next settle
             sim = self.sim
             sim.stirred.update(self.admitters)

@@ -125,6 +125,8 @@ class Simulator:
         self.flows: Any = None  # the flows on shared stages (``serq.sim.stages.shared.FlowGroup``), if any
         deployment.build(self, engines or {})
         self.holds.passed = [p for p in self.all_pools if p.admit_via is None]
+        for i, pool in enumerate(self.holds.passed):
+            pool.pass_no = i
         if steps:  # the step log (docs/calibration.md): every iteration as its own event, recorded
             from array import array
 
