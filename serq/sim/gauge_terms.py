@@ -80,7 +80,7 @@ def install(sim: "Simulator", raw: Frame) -> None:
     of_pool: dict[int, tuple[list[tuple[list[float], int, Callable[[Any], float]]], list[int]]] = {
         pid: ([(kept[k], r, terms[k][r]) for k, r in pairs], sorted({k for k, _r in pairs}))
         for pid, pairs in by_pool.items()}
-    started = []  # (empty until the first reading, which reads every term)
+    started: list[bool] = []  # (empty until the first reading, which reads every term)
 
     def again(pid: int) -> None:
         got = of_pool.get(pid)
