@@ -3,6 +3,7 @@
     python benchmarks/bench_cluster.py [--n 8] [--horizon 300] [--rounds 3] [--router 2]
                                        [--program programs/cluster/agents.sq]
                                        [--no-gauges] [--no-passing]
+    python benchmarks/bench_cluster.py --scale 8,64,256 [--horizon 200] [--rounds 3]
 
 Runs the cluster program with ``N = n`` replicas (``Lambda`` per replica, so
 ``n`` times the traffic) and with ``N = 1`` (one replica at the same per-replica
@@ -16,14 +17,23 @@ of iterations that ran inside coalesced decode runs.  ``--no-gauges`` runs the p
 them: its cost grows as N²); ``--no-passing`` makes runs end before the next
 event again, as before they could pass over other engines' events
 (``serq.sim.lazy.ENABLED``).
+
+``--scale N1,N2,…`` times instead the whole process, as a planner runs it
+(``serq run PROGRAM --horizon H --warmup H/10 --set N=n --set router=… --quiet``,
+start-up included), for each ``n`` in turn, ``--rounds`` times alternated, and
+prints each one's best wall and CPU time, the CPU time per replica and against
+the first ``n``'s (issue 42 asks N = 64 for at most 1.3× N = 8's per replica),
+and the process's peak memory (its maximum resident set).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -65,6 +75,37 @@ def once(program: str, n: int, router: int, horizon: float, passing: bool) -> di
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def whole(program: str, n: int, router: int, horizon: float) -> dict:
+    """One whole ``serq run`` process: wall and CPU seconds, peak memory (MB)."""
+    t = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "serq", "run", program, "--horizon", f"{horizon:g}",
+                             "--warmup", f"{horizon / 10:g}", "--set", f"N={n}", "--set", f"router={router}",
+                             "--quiet"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
+    _pid, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode:
+        raise SystemExit(f"serq run {program} with N={n} failed ({proc.returncode})")
+    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "mb": usage.ru_maxrss / 1024}
+
+
+def scale(program: str, ns: list[int], router: int, horizon: float, rounds: int) -> None:
+    """``--scale``: see the module."""
+    best: dict[int, dict] = {}
+    for _ in range(rounds):
+        for n in ns:
+            got = whole(program, n, router, horizon)
+            if n not in best or got["cpu"] < best[n]["cpu"]:
+                best[n] = got
+    print(f"{program}, router {router}, horizon {horizon:g}, whole process, best of {rounds} (seconds)")
+    base = best[ns[0]]["cpu"] / ns[0]
+    for n in ns:
+        got = best[n]
+        per = got["cpu"] / n
+        print(f"N = {n:<4d} wall {got['wall']:7.2f} s  CPU {got['cpu']:7.2f} s  {per:.3f} s a replica"
+              f"  ({per / base:.2f}x N = {ns[0]})  peak memory {got['mb']:6.0f} MB")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=8)
@@ -74,7 +115,15 @@ def main() -> None:
     ap.add_argument("--program", default="programs/cluster/agents.sq")
     ap.add_argument("--no-gauges", action="store_true", help="the program without its gauge lines")
     ap.add_argument("--no-passing", action="store_true", help="runs end before the next event of any engine")
+    ap.add_argument("--scale", help="N1,N2,…: whole `serq run` processes for each N (see the module)")
     args = ap.parse_args()
+    if args.scale:
+        try:
+            ns = [int(x) for x in args.scale.split(",")]
+        except ValueError:
+            ap.error(f"--scale takes replica counts like 8,64,256, not {args.scale!r}")
+        scale(args.program, ns, args.router, args.horizon, args.rounds)
+        return
     program = args.program
     stripped = None
     if args.no_gauges:  # a copy beside it (its `use` paths are relative), without the gauges

@@ -163,6 +163,9 @@ def _gauges(sim: "Simulator", frame: Frame) -> None:
             pool.gauge_part = part(readers[id(pool)])
         if pool.gauge_read:  # and any change there, those that read it at all
             pool.gauge_any = part(anyhow[id(pool)])
+    from .gauge_terms import install
+
+    install(sim, raw)  # aggregates over many replicas read term by term (serq/sim/gauge_terms.py)
 
 
 def _step(sim: "Simulator", decl: ir.StageDecl, name: str, index: int | None, frame: Frame,

@@ -49,6 +49,8 @@ class Gauges:
         #: None (nothing), the one pool that did, or this object itself (read every gauge:
         #: two or more pools did, or nothing was read yet)
         self.moved: Any = self
+        #: the pools that changed since the term-keeping readers last looked (serq/sim/gauge_terms.py)
+        self.movers: list[Any] = []
         #: while passing runs' growths are replayed run by run (serq/sim/lazy.py): the gauged
         #: pools' states after each growth, and before the first, kept to be read in time order
         self.capture: Any = None

@@ -35,6 +35,10 @@ class Holds:
         #: the pools whose queue a pass admits from (no ``admit via``), in declaration order (the
         #: simulator sets it once the pools are made)
         self.passed: list[Pool] = []
+        #: the places in ``passed`` of the pools a request joined since a pass found their queues
+        #: empty (a pass looks at those alone); ``joins`` counts the joins
+        self.queued: set[int] = set()
+        self.joins = 0
 
     # -- holds: join, admit, release (§2.2–§2.6) ----------------------------------------------
 
@@ -243,10 +247,25 @@ class Holds:
     def try_admit_all(self) -> None:
         """A pass over every pool in declaration order: stalled growers, then
         its queue, unless a step stage admits it (§1.3 step 2)."""
-        if not self.stalled:  # only the queues of pools without `admit via`
-            for pool in self.passed:
+        if not self.stalled:  # only the queues of pools without `admit via`: those joined
+            queued = self.queued
+            if not queued:
+                return
+            passed = self.passed
+            order = sorted(queued)
+            j = 0
+            while j < len(order):
+                i = order[j]
+                j += 1
+                pool = passed[i]
                 if pool.put_queue:
+                    joins = self.joins
                     pool._trigger_put()
+                    if self.joins != joins:  # a request joined a pool later in the order: in this pass
+                        order = sorted(x for x in queued if x > i)
+                        j = 0
+                if not pool.put_queue:
+                    queued.discard(i)
             return
         for pool in self.sim.all_pools:
             if pool.growers:

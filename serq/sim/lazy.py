@@ -19,6 +19,9 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
+from collections import deque
+from heapq import heappop, heappush
+from itertools import islice, repeat
 from typing import TYPE_CHECKING, Any
 
 from .. import expr, ir
@@ -65,11 +68,20 @@ class LazyRuns:
     def __init__(self, sim: "Simulator") -> None:
         self.sim = sim
         self.env = sim.env
-        #: the latest iteration end of any passing run (−inf with none): a timer set
-        #: later than this cannot tie with one (``DecodeRun.end_index`` finds a tie)
+        #: at least the latest iteration end of any passing run (−inf with none): a timer
+        #: set later than this cannot tie with one
         self.latest = -math.inf
+        #: every iteration end of the passing runs, and whose run it is (no two runs share
+        #: an end: :meth:`admit`), so a tie is one look-up, whatever the number of engines
+        self.at: dict[float, "StepEngine"] = {}
         #: no passing run has a growth to replay before this time
         self.soonest = math.inf
+        #: the passing runs' next growths to replay, (time, count, index, run, engine): a heap,
+        #: whose entries go stale as runs grow, are cut or end (:meth:`_due`)
+        self.growths: list[tuple[float, int, int, "DecodeRun", "StepEngine"]] = []
+        self.pushed = 0
+        #: the order in which the passing runs' engines were registered (``engines``' order)
+        self.order: dict["StepEngine", int] = {}
         #: engines whose run passes over other events now
         self.engines: list["StepEngine"] = []
         #: replaying: reads and changes of watched pools are the runs' own
@@ -95,24 +107,38 @@ class LazyRuns:
         with an event in the queue or another passing run's end; None when
         that leaves one iteration.  Passing runs that share a pool with it are
         cut to their iteration in flight (each plans as if alone)."""
-        last = run.end
-        tie = run.length  # the first end that ties: a queued time, or another passing run's end
-        for e in self.env.queue:
-            t = e[0]
-            if now < t <= last:
-                j = run.end_index(t)
-                if 0 <= j < tie:
+        ends = run.all_ends()
+        tie = run.length  # the first end that ties: another passing run's end, or a queued time
+        at = self.at
+        if at and not at.keys().isdisjoint(ends):  # (one look-up an end, in C, most runs)
+            for j, t in enumerate(ends):
+                if t in at:
                     tie = j
-        for other in self.engines:  # (worked out from the two runs' segments where they overlap)
-            orun = other.run
-            if orun.first <= last and run.first <= orun.end:  # type: ignore[union-attr]
-                j = run.first_common(orun)  # type: ignore[arg-type]
-                if j < tie:
-                    tie = j
+                    break
+        # the queued times up to the run's last end that could still tie (a heap: every entry is
+        # at least its parent, so the walk visits only those entries and their children)
+        bound = ends[tie - 1] if tie > 0 else now
+        q = self.env.queue
+        size = len(q)
+        stack = [0] if size else []
+        while stack:
+            i = stack.pop()
+            t = q[i][0]
+            if t <= bound:
+                if now < t:
+                    j = bisect_left(ends, t)
+                    if j < tie and ends[j] == t:
+                        tie = j
+                        bound = ends[tie - 1] if tie > 0 else now
+                i = 2 * i + 1
+                if i < size:
+                    stack.append(i)
+                    if i + 1 < size:
+                        stack.append(i + 1)
         if tie < run.length:
             if tie < 2:
                 return None
-            run.cut(tie, run.all_ends())
+            run.cut(tie, ends)
         run.passing = True
         grows, watch = self._pools(engine, run)
         self.admitted += 1
@@ -154,8 +180,10 @@ class LazyRuns:
         run.entry = entry
         assert run.passing  # (admit said so)
         self.engines.append(engine)
-        if run.events and run.events[0][3] < self.soonest:
-            self.soonest = run.events[0][3]
+        self.at.update(zip(run.all_ends(), repeat(engine)))
+        self.pushed += 1
+        self.order[engine] = self.pushed
+        self._next_growth(engine, run)
         by_id = self.sim.pool_by_id
         for pid in run.watch:
             pool = by_id[pid]
@@ -169,6 +197,8 @@ class LazyRuns:
         run = engine.run
         assert run is not None and run.passing
         run.passing = False
+        at = self.at
+        deque(map(at.pop, run.all_ends(), repeat(None)), 0)  # (its ends out of `at`, in C)
         run.ends = None
         self.engines.remove(engine)
         self._latest()
@@ -201,10 +231,9 @@ class LazyRuns:
         if self.busy or not self.soonest < t:
             return
         self.busy = True
+        due = self._due(t)
         try:
             gauges = self.sim.gauges
-            due = [e for e in self.engines if e.run.grown < len(e.run.events)  # type: ignore[union-attr]
-                   and e.run.events[e.run.grown][3] < t]  # type: ignore[union-attr]
             if not self.merged or len(due) < 2:
                 for engine in due:
                     if gauges is not None:
@@ -232,12 +261,34 @@ class LazyRuns:
             if self.sim.gauges is not None:
                 self.sim.gauges.replaying = None
             self.busy = False
-            soonest = math.inf
-            for engine in self.engines:
-                run = engine.run
-                if run.grown < len(run.events) and run.events[run.grown][3] < soonest:  # type: ignore[union-attr]
-                    soonest = run.events[run.grown][3]  # type: ignore[union-attr]
-            self.soonest = soonest
+            heap = self.growths
+            while heap and not _live(heap[0]):
+                heappop(heap)
+            self.soonest = heap[0][0] if heap else math.inf
+
+    def _next_growth(self, engine: "StepEngine", run: "DecodeRun") -> None:
+        """Queue ``run``'s next growth to replay, if it has one."""
+        g = run.grown
+        if g < len(run.events):
+            t = run.events[g][3]
+            self.pushed += 1
+            heappush(self.growths, (t, self.pushed, g, run, engine))
+            if t < self.soonest:
+                self.soonest = t
+
+    def _due(self, t: float) -> list["StepEngine"]:
+        """The engines whose passing runs have a growth to replay before ``t``,
+        in the order they were registered (their entries leave the heap: their
+        replay queues the next)."""
+        heap = self.growths
+        due = []
+        while heap and heap[0][0] < t:
+            entry = heappop(heap)
+            if _live(entry):
+                due.append(entry[4])
+        if len(due) > 1:
+            due.sort(key=self.order.__getitem__)
+        return due
 
     def _grow(self, engine: "StepEngine", t: float) -> None:
         """Replay the growths of ``engine``'s run that start before ``t``, its
@@ -248,12 +299,15 @@ class LazyRuns:
         pools = [by_id[pid] for pid in run.grows]
         for pool in pools:
             pool.__class__ = Pool
+        g = run.grown
         try:
             run.grow_until(engine, t)
         finally:
             for pool in pools:
                 if pool.watchers:
                     pool.__class__ = WatchedPool
+        if run.grown != g and run.passing:
+            self._next_growth(engine, run)
 
     def read(self, pool: Pool) -> None:
         """Something outside the runs reads ``pool`` now: the growths there
@@ -319,28 +373,27 @@ class LazyRuns:
         the run is cut so that it ends before ``t``, or at ``t`` when that is
         the end of its iteration in flight (its timer, set first, comes first,
         as it would have one iteration at a time)."""
-        for engine in self.engines:
+        engine = self.at.get(t)
+        if engine is not None:
             run = engine.run
             assert run is not None and run.passing
-            j = run.end_index(t)
-            if j >= 0:  # (iteration j + 1 ends at t)
-                self._shorten(engine, run, max(self.committed(engine) + 1, j))
-                return
+            j = run.end_index(t)  # (iteration j + 1 ends at t)
+            self._shorten(engine, run, max(self.committed(engine) + 1, j))
 
     def _latest(self) -> None:
-        """``latest`` again, after a run ended or was cut."""
-        latest = -math.inf
-        for engine in self.engines:
-            end = engine.run.end  # type: ignore[union-attr]
-            if end > latest:
-                latest = end
-        self.latest = latest
+        """``latest`` again, after a run ended or was cut: −inf once no run passes,
+        else kept (a bound above the ends, which only costs a look-up in ``at``
+        for a timer between; no scan of the runs at each end)."""
+        if not self.engines:
+            self.latest = -math.inf
 
     def _shorten(self, engine: "StepEngine", run: "DecodeRun", length: int) -> None:
         """Cut ``run`` to ``length`` iterations and move its timer to the new end."""
         if length >= run.length:
             return
         ends = run.all_ends()
+        at = self.at
+        deque(map(at.pop, islice(ends, length, None), repeat(None)), 0)
         run.cut(length, ends)
         self._latest()
         env = self.env
@@ -363,6 +416,13 @@ class LazyRuns:
         run = engine.run
         assert run is not None and run.passing
         return bisect_left(run.all_ends(), self.env.now)
+
+
+def _live(entry: tuple[float, int, int, "DecodeRun", "StepEngine"]) -> bool:
+    """Whether a queued growth is still its run's next (not replayed, cut or ended)."""
+    t, _n, g, run, engine = entry
+    return engine.run is run and run.passing and run.grown == g and g < len(run.events) \
+        and run.events[g][3] == t
 
 
 def _first_two(state: tuple) -> tuple[float, int]:

@@ -186,6 +186,8 @@ class Pool(BaseResource):
         self.gauge_part: Any = None  # (the gauges that read it, compiled; their indices), when gauged
         self.gauge_any: Any = None  # (the same of every gauge that reads it at all), when gauge_read
         self.watchers: list[Any] = []  # engines whose passing runs watch it (serq/sim/lazy.py)
+        self.admitters: list[int] = []  # the places in ``sim.engines`` of the engines it is `admit via`
+        self.pass_no = -1  # its place in ``Holds.passed`` (without `admit via`), else −1
         # statistics (§2.8)
         now = sim.env.now
         self.used_avg = TimeAverage(now, 0.0)
@@ -308,6 +310,7 @@ class Pool(BaseResource):
             moved = gauges.moved
             if moved is not self:
                 gauges.moved = self if moved is None else gauges
+                gauges.movers.append(self)  # (which ones: serq/sim/gauge_terms.py)
         # `set(now, value)` of the four time averages, written out: it is hot
         u, c, q, h = self._averages
         u.integral += u.value * (now - u.last)
@@ -451,6 +454,14 @@ class Pool(BaseResource):
         else:
             self.put_queue.append(req)
         req.session.queued_at = req.joined
+        if self.pass_no >= 0:  # a pass looks at its queue
+            holds = self.sim.holds
+            holds.queued.add(self.pass_no)
+            holds.joins += 1
+        if self.admitters:  # those engines may start at the next settle
+            sim = self.sim
+            sim.stirred.update(self.admitters)
+            sim.stirs += 1
         self.sim.waiting_changed(req.session)
         self.record()
 

@@ -10,6 +10,7 @@ from simpy.exceptions import Interrupt
 
 from .. import ir
 from ..errors import SerqRuntimeError
+from . import choose as _choose
 from . import rng
 from .pool import GRANTED, HoldRequest, HoldSpec, bad_amount
 
@@ -157,6 +158,9 @@ class Session:
             raise SerqRuntimeError(f"{label} has {shown} candidates: at most {ir.MAX_MEMBERS:,}", at=label)
         n = int(count) if count > 0 else 0
         self.candidates = n
+        planned = self.sim.choose_plans.get(id(label))
+        if planned is not None and planned[0] is label:  # the tie-break drawn only where read
+            return _choose.choose(self, n, keys, slot, planned[1])
         best_j, best = 0.0, None
         for j in range(n):
             self.a[slot] = float(j)

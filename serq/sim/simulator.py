@@ -23,7 +23,7 @@ from typing import Any, Iterator, Mapping, Sequence
 from .. import ir
 from ..errors import RunInterrupted, SerqError, SerqRuntimeError
 from ..expr import base_namespace
-from . import deployment, lazy, rng
+from . import choose, deployment, lazy, rng
 from .arrivals import Arrivals, arrivals_of
 from .compile import Compiler
 from .goodput import Target
@@ -125,6 +125,8 @@ class Simulator:
         self.flows: Any = None  # the flows on shared stages (``serq.sim.stages.shared.FlowGroup``), if any
         deployment.build(self, engines or {})
         self.holds.passed = [p for p in self.all_pools if p.admit_via is None]
+        for i, pool in enumerate(self.holds.passed):
+            pool.pass_no = i
         if steps:  # the step log (docs/calibration.md): every iteration as its own event, recorded
             from array import array
 
@@ -140,7 +142,21 @@ class Simulator:
         #: after how many arrivals the workload brings no more (None: it goes on to the horizon)
         self.arrivals_stop: int | None = None
         self.code = Compiler(self).compile(program)
+        #: the `choose` statements whose random tie-break is drawn only where read (serq/sim/choose.py)
+        self.choose_plans = choose.plans(program)
         self.pool_by_id = {id(p): p for p in self.all_pools}
+        #: the places in ``engines`` of the engines that may start an iteration at the next settle
+        #: (an iteration ended there, a job came, a request joined a pool it admits): settle asks
+        #: those alone, not every engine after every event; ``stirs`` counts the additions
+        self.stirred: set[int] = set(range(len(self.engines)))
+        self.stirs = 0
+        for i, engine in enumerate(self.engines):
+            engine.settle_no = i
+            for pool in engine.admit_pools:
+                pool.admitters.append(i)
+        #: whether those are all that can start (an engine class's own `has_work` may read anything)
+        self.stir_only = all(type(e).has_work is StepEngine.has_work and type(e).submit is StepEngine.submit
+                             and type(e)._iter_end is StepEngine._iter_end for e in self.engines)
         #: coalesced runs that pass over other events (serq/sim/lazy.py), where the program allows
         self.lazy: Any = None
         if lazy.wanted(self):
@@ -231,9 +247,12 @@ class Simulator:
             break
         if self.engines and not (q and q[0][0] <= env.now):
             idle = False
-            for engine in self.engines:
-                if not engine.iterating and engine.has_work() and not engine.start_iteration():
-                    idle = True
+            if self.stir_only:
+                idle = self._start_stirred()
+            else:
+                for engine in self.engines:
+                    if not engine.iterating and engine.has_work() and not engine.start_iteration():
+                        idle = True
             if idle and self.lazy is not None:  # it tries again at every settle: the passing runs' ends too
                 self.lazy.cut_all()
         if self.dirty_ps:  # (emptied in place: the kernel's loop holds this list)
@@ -241,6 +260,33 @@ class Simulator:
             self.dirty_ps.clear()
             for st in dirty:
                 st.reschedule()
+
+    def _start_stirred(self) -> bool:
+        """Settle's loop over the engines, in their order, asking only those that
+        may start (``stirred``; one added while the loop runs is asked in turn
+        if it comes later): whether one was left idle with work."""
+        stirred = self.stirred
+        if not stirred:
+            return False
+        engines = self.engines
+        idle = False
+        order = sorted(stirred)
+        j = 0
+        while j < len(order):
+            i = order[j]
+            j += 1
+            engine = engines[i]
+            stirred.discard(i)
+            if not engine.iterating and engine.has_work():
+                stirs = self.stirs
+                if not engine.start_iteration():
+                    idle = True
+                if not engine.iterating:  # (still idle: asked again at the next settle)
+                    stirred.add(i)
+                if self.stirs != stirs:  # an engine later in the order may start now
+                    order = sorted(x for x in stirred if x > i)
+                    j = 0
+        return idle
 
     def _end_warmup(self, _ev: Any) -> None:
         self.events += 1

@@ -19,7 +19,7 @@ import sys
 from bisect import bisect_left
 from functools import reduce
 from itertools import accumulate, islice, repeat
-from math import fmod, frexp, gcd, ulp
+from math import fmod, frexp, ulp
 from operator import add, sub
 from typing import TYPE_CHECKING, Any
 
@@ -221,40 +221,6 @@ class DecodeRun:
                 return j + k if k > 0 else -1
             j += n
         return -1
-
-    def first_common(self, other: "DecodeRun") -> int:
-        """The index, in :meth:`end_list`'s order, of this run's first end that
-        is also one of ``other``'s, or ``length`` when none is; worked out from
-        the two runs' segments: where two segments that overlap in time both
-        have one step inside one binade (:func:`_one_step`), their ends are
-        whole multiples of that binade's ulp and a common end solves a linear
-        equation in whole numbers (:func:`_common_step`); elsewhere the two
-        segments' ends are added up and compared."""
-        if other.end_index(self.first) >= 0:
-            return 0
-        best = self.end_index(other.first)
-        if best < 0:
-            best = self.length
-        theirs = other.segs
-        nb = len(theirs)
-        ib = 0
-        base = 0  # the index of the end before the segment (its t0)
-        for c, n, t0, t1 in self.segs:
-            if base + 1 >= best:
-                break  # no end of this segment or a later one comes before the best
-            while ib < nb and not theirs[ib][3] > t0:  # their segments that end by t0: past
-                ib += 1
-            jb = ib
-            while jb < nb and theirs[jb][2] < t1:  # (t0, t1] and (u0, u1] overlap
-                cb, mb, u0, u1 = theirs[jb]
-                k = _common_end(c, n, t0, t1, cb, mb, u0, u1)
-                if k:
-                    if base + k < best:
-                        best = base + k
-                    break  # a later segment of theirs holds only later ends
-                jb += 1
-            base += n
-        return best
 
     def cut(self, length: int, ends: list[float]) -> None:
         """Keep the first ``length`` iterations (``ends``, :meth:`end_list`, is
@@ -482,51 +448,6 @@ def _step_index(c: float, n: int, t0: float, t1: float, t: float) -> int:
     ends = list(accumulate(repeat(c, n), add, initial=t0))
     k = bisect_left(ends, t)
     return k if 0 < k <= n and ends[k] == t else 0
-
-
-def _common_end(c: float, n: int, t0: float, t1: float, cb: float, nb: int, u0: float, u1: float) -> int:
-    """The least ``k`` in 1 … n for which the ``k``-th end of one segment (cost
-    ``c``, after the end ``t0``, its last ``t1``) is an end of another (``cb``,
-    ``nb``, ``u0``, ``u1``), or 0."""
-    lo = t0 if t0 > u0 else u0
-    hi = t1 if t1 < u1 else u1
-    if not lo < hi:
-        return 0
-    if _one_step(c, t0, t1) and _one_step(cb, u0, u1):
-        s, sb = (t0 + c) - t0, (u0 + cb) - u0
-        if s > 0.0 and sb > 0.0:
-            return _common_step(t0, s, n, u0, sb, nb)
-    ends = list(accumulate(repeat(c, n), add, initial=t0))
-    theirs = set(accumulate(repeat(cb, nb), add, initial=u0))
-    theirs.discard(u0)
-    for k in range(1, n + 1):
-        if ends[k] in theirs:
-            return k
-    return 0
-
-
-def _common_step(t0: float, s: float, n: int, u0: float, sb: float, nb: int) -> int:
-    """:func:`_common_end` of two one-step segments that overlap, so lie in one
-    binade: with its ulp ``u`` as the unit every end is a whole number, and
-    the ``k``-th end ``x + k·d`` (``x = t0/u``, ``d = s/u``) equals their
-    ``j``-th ``y + j·e`` when ``k·d ≡ y − x (mod e)``: no ``k`` unless
-    ``g = gcd(d, e)`` divides ``y − x``, else ``k ≡ k0 (mod e/g)``; the least
-    such ``k`` whose end is at least their first, if both ``k ≤ n`` and
-    ``j ≤ nb``."""
-    u = ulp(t0)
-    x, d = int(t0 / u), int(s / u)  # (exact: multiples of u below 2**53 units)
-    y, e = int(u0 / u), int(sb / u)
-    diff = y - x
-    g = gcd(d, e)
-    if diff % g:
-        return 0
-    m = e // g
-    k0 = (diff // g) * pow(d // g, -1, m) % m if m > 1 else 0
-    kmin = max(1, -(-(diff + e) // d))  # x + k·d ≥ y + e: their j ≥ 1
-    k = kmin + (k0 - kmin) % m
-    if k > n or (x + k * d - y) // e > nb:
-        return 0
-    return k
 
 
 def _length_runs(segs: list[list]) -> list[list]:

@@ -107,6 +107,7 @@ class StepEngine(Stage):
         self.only_fn = only
         self.memory = memory
         self.admit_pools: list["Pool"] = []  # pools with `admit via` this stage, in declaration order
+        self.settle_no = -1  # its place in ``sim.engines`` (Simulator.settle)
         self.srng = sim.machine_stream
         self.residents: list[Job] = []  # in the order of their sessions' latest admissions
         # the iteration in flight
@@ -222,6 +223,9 @@ class StepEngine(Stage):
             lazy.cut(self)
         job = Job(s, work, Event(self.env), self.env.now)
         job.prefill = mode == "prefill"
+        sim = self.sim
+        sim.stirred.add(self.settle_no)  # it may start at the next settle
+        sim.stirs += 1
         if growing is not None:
             found = s.innermost(growing)
             if found is None:
@@ -665,6 +669,7 @@ class StepEngine(Stage):
             self.sim.events += 1
             return
         self.iterating = False
+        self.sim.stirred.add(self.settle_no)  # it may start again at the next settle
         if self.timeline is not None:
             self.timeline.served(self, self.env.now)
         assign = self.assign

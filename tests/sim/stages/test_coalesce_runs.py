@@ -305,35 +305,6 @@ def test_a_runs_end_index_is_where_its_list_of_ends_has_the_time(seed: int) -> N
     assert all(run.end_index(t) == i for i, t in enumerate(ends))
 
 
-@pytest.mark.parametrize("seed", range(40))
-def test_two_runs_first_common_end_is_the_one_their_lists_share(seed: int) -> None:
-    """`DecodeRun.first_common` finds the first end one run shares with
-    another from their segments (a linear equation in ulps where both have one
-    step in a binade, the ends added up elsewhere): the same index as the two
-    lists of every end give, for runs on a common grid of steps (which share
-    many ends), runs that cross binades, costs that are no multiple of an ulp,
-    and runs that start at the same time or share only their first end."""
-    rng = random.Random(seed)
-    unit = 2.0 ** rng.randint(-14, -8)
-
-    def pieces() -> list[tuple[float, int]]:
-        return [(rng.choice([unit * rng.randint(1, 6), unit * rng.randint(2, 9), rng.uniform(1e-5, 1e-3),
-                             1e-4 * rng.randint(1, 9)]), rng.randint(1, 60)) for _ in range(rng.randint(1, 8))]
-
-    base = rng.choice([rng.uniform(0.0, 3.0), 1000.0, 2.0 ** rng.randint(-3, 10) - 0.01, 7.0])
-    grid = round(base / unit) * unit
-    hits = 0
-    for _ in range(30):
-        a = _planned(rng.choice([grid, grid + unit * rng.randint(1, 40), base]), pieces())
-        b = _planned(rng.choice([grid, grid + unit * rng.randint(1, 40), a.first, a.end]), pieces())
-        ea, eb = a.end_list(), b.end_list()
-        common = set(ea) & set(eb)
-        want = ea.index(min(common)) if common else a.length
-        assert a.first_common(b) == want, (ea[:5], eb[:5])
-        hits += bool(common)
-    assert hits > 0  # the grid makes shared ends: the equation is tested where it has answers
-
-
 @pytest.mark.parametrize("seed", range(30))
 def test_a_runs_lengths_are_the_differences_of_its_ends(seed: int) -> None:
     """`_length_runs` gives each iteration's length from the segments (one

@@ -1,0 +1,175 @@
+"""Gauges over many replicas, read term by term (a cluster's cost flat in N).
+
+A gauge such as ``max r in N (used(kv[r]))`` is compiled as one call over its
+``N`` terms (``_maxn(t0, …, tN-1)``), and read again whenever a pool it
+reads changes: ``N`` terms evaluated in Python at every change of any replica
+makes a cluster's gauges cost N² over a run.  Here each term of an aggregate
+whose terms read only pools is a function of its own, its value kept; a
+reading after one pool changed evaluates again the terms that read that pool
+(and those of any pool changed since the latest reading that is still to be
+read), then the aggregate over the kept values (the same function over the
+same values, in order: the same float), then the gauges' expressions with the
+aggregates' values in their place.  Gauges that read a stage are read at
+every instant and keep the plain functions.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
+from .. import ir
+from ..expr import AGGREGATES, Frame, children, is_aggregate, source, walk
+
+if TYPE_CHECKING:
+    from .simulator import Simulator
+
+#: aggregates of fewer terms are read whole (a few terms cost less than the bookkeeping)
+MIN_TERMS = 8
+
+
+def install(sim: "Simulator", raw: Frame) -> None:
+    """Replace the gauges' full and per-pool readers by term-keeping ones
+    (see the module), when some gauge has an aggregate of pool terms."""
+    gauges = sim.gauges
+    program = sim.program
+    if gauges is None or gauges.always:
+        return
+    ns = raw.ns
+    values: list[float] = []  # each aggregate's value
+    kinds: list[Callable[..., float]] = []
+    terms: list[list[Callable[[Any], float]]] = []
+    kept: list[list[float]] = []
+    by_pool: dict[int, list[tuple[int, int]]] = {}  # pool id → (aggregate, term) that read it
+    name = raw.bind(values, "GV")
+    texts: list[str] = []
+    for g in program.gauges:
+        text = source(g.expr, raw)
+        for node in _outermost_aggregates(g.expr):
+            pools = [_pools(sim, arg) for arg in node.args]
+            if len(node.args) < MIN_TERMS or any(p is None for p in pools):
+                continue
+            whole = source(node, raw)
+            if whole not in text:
+                continue
+            k = len(values)
+            text = text.replace(whole, f"{name}[{k}]")
+            fns = [eval(compile(f"lambda c: {source(arg, raw)}", "<serq gauge term>", "eval"), ns)  # noqa: S307
+                   for arg in node.args]
+            for r, ids in enumerate(pools):
+                for pid in ids:  # type: ignore[union-attr]
+                    by_pool.setdefault(pid, []).append((k, r))
+            values.append(0.0)
+            kinds.append(AGGREGATES[node.fn])  # type: ignore[union-attr]
+            terms.append(fns)
+            kept.append([0.0] * len(fns))
+        texts.append(text)
+    if not values:
+        return
+
+    def tops(idx: tuple[int, ...]) -> Callable[[Any], tuple]:
+        return eval(compile(f"lambda c: ({', '.join(texts[i] for i in idx)},)", "<serq gauges>", "eval"), ns)  # noqa: S307
+
+    def fresh_all() -> None:
+        for k, fns in enumerate(terms):
+            vals = kept[k]
+            vals[:] = [f(None) for f in fns]  # (in place: each pool's entries hold these lists)
+            values[k] = kinds[k](*vals)
+
+    # each pool's terms: (the aggregate's kept values, the term's place, its function), and
+    # the aggregates to take again after them
+    of_pool: dict[int, tuple[list[tuple[list[float], int, Callable[[Any], float]]], list[int]]] = {
+        pid: ([(kept[k], r, terms[k][r]) for k, r in pairs], sorted({k for k, _r in pairs}))
+        for pid, pairs in by_pool.items()}
+    started: list[bool] = []  # (empty until the first reading, which reads every term)
+
+    def again(pid: int) -> None:
+        got = of_pool.get(pid)
+        if got is not None:
+            for vals, r, f in got[0]:
+                vals[r] = f(None)
+            for k in got[1]:
+                values[k] = kinds[k](*kept[k])
+
+    def fresh(pid: int | None) -> None:
+        """The terms of pool ``pid``, of the pools changed since the latest look
+        (``Gauges.movers``) and of the one still to be read (``Gauges.moved``)."""
+        movers = gauges.movers
+        if not started:
+            started.append(True)
+            movers.clear()
+            fresh_all()
+            return
+        moved = gauges.moved
+        if not movers and (moved is None or moved is gauges or id(moved) == pid):  # (the usual)
+            if pid is not None:
+                again(pid)
+            return
+        pids = {id(p) for p in movers}
+        movers.clear()
+        if pid is not None:
+            pids.add(pid)
+        if moved is not None and moved is not gauges:
+            pids.add(id(moved))
+        if len(pids) == 1:
+            again(pids.pop())
+            return
+        touched = set()
+        for q in pids:
+            for k, r in by_pool.get(q, ()):
+                kept[k][r] = terms[k][r](None)
+                touched.add(k)
+        for k in sorted(touched):
+            values[k] = kinds[k](*kept[k])
+
+    every = tops(tuple(range(len(texts))))
+
+    def read_all(c: Any) -> tuple:
+        fresh(None)
+        return every(c)
+
+    gauges.read = read_all
+    parts: dict[tuple[int, ...], Callable[[Any], tuple]] = {}
+    for pool in sim.all_pools:
+        for attr in ("gauge_part", "gauge_any"):
+            part = getattr(pool, attr)
+            if part is None:
+                continue
+            idx = part[1]
+            if idx not in parts:
+                parts[idx] = tops(idx)
+            setattr(pool, attr, (_reader(fresh, id(pool), parts[idx]), idx))
+
+
+def _reader(fresh: Callable[[int | None], None], pid: int, top: Callable[[Any], tuple]) -> Callable[[Any], tuple]:
+    def read(c: Any) -> tuple:
+        fresh(pid)
+        return top(c)
+    return read
+
+
+def _outermost_aggregates(e: ir.Expr) -> list[ir.Call]:
+    """The aggregate calls of ``e`` that no other aggregate holds, in order."""
+    if isinstance(e, ir.Call) and is_aggregate(e):
+        return [e]
+    out: list[ir.Call] = []
+    for sub in children(e):
+        out.extend(_outermost_aggregates(sub))
+    return out
+
+
+def _pools(sim: "Simulator", e: ir.Expr) -> list[int] | None:
+    """The ids of the pools a term reads, or None when it reads anything else
+    (a stage, a context value) or nothing at all."""
+    found: list[int] = []
+    for x in walk(e):
+        if isinstance(x, ir.Probe):
+            target = x.target
+            if not isinstance(target, ir.PoolRef) or not isinstance(target.index, (ir.Num, type(None))):
+                return None
+            member = 0 if target.index is None else int(target.index.value)
+            pid = id(sim.pools[target.pool][member])
+            if pid not in found:
+                found.append(pid)
+        elif not isinstance(x, (ir.Num, ir.Unary, ir.Binary, ir.Cond, ir.Call, ir.PoolRef)):
+            return None
+    return found or None

@@ -1,0 +1,71 @@
+"""What keeps a cluster's cost per replica flat in N (issue 42, item 5) changes
+no figure: the gauges' aggregates read term by term (serq/sim/gauge_terms.py),
+settle asking only the engines that may start (``Simulator.stirred``), and the
+passing runs' ends kept as the keys of one dictionary (serq/sim/lazy.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import serq
+from serq.sim import gauge_terms, lazy
+from serq.sim.results import build_report
+from serq.sim.simulator import Simulator
+
+ROOT = Path(__file__).resolve().parents[2]
+AGENTS = ROOT / "programs/cluster/agents.sq"
+LLMD = ROOT / "programs/pd/llmd.sq"
+MAX_EVENTS = 2_000_000
+
+
+def _run(path: Path, sets: list[tuple[str, str]], horizon: float, stir_only: bool = True) -> Simulator:
+    loaded = serq.load(str(path), sets=dict(sets))
+    sim = Simulator(loaded, seed=3, horizon=horizon, warmup=horizon / 10, max_events=MAX_EVENTS)
+    if not stir_only:
+        sim.stir_only = False  # every engine asked at every settle, as before
+    sim.run()
+    return sim
+
+
+@pytest.mark.parametrize("router", ["least_requests", "least_kv", "random"])
+def test_gauges_read_term_by_term_change_at_the_same_times_to_the_same_values(
+        router: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Twelve replicas (each gauge an aggregate of twelve terms, kept), against
+    the gauges read whole at every change (no aggregate is long enough)."""
+    sets = [("N", "12"), ("router", router)]
+    kept = _run(AGENTS, sets, 40.0)
+    monkeypatch.setattr(gauge_terms, "MIN_TERMS", 10**9)
+    whole = _run(AGENTS, sets, 40.0)
+    assert whole.gauges.read.__name__ == "<lambda>" and kept.gauges.read.__name__ == "read_all"
+    assert kept.gauges.points == whole.gauges.points
+    assert sum(len(p) for p in kept.gauges.points) > 1000  # the gauges did move
+    assert build_report(kept).to_json() == build_report(whole).to_json()
+
+
+@pytest.mark.parametrize("path, sets", [(AGENTS, [("N", "8")]), (LLMD, [])])
+def test_settle_asking_only_the_stirred_engines_gives_the_report_of_asking_every_engine(
+        path: Path, sets: list[tuple[str, str]]) -> None:
+    """A cluster and a P/D program (requests waiting in pools admitted via the engines)."""
+    stirred = _run(path, sets, 30.0)
+    every = _run(path, sets, 30.0, stir_only=False)
+    assert stirred.stir_only
+    assert build_report(stirred).to_json() == build_report(every).to_json()
+
+
+def test_the_ends_dictionary_holds_exactly_the_passing_runs_ends(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whenever a run is planned, the runs passing then own every key, each its
+    own ends (none left behind by a run that ended or was cut)."""
+    checked = []
+    admit = lazy.LazyRuns.admit
+
+    def checking(self: lazy.LazyRuns, engine: Any, run: Any, now: float) -> Any:
+        want = {t: e for e in self.engines for t in e.run.all_ends()}
+        assert self.at == want
+        checked.append(len(want))
+        return admit(self, engine, run, now)
+    monkeypatch.setattr(lazy.LazyRuns, "admit", checking)
+    _run(AGENTS, [("N", "8")], 30.0)
+    assert len(checked) > 200 and max(checked) > 400  # (many runs, many ends at once)
