@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable
 
 from .. import ir
-from ..expr import AGGREGATES, Frame, children, is_aggregate, source, walk
+from ..expr import AGGREGATES, Frame, children, code_of, is_aggregate, source, walk
 
 if TYPE_CHECKING:
     from .simulator import Simulator
@@ -53,8 +53,8 @@ def install(sim: "Simulator", raw: Frame) -> None:
                 continue
             k = len(values)
             text = text.replace(whole, f"{name}[{k}]")
-            fns = [eval(compile(f"lambda c: {source(arg, raw)}", "<serq gauge term>", "eval"), ns)  # noqa: S307
-                   for arg in node.args]
+            lambdas = ", ".join(f"lambda c: {source(arg, raw)}" for arg in node.args)  # one compile for all
+            fns = list(eval(code_of(f"({lambdas},)", "<serq gauge term>", "eval"), ns))  # noqa: S307
             for r, ids in enumerate(pools):
                 for pid in ids:  # type: ignore[union-attr]
                     by_pool.setdefault(pid, []).append((k, r))
@@ -67,7 +67,7 @@ def install(sim: "Simulator", raw: Frame) -> None:
         return
 
     def tops(idx: tuple[int, ...]) -> Callable[[Any], tuple]:
-        return eval(compile(f"lambda c: ({', '.join(texts[i] for i in idx)},)", "<serq gauges>", "eval"), ns)  # noqa: S307
+        return eval(code_of(f"lambda c: ({', '.join(texts[i] for i in idx)},)", "<serq gauges>", "eval"), ns)  # noqa: S307
 
     def fresh_all() -> None:
         for k, fns in enumerate(terms):

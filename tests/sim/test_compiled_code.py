@@ -140,12 +140,13 @@ def test_vllm_compiles_a_handful_of_sources_and_none_the_second_time(counted: Co
     assert second.text() == first.text()
 
 
-def test_a_cluster_compiles_as_many_sources_for_16_replicas_as_for_2(counted: Counter) -> None:
+def test_a_cluster_compiles_as_many_sources_for_32_replicas_as_for_16(counted: Counter) -> None:
+    # (from 8 replicas on, an aggregate gauge keeps its terms: serq/sim/gauge_terms.py, one compile each)
     calls = []
-    for n in (2, 16):
+    for n in (16, 32):
         expr._CODE.clear()
         before = counted.calls
         _run(serq.load(ROOT / "programs/cluster/agents.sq", sets={"N": str(n)}))
         calls.append(counted.calls - before)
     assert calls[0] == calls[1]
-    assert calls[0] <= 16
+    assert calls[0] <= 24

@@ -209,9 +209,9 @@ def plan(planner: "RunPlanner", cost: float, vcost: VectorCost | None, view: Any
         kv_sum = np.zeros(grow_at.size)
         at = {i: n for n, i in enumerate(idx)}
         for i, kv in enumerate(planner.kv):
-            n = at.get(i)
-            if tracked and n is not None:
-                kv_sum = kv_sum + (a0[n] + b * np.searchsorted(gs[n], grow_at, side="right").astype(np.float64))
+            jn = at.get(i)
+            if tracked and jn is not None:
+                kv_sum = kv_sum + (a0[jn] + b * np.searchsorted(gs[jn], grow_at, side="right").astype(np.float64))
             else:
                 kv_sum = kv_sum + kv
         costs = np.array(vcost(view, kv_sum), dtype=np.float64)
@@ -432,6 +432,7 @@ def grow_pool(pool: Any, needs: list[float], times: list[float]) -> bool:
             if cache.evicted_units + c * b > _BIG:
                 c = 0
         if c > 0:
+            assert e is not None
             totals[j:j + c] = total - b * np.arange(1, c + 1, dtype=np.float64)
             taken = c * b
             e.size -= taken
