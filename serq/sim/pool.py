@@ -19,6 +19,7 @@ never granted, cancels.
 from __future__ import annotations
 
 import math
+import sys
 from typing import TYPE_CHECKING, Any, Callable
 
 from simpy.events import Event
@@ -32,7 +33,7 @@ from .prefix import SharedCache
 from .stats import TimeAverage
 
 #: A run's growths of one pool this many or more are replayed in arrays (stages/vector.py: grow_pool).
-_ARRAY_GROWTHS = 64
+_ARRAY_GROWTHS = 128
 
 if TYPE_CHECKING:
     from .session import Session
@@ -355,10 +356,9 @@ class Pool(BaseResource):
         victims serves every growth (:meth:`PrefixCache.victims`)."""
         if not needs:
             return
-        if len(needs) >= _ARRAY_GROWTHS:  # a long run's: in arrays where they are whole blocks (numpy)
-            from .stages import vector
-            if vector.grow_pool(self, needs, times):
-                return
+        vector = sys.modules.get("serq.sim.stages.vector") if len(needs) >= _ARRAY_GROWTHS else None
+        if vector is not None and vector.grow_pool(self, needs, times):  # a long run's, in arrays (once
+            return  # the planner has imported numpy) where they are whole blocks
         ua, ca, qa, ha = self.used_avg, self.cached_avg, self.queue_avg, self.holders_avg
         last = ua.last
         if not (ca.last == last and qa.last == last and ha.last == last) or self.cache.spill is not None:

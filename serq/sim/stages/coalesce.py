@@ -25,6 +25,7 @@ job without a heap (:meth:`RunPlanner._plan_one`, the usual run).
 from __future__ import annotations
 
 import math
+import sys
 from bisect import bisect_left, bisect_right
 from functools import reduce
 from heapq import heapify, heappop, heappush
@@ -42,9 +43,12 @@ if TYPE_CHECKING:
     from .waiting import HeadAnalysis
 
 
-#: A run allowed this many iterations or more, with room for them before the next event, is
-#: planned in arrays (serq/sim/stages/vector.py); a shorter one costs less walked.
-MIN_ARRAY_RUN = 256
+#: A run that may take this many growths (its iterations allowed and with room before the next
+#: event, times its jobs, over the block) is planned in arrays (serq/sim/stages/vector.py): the
+#: arrays cost about as much as 30 growths walked, and a run is often cut short by an event.
+MIN_ARRAY_GROWTHS = 96
+#: The growths of long runs an engine walks before it imports numpy to plan them in arrays.
+_WALK_FIRST = 20_000.0
 #: ``RunPlanner.vcost`` before the first long run compiles it.
 _UNCOMPILED = object()
 
@@ -74,7 +78,7 @@ class RunPlanner:
     next event ``limit``, the ``horizon``)."""
 
     __slots__ = ("engine", "sim", "kv_tracked", "kv_pool", "state_pools", "heads", "default_plan", "view",
-                 "replayable", "vcost",
+                 "replayable", "vcost", "walked",
                  "run", "xheads", "recheck", "idx", "pools", "pos", "alloc", "kv", "used", "cap", "limit",
                  "horizon")
 
@@ -94,6 +98,7 @@ class RunPlanner:
         #: own cost is computed in its view and reads nothing whose array form may round otherwise;
         #: compiled at the first long run (numpy is imported then, not by every run)
         self.vcost: Any = _UNCOMPILED
+        self.walked = 0.0  # growths of long runs walked before numpy was imported (`_long`)
         self.cap = 0
         self.limit = self.horizon = 0.0
         self._clear()
@@ -401,11 +406,23 @@ class RunPlanner:
         return cur
 
     def _long(self, cost: float) -> bool:
-        """Whether the run may be long enough to plan in arrays: many
-        iterations allowed, and room for them before the next event."""
+        """Whether the run may be long enough to plan in arrays: growths
+        enough in the iterations allowed and with room before the next event."""
         run = self.run
         assert run is not None
-        return self.cap >= MIN_ARRAY_RUN and (min(self.limit, self.horizon) - run.first) > MIN_ARRAY_RUN * cost
+        pool = self.pools[self.idx[0]] if self.idx else None
+        block = pool.block if pool else None
+        if block is None or not block > 0.0:
+            return False
+        room = (min(self.limit, self.horizon) - run.first) / cost
+        growths = min(self.cap, room) * len(self.idx) / block
+        if growths < MIN_ARRAY_GROWTHS:
+            return False
+        if self.vcost is _UNCOMPILED and "serq.sim.stages.vector" not in sys.modules:
+            # importing numpy costs about as much as 20 000 growths walked: walk the first ones
+            self.walked += growths
+            return self.walked >= _WALK_FIRST
+        return True
 
     def _arrays(self) -> Any:
         """serq/sim/stages/vector.py, imported (with numpy) at the first long

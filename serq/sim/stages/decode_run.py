@@ -31,7 +31,8 @@ if TYPE_CHECKING:
 
 _NORMAL = sys.float_info.min  # the smallest positive normal float
 #: A run of this many segments or more has its statistics counted in arrays (vector.account).
-_ARRAY_SEGS = 48
+_ARRAY_SEGS = 96
+_VECTOR = "serq.sim.stages.vector"
 
 #: A growth event of a planned run: the index of the iteration's start among
 #: the ends, the growths (job index, units) it makes, the budget left to read
@@ -257,9 +258,9 @@ class DecodeRun:
         the second commit on), the decode-only time and its decoders, the
         iterations, their decoders and costs."""
         segs = self.segs
-        if len(segs) >= _ARRAY_SEGS:  # a long run of many costs: its sums in arrays (numpy), the same floats
-            from . import vector
-            vector.account(self, engine, jobs, k)
+        vector = sys.modules.get(_VECTOR)
+        if vector is not None and len(segs) >= _ARRAY_SEGS:  # a long run of many costs: its sums in arrays
+            vector.account(self, engine, jobs, k)  # (once the planner has imported numpy), the same floats
             return
         sim = engine.sim
         stats = sim.stats_on

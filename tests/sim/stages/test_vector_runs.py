@@ -169,3 +169,14 @@ def test_a_full_cache_gives_its_blocks_to_a_long_run_as_growth_by_growth(monkeyp
     assert planned > 5 and sum(bulk) > 20
     kv = next(p for p in report.pools if p.name == "kv")
     assert kv.evicted_units > 1e5
+
+
+def test_a_program_of_short_decodes_never_imports_numpy() -> None:
+    # the arrays pay for numpy's import only after 20 000 growths of long runs walked
+    import subprocess
+    import sys
+    code = ("import sys, serq; p = serq.load(sys.argv[1]); "
+            "serq.run(p, seed=1, horizon=300, warmup=30, max_events=2_000_000); print('numpy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code, str(ROOT / "programs/multi-turn/vllm_chat.sq")],
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
