@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from .. import expr, ir
-from .rng import _GAMMA, _M, _UNIT
+from .rng import _GAMMA, _M, _UNIT, _mix
 
 #: what :func:`plans` finds for a ``choose``: the bounds ``lo``, ``hi`` of its last key
 Plan = tuple[float, float]
@@ -85,10 +85,7 @@ def choose(s: Any, n: int, keys: tuple[Callable[[Any], float], ...], slot: int, 
         elif same:  # the keys before the last tie: the draws decide
             if best_u is None:
                 best_u = lo + width * _nth(s0, best_j)
-            z = (s0 + (j + 1) * _GAMMA) & _M  # (_nth, inline: a router's ties are many)
-            z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M
-            z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M
-            u = lo + width * (((z ^ (z >> 31)) >> 11) * _UNIT)
+            u = lo + width * _nth(s0, j)
             if u < best_u:
                 best_j, best, best_u = j, k, u
         elif k < best:
@@ -99,7 +96,4 @@ def choose(s: Any, n: int, keys: tuple[Callable[[Any], float], ...], slot: int, 
 
 def _nth(s0: int, j: int) -> float:
     """The stream's ``j``-th value (from 0) after its state ``s0`` (``Stream.random``)."""
-    z = (s0 + (j + 1) * _GAMMA) & _M
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M
-    return ((z ^ (z >> 31)) >> 11) * _UNIT
+    return (_mix((s0 + (j + 1) * _GAMMA) & _M) >> 11) * _UNIT

@@ -10,6 +10,7 @@ from simpy.events import Event
 
 from .. import ir
 from .cache import EPS
+from .order import ascending
 from ..errors import SerqRuntimeError
 from .pool import GRANTED, LEASED, REJECTED, RELEASED, WAITING, HoldRequest, Pool
 from .session import Preemption, Session
@@ -252,18 +253,10 @@ class Holds:
             if not queued:
                 return
             passed = self.passed
-            order = sorted(queued)
-            j = 0
-            while j < len(order):
-                i = order[j]
-                j += 1
+            for i in ascending(queued, lambda: self.joins):  # a pool joined later in the order: this pass
                 pool = passed[i]
                 if pool.put_queue:
-                    joins = self.joins
                     pool._trigger_put()
-                    if self.joins != joins:  # a request joined a pool later in the order: in this pass
-                        order = sorted(x for x in queued if x > i)
-                        j = 0
                 if not pool.put_queue:
                     queued.discard(i)
             return

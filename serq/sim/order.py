@@ -1,12 +1,14 @@
 """How key tuples compare: ascending, element by element, NaN above every
 number (as Rust's ``f64::total_cmp`` orders a positive NaN).  Used by queue
-keys, eviction keys and serve keys alike."""
+keys, eviction keys and serve keys alike.  And :func:`ascending`, the order a
+pass takes over marked places (pools, engines) that the pass may mark more of."""
 
 from __future__ import annotations
 
 
 from itertools import repeat
 from math import isnan
+from typing import Callable, Iterator
 
 _ZERO = repeat(0)  # (endless: zip takes from it what it needs)
 
@@ -17,3 +19,20 @@ def total_key(key: tuple[float, ...]) -> tuple[tuple[int, float], ...]:
     if any(map(isnan, key)):
         return tuple((1, 0.0) if x != x else (0, x) for x in key)
     return tuple(zip(_ZERO, key))
+
+
+def ascending(marked: set[int], count: Callable[[], int]) -> Iterator[int]:
+    """The members of ``marked`` in ascending order, read as the caller goes:
+    when ``count()`` moved while the caller handled one (it marked more), the
+    members after that one are read again, so a place marked later in the
+    order is visited in this pass, one marked earlier at the next."""
+    order = sorted(marked)
+    j = 0
+    while j < len(order):
+        i = order[j]
+        j += 1
+        before = count()
+        yield i
+        if count() != before:
+            order = sorted(x for x in marked if x > i)
+            j = 0

@@ -29,6 +29,7 @@ from .compile import Compiler
 from .goodput import Target
 from .holds import Holds
 from .kernel import Kernel
+from .order import ascending
 from .pool import HoldRequest, Pool
 from .population import Population
 from .stages.base import Stage
@@ -270,22 +271,14 @@ class Simulator:
             return False
         engines = self.engines
         idle = False
-        order = sorted(stirred)
-        j = 0
-        while j < len(order):
-            i = order[j]
-            j += 1
+        for i in ascending(stirred, lambda: self.stirs):  # one stirred later in the order: this pass
             engine = engines[i]
             stirred.discard(i)
             if not engine.iterating and engine.has_work():
-                stirs = self.stirs
                 if not engine.start_iteration():
                     idle = True
                 if not engine.iterating:  # (still idle: asked again at the next settle)
                     stirred.add(i)
-                if self.stirs != stirs:  # an engine later in the order may start now
-                    order = sorted(x for x in stirred if x > i)
-                    j = 0
         return idle
 
     def _end_warmup(self, _ev: Any) -> None:

@@ -69,3 +69,16 @@ def test_the_ends_dictionary_holds_exactly_the_passing_runs_ends(monkeypatch: py
     monkeypatch.setattr(lazy.LazyRuns, "admit", checking)
     _run(AGENTS, [("N", "8")], 30.0)
     assert len(checked) > 200 and max(checked) > 400  # (many runs, many ends at once)
+
+
+def test_ascending_visits_a_place_marked_later_in_the_pass_and_leaves_an_earlier_one_to_the_next() -> None:
+    from serq.sim.order import ascending
+    marked = {5, 2, 8}
+    count = [0]
+    seen = []
+    for i in ascending(marked, lambda: count[0]):
+        seen.append(i)
+        if i == 5:  # handling 5 marks 7 (later: this pass) and 1 (earlier: not now)
+            marked.update({7, 1})
+            count[0] += 1
+    assert seen == [2, 5, 7, 8]

@@ -16,10 +16,12 @@ that fit without preempting; waiting requests do not stop it when none of
 them can be admitted before the run ends (:mod:`.waiting`).
 
 The planner plans at one of three speeds, the same algorithm each time:
-iteration by iteration (:meth:`RunPlanner._plan_each`, when a position could
-round), from one growth to the next with the iterations between folded at
-once (:meth:`RunPlanner._plan_by_growths`), and the same for a batch of one
-job without a heap (:meth:`RunPlanner._plan_one`, the usual run).
+iteration by iteration (:meth:`RunPlanner._plan_each`, for a position at
+2^52 or past), from one growth to the next with the iterations between
+folded at once (:meth:`RunPlanner._plan_by_growths`), and the same for a
+batch of one job without a heap (:meth:`RunPlanner._plan_one`, the usual
+run).  A run that may take a hundred growths or more is planned in arrays
+instead (:mod:`.vector`), with the same result.
 """
 
 from __future__ import annotations

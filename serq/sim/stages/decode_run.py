@@ -33,6 +33,8 @@ _NORMAL = sys.float_info.min  # the smallest positive normal float
 #: A run of this many segments or more has its statistics counted in arrays (vector.account).
 _ARRAY_SEGS = 96
 _VECTOR = "serq.sim.stages.vector"
+#: Below this a float's ulp is at most 1/2: whole steps from it are exact inside a binade.
+_TWO52 = 2.0**52
 
 #: A growth event of a planned run: the index of the iteration's start among
 #: the ends, the growths (job index, units) it makes, the budget left to read
@@ -354,8 +356,7 @@ def plus_ones(p: float, k: int) -> float:
     while k > 0:
         if not (q >= 0.0 and q < _TWO52):
             return reduce(add, repeat(1.0, k), q)
-        top = _binade_top(q)
-        inside = math.ceil(top - q) - 1  # steps that stay below the top (top − q is exact)
+        inside = exact_below(q) - 1  # steps that stay below the binade's top
         if k <= inside:
             return q + k
         q = (q + inside) + 1.0  # the last exact step, then the one that leaves the binade
@@ -363,22 +364,18 @@ def plus_ones(p: float, k: int) -> float:
     return q
 
 
-def exact_below(p: float) -> float:
+def exact_below(p: float) -> int:
     """The steps ``d`` for which ``p + d`` is :func:`plus_ones` ``(p, d)``
     whatever ``d`` below this (those that stay in ``p``'s binade)."""
     if not (p >= 0.0 and p < _TWO52):
-        return 0.0
-    return math.ceil(_binade_top(p) - p)
+        return 0
+    return math.ceil(_binade_top(p) - p)  # (the top minus p is exact)
 
 
 def steps_known(p: float, cap: int) -> bool:
     """Whether :func:`plus_ones` of ``p`` up to ``cap + 2`` steps takes one
     addition a binade (a position of at least 0 that stays below ``2^52``)."""
     return p >= 0.0 and p + (cap + 3) < _TWO52
-
-
-#: Below this a float's ulp is at most 1/2: whole steps from it are exact inside a binade.
-_TWO52 = 2.0**52
 
 
 def _binade_top(q: float) -> float:

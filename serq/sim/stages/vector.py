@@ -1,11 +1,14 @@
-"""A coalesced decode run of one job, planned in arrays (docs/speed.md, "Long decodes").
+"""Long coalesced decode runs, planned and replayed in arrays (docs/simulator.md,
+"Long runs, planned in arrays").
 
-The usual run is one job decoding alone: every iteration costs the same until
-its hold needs another block, and then the cost steps up with ``kv_decode``.
-:meth:`RunPlanner._plan_one <.coalesce.RunPlanner._plan_one>` walks it a
-growth at a time; a decode of 20 000 tokens is 1 250 growths, each a few
-microseconds of Python.  :func:`plan_one` gives the same run from a handful of
-numpy operations over all its growths and iterations at once.
+In a decode run every iteration costs the same until a hold needs another
+block, and then the cost steps up with ``kv_decode``.  The planner's walk
+(:meth:`RunPlanner._plan_one <.coalesce.RunPlanner._plan_one>`,
+``_plan_by_growths``) takes it a growth at a time; a decode of 20 000 tokens
+is 1 250 growths, each a few microseconds of Python.  :func:`plan` gives the
+same run from numpy operations over all its growths and iterations at once;
+:func:`account` and :func:`grow_pool` replay its statistics and its pool's
+growths the same way.
 
 Exactness is the whole point, and it rests on two facts:
 
@@ -19,7 +22,7 @@ Exactness is the whole point, and it rests on two facts:
 So every float is the one the scalar walk computes.  Anything else — a cost
 that reads ``exp``, ``ln``, ``sqrt``, ``^``, a draw, a probe, the clock — is
 not compiled (:func:`compile_cost` gives None) and the scalar walk plans it.
-:func:`plan_one` also gives None, for the walk to take over, whenever the run
+:func:`plan` also gives None, for the walk to take over, whenever the run
 is not the periodic one it assumes (a block that is not a whole number of
 tokens, a growth of other than one block, a growth test that is not exactly
 periodic); tests/sim/stages/test_vector_runs.py holds it to the walk.
@@ -33,8 +36,9 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from ... import expr, ir
-from ..cache import EPS
-from .decode_run import _TWO52, _binade_top, exact_steps, plus_ones
+from ..cache import _BIG, EPS
+from ..stats import _INF_KEY, _LOG_W, _ZERO_KEY, _bucket
+from .decode_run import _TWO52, exact_below, exact_steps, plus_ones
 
 if TYPE_CHECKING:
     from .coalesce import RunPlanner
@@ -84,8 +88,7 @@ def _div(a: Any, b: Any) -> Any:
 
 def _source(e: ir.Expr) -> str:
     if isinstance(e, ir.Num):
-        v = e.value
-        return "_nan" if v != v else "_inf" if v == math.inf else "(-_inf)" if v == -math.inf else repr(float(v))
+        return expr.num_source(e.value)
     if isinstance(e, ir.Ctx):
         if e.name == "kv_decode":
             return "kv"
@@ -126,9 +129,9 @@ def _source(e: ir.Expr) -> str:
 
 
 def positions(p: float, d: np.ndarray) -> np.ndarray:
-    """``plus_ones(p, k)`` for each ``k`` of the int array ``d`` (each at
-    most ``d_max``): ``p`` plus 1.0 ``k`` times in turn, from the binades the
-    position crosses (:func:`.decode_run.plus_ones`)."""
+    """``plus_ones(p, k)`` for each ``k`` of the int array ``d``: ``p`` plus
+    1.0 ``k`` times in turn, from the binades the position crosses (the steps
+    of :func:`.decode_run.plus_ones`, each binade's start kept)."""
     k_max = int(d.max()) if d.size else 0
     if exact_steps(p, k_max):
         return p + d.astype(np.float64)
@@ -136,8 +139,7 @@ def positions(p: float, d: np.ndarray) -> np.ndarray:
     bases = [p]
     q, done = p, 0
     while True:  # each binade's first step and the position there (plus_ones' loop)
-        top = _binade_top(q)
-        inside = math.ceil(top - q) - 1
+        inside = exact_below(q) - 1  # (q stays below 2^52: p + k_max does)
         if done + inside >= k_max:
             break
         q = (q + inside) + 1.0
@@ -281,7 +283,6 @@ def _ends(first: float, costs: np.ndarray, lengths: np.ndarray, limit: float,
     stop = min(limit, horizon)
     cheapest = float(costs[lengths > 0].min()) if total else 1.0
     guess = total if not (stop < math.inf) else int(min(total, (stop - first) / cheapest * 1.001 + 64))
-    done = np.empty(0)
     acc = first
     pieces = [np.array([first])]
     lo = 0
@@ -291,12 +292,10 @@ def _ends(first: float, costs: np.ndarray, lengths: np.ndarray, limit: float,
         pieces.append(part)
         bad = (part >= limit) | (part > horizon)
         if bad.any():
-            done = np.concatenate(pieces)
-            return done, lo + 1 + int(np.argmax(bad))
+            return np.concatenate(pieces), lo + 1 + int(np.argmax(bad))
         lo = hi
         if lo >= total:
-            done = np.concatenate(pieces)
-            return done, total + 1
+            return np.concatenate(pieces), total + 1
         acc = float(part[-1])
         guess = lo + (lo or 1024)
 
@@ -352,7 +351,6 @@ def add_array(h: Any, xs: np.ndarray, n: int) -> None:
     times in a row: the total takes the same additions in the same order, the
     buckets the same counts, smallest and largest, in the order they first
     appear (serq/sim/stats.py)."""
-    from ..stats import _INF_KEY, _LOG_W, _ZERO_KEY, _bucket
     if not xs.size or n <= 0:
         return
     h.total = _fold(h.total, xs if n == 1 else np.repeat(xs, n))
@@ -401,7 +399,6 @@ def grow_pool(pool: Any, needs: list[float], times: list[float]) -> bool:
     the growth that empties an entry is done by ``make_room_whole`` itself),
     and the four time averages as sequential sums.  False, with nothing done,
     when that is not the case."""
-    from ..cache import _BIG, EPS as _EPS
     cache = pool.cache
     n = len(needs)
     b = cache.block
@@ -419,7 +416,7 @@ def grow_pool(pool: Any, needs: list[float], times: list[float]) -> bool:
     while j < n:
         total = cache.total
         slack = cap - used - total  # a whole number: growths fit in it without evicting
-        if not used + total + b > cap + _EPS:
+        if not used + total + b > cap + EPS:
             c = min(n - j, int(slack // b))
             totals[j:j + c] = total
             used += c * b
