@@ -375,11 +375,12 @@ class SharedCache:
                 n.alive = False
                 assert parent is not None
                 del parent.kids[n.key]
-                if parent is not self.root and not parent.kids and parent.readers == 0 and parent.solo != serial:
-                    if parent.size > EPS:
-                        self._push(parent)
-                    else:
-                        self._remove(parent)
+                if parent is self.root or parent.kids or (parent.readers == 0 and parent.solo == serial):
+                    continue  # not a leaf, or a leaf this pass takes next
+                if parent.readers or parent.size > EPS:
+                    self._push(parent)  # a leaf now: its unread tail can go (another hold may read its head)
+                else:
+                    self._remove(parent)
 
     def size_of(self, serial: int) -> float:
         """Not meaningful for a trie (the cached prefix depends on the chain); see ``Pool.shared_cached_of``."""
