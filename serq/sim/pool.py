@@ -344,6 +344,14 @@ class Pool(BaseResource):
         self.used += need
         self.record(now)
 
+    def allocate_blocks(self, need: float, times: Any) -> None:
+        """:meth:`allocate_run` of ``len(times)`` growths of ``need`` units each, at
+        ``times`` (a numpy array: a run planned in arrays, serq/sim/stages/vector.py)."""
+        n = len(times)
+        if n >= _ARRAY_GROWTHS and sys.modules["serq.sim.stages.vector"].grow_blocks(self, need, times):
+            return
+        self.allocate_run([need] * n, times.tolist())
+
     def allocate_run(self, needs: list[float], times: list[float]) -> None:
         """``allocate(need, now)`` for each pair of ``needs`` and ``times`` in
         turn (the growths of a coalesced run; nothing else touches the pool

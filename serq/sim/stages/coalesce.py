@@ -527,9 +527,7 @@ class RunPlanner:
             return None
         run = self.run
         assert run is not None
-        if growths or again is not None:
-            run.events.append((m - 1, growths, again, t))
-        _add_iters(run.segs, cost, 1, t, t2)
+        run.add_last(cost, t, t2, (m - 1, growths, again, t) if growths or again is not None else None)
         return t2
 
     def _grow(self, i: int, units: float, growths: list[tuple[int, float]]) -> bool | None:
@@ -659,8 +657,10 @@ def _left_after(budget: float, toks: list[float]) -> float | None:
 def _trim(run: DecodeRun, now: float) -> None:
     """Shorten ``run`` until its end is exactly ``now + (end − now)``, the time
     the engine's timer reaches (only ever when the clock is close to 0)."""
-    segs, events = run.segs, run.events
     m, t = run.length, run.end
+    if not (m > 1 and now + (t - now) != t):
+        return
+    segs, events = run.segs, run.events
     while m > 1 and now + (t - now) != t:
         seg = segs[-1]
         seg[1] -= 1

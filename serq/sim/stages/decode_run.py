@@ -58,7 +58,7 @@ class DecodeRun:
     that changed what it reads, and ``blocking``, the pool of that head that
     does not fit; ``budget``, the budget of every iteration."""
 
-    __slots__ = ("start", "cost", "budget", "length", "end", "first", "segs", "events", "final", "head",
+    __slots__ = ("start", "cost", "budget", "length", "end", "first", "_segs", "_events", "cols", "final", "head",
                  "blocking", "grown", "watch", "grows", "passing", "ends", "entry")
 
     def __init__(self, start: float, cost: float, budget: float, head: Any, blocking: int) -> None:
@@ -70,8 +70,11 @@ class DecodeRun:
         self.first = start + cost
         self.length = 1
         self.end = self.first
-        self.segs: list[list] = []
-        self.events: list[RunEvent] = []
+        self._segs: list[list] = []
+        self._events: list[RunEvent] = []
+        #: a run planned in arrays keeps its plan as arrays (:class:`.vector.Cols`) until
+        #: something reads ``segs`` or ``events`` as lists (then they are made, and this is None)
+        self.cols: Any = None
         self.final: list[float] | None = None
         #: the growth events already replayed (a run that passes over other events
         #: replays its growths when something reads its pools, :mod:`serq.sim.lazy`)
@@ -86,6 +89,43 @@ class DecodeRun:
         self.passing = False
         self.ends: list[float] | None = None
         self.entry: Any = None
+
+    @property
+    def segs(self) -> list[list]:
+        """Iterations 2 … m as runs ``[cost, count, end before, end of the last]``."""
+        if self.cols is not None:
+            self._lists()
+        return self._segs
+
+    @property
+    def events(self) -> list[RunEvent]:
+        """The growth events of iterations 2 … m (:data:`RunEvent`)."""
+        if self.cols is not None:
+            self._lists()
+        return self._events
+
+    def _lists(self) -> None:
+        """The plan kept in arrays, made into the lists the walk writes."""
+        cols = self.cols
+        self.cols = None
+        self._segs, self._events = cols.segs(), cols.events()
+
+    def add_last(self, cost: float, t: float, t2: float, event: RunEvent | None) -> None:
+        """Iteration m + 1 (costing ``cost`` from the end ``t`` to ``t2``, with its
+        growth event if any) joins the plan; the caller sets ``length`` and ``end``."""
+        cols = self.cols
+        if cols is not None and event is None:
+            cols.add_iteration(cost, t, t2)
+            return
+        if event is not None:
+            self.events.append(event)
+        segs = self.segs
+        if segs and segs[-1][0] == cost:  # (costs are > 0: equal is the same float; segs[-1][3] is t)
+            seg = segs[-1]
+            seg[1] += 1
+            seg[3] = t2
+        else:
+            segs.append([cost, 1, t, t2])
 
     # -- the replay -------------------------------------------------------------------------
 
@@ -107,8 +147,12 @@ class DecodeRun:
         """The tokens of iterations 1 … k: each job's work and position, its
         session's token times and the gap to the first iteration's end."""
         first = self.first
-        c, n, t0, _t_last = self.segs[-1]
-        before_last = t0 if n == 1 else fold_same(c, n - 1, t0)  # the end of iteration k
+        cols = self.cols
+        if cols is not None:
+            before_last = cols.end_of(k)  # the end of iteration k
+        else:
+            c, n, t0, _t_last = self._segs[-1]
+            before_last = t0 if n == 1 else fold_same(c, n - 1, t0)  # the end of iteration k
         stats = engine.sim.stats_on
         itl = engine.itl
         for job, tokens in assign:
@@ -137,6 +181,14 @@ class DecodeRun:
         in one pool go to ``Pool.allocate_run`` together, up to an admission
         attempt that reads them or a growth in another pool; an attempt whose
         header reads what a growth changed is evaluated again there."""
+        cols = self.cols
+        if cols is not None and cols.left is None:  # kept in arrays, no admission attempt to evaluate again
+            lo = self.grown
+            hi = cols.n_events() if upto is None else upto
+            if lo < hi:
+                self.grown = hi
+                cols.grow(assign, lo, hi)
+            return
         events = self.events
         lo = self.grown
         hi = len(events) if upto is None else upto
@@ -193,8 +245,11 @@ class DecodeRun:
 
     def end_list(self) -> list[float]:
         """The end of every iteration, in order (the last is ``end``)."""
+        cols = self.cols
+        if cols is not None:
+            return cols.ends.tolist()
         ends = [self.first]
-        for c, n, t0, _t1 in self.segs:
+        for c, n, t0, _t1 in self._segs:
             ends.extend(islice(accumulate(repeat(c, n), add, initial=t0), 1, None))
         return ends
 
@@ -210,6 +265,8 @@ class DecodeRun:
         order, or −1 when no iteration ends at ``t``; worked out from the
         segments without making the list (:func:`_step_index`)."""
         ends = self.ends
+        if ends is None and self.cols is not None:
+            ends = self.all_ends()
         if ends is not None:
             j = bisect_left(ends, t)
             return j if j < len(ends) and ends[j] == t else -1
@@ -259,7 +316,11 @@ class DecodeRun:
         the engine count them one by one: every job's inter-token gaps (from
         the second commit on), the decode-only time and its decoders, the
         iterations, their decoders and costs."""
-        segs = self.segs
+        cols = self.cols
+        if cols is not None:  # planned in arrays: its sums in arrays too
+            cols.account(self, engine, jobs, k)
+            return
+        segs = self._segs
         vector = sys.modules.get(_VECTOR)
         if vector is not None and len(segs) >= _ARRAY_SEGS:  # a long run of many costs: its sums in arrays
             vector.account(self, engine, jobs, k)  # (once the planner has imported numpy), the same floats

@@ -235,6 +235,7 @@ def plan(planner: "RunPlanner", cost: float, vcost: VectorCost | None, view: Any
     n_it, seg_costs = e - s + 1, chunk_costs[:kept]
     ok = n_it > 0
     s, e, n_it, seg_costs = s[ok], e[ok], n_it[ok], seg_costs[ok]
+    t0 = t1 = seg_costs
     if s.size:
         t0, t1 = ends[s - 2], ends[e - 1]
         new = np.ones(s.size, dtype=bool)
@@ -244,21 +245,12 @@ def plan(planner: "RunPlanner", cost: float, vcost: VectorCost | None, view: Any
             lasts = np.append(firsts_[1:] - 1, s.size - 1)
             n_it = np.add.reduceat(n_it, firsts_)
             seg_costs, t0, t1 = seg_costs[firsts_], t0[firsts_], t1[lasts]
-        run.segs.extend(map(list, zip(seg_costs.tolist(), n_it.tolist(), t0.tolist(), t1.tolist())))
     # the growths of iterations 2 … m: one event per growth iteration, its jobs in serving order
     done = int(np.searchsorted(g_all, min(m, g_stop - 1), side="right"))
-    if done:
-        gi = g_all[:done].tolist()
-        jobs = [idx[n] for n in who[:done].tolist()]
-        starts_t = ends[g_all[:done] - 2].tolist()
-        events = run.events
-        prev = -1
-        for g, i, t in zip(gi, jobs, starts_t):
-            if g == prev:
-                events[-1][1].append((i, b))
-            else:
-                events.append((g - 2, [(i, b)], left, t))
-                prev = g
+    g_done = g_all[:done]
+    assert not run._segs and not run._events  # (the walk has written nothing yet)
+    run.cols = Cols(seg_costs, n_it, t0, t1, ends[:m], g_done - 2, np.asarray(idx, dtype=np.int64)[who[:done]],
+                    ends[g_done - 2], float(b), left)
     # the state the walk leaves: positions before the next iteration, allocations, kv, used
     counts = np.bincount(who[:done], minlength=len(idx)).tolist() if done else [0] * len(idx)
     for n, i in enumerate(idx):
@@ -270,6 +262,90 @@ def plan(planner: "RunPlanner", cost: float, vcost: VectorCost | None, view: Any
         planner.used[id(pool)] = float(u_before[done - 1]) + b
     run.length, run.end = m, float(ends[m - 1])
     return float(seg_costs[-1]) if s.size else cost
+
+
+class Cols:
+    """A run planned in arrays, kept as arrays: its segments (``costs``,
+    ``counts``, ``t0``, ``t1``: :attr:`DecodeRun.segs <.decode_run.DecodeRun.segs>`
+    as columns), the ends of its iterations (``ends[j]`` that of iteration
+    ``j + 1``), and its growths, one row each (``g`` the event's index as in
+    :data:`~.decode_run.RunEvent`, ``who`` the job, ``at`` the iteration's
+    start; every growth ``need`` units, every event re-reading the budget
+    ``left``), an event being the rows of one iteration (``first``, the first
+    row of each, and the number of rows after the last)."""
+
+    __slots__ = ("costs", "counts", "t0", "t1", "ends", "g", "who", "at", "need", "left", "first")
+
+    def __init__(self, costs: np.ndarray, counts: np.ndarray, t0: np.ndarray, t1: np.ndarray, ends: np.ndarray,
+                 g: np.ndarray, who: np.ndarray, at: np.ndarray, need: float, left: float | None) -> None:
+        self.costs, self.counts, self.t0, self.t1, self.ends = costs, counts, t0, t1, ends
+        self.g, self.who, self.at, self.need, self.left = g, who, at, need, left
+        new = np.ones(g.size, dtype=bool)
+        new[1:] = g[1:] != g[:-1]
+        self.first = np.append(np.flatnonzero(new), g.size)
+
+    def n_events(self) -> int:
+        return self.first.size - 1
+
+    def end_of(self, k: int) -> float:
+        """The end of iteration ``k``."""
+        return float(self.ends[k - 1])
+
+    def segs(self) -> list[list]:
+        """The segments as the walk's lists."""
+        return [list(r) for r in zip(self.costs.tolist(), self.counts.tolist(), self.t0.tolist(), self.t1.tolist())]
+
+    def events(self) -> list[Any]:
+        """The growth events as the walk's tuples."""
+        need, left = self.need, self.left
+        who = self.who.tolist()
+        g, at = self.g.tolist(), self.at.tolist()
+        first = self.first.tolist()
+        return [(g[a], [(i, need) for i in who[a:z]], left, at[a]) for a, z in zip(first, first[1:])]
+
+    def add_iteration(self, cost: float, t: float, t2: float) -> None:
+        """One more iteration, without growths, costing ``cost`` from ``t`` to ``t2``."""
+        if self.costs.size and self.costs[-1] == cost:
+            self.counts = self.counts.copy()  # (the arrays may be views of the plan's)
+            self.t1 = self.t1.copy()
+            self.counts[-1] += 1
+            self.t1[-1] = t2
+        else:
+            self.costs = np.append(self.costs, cost)
+            self.counts = np.append(self.counts, 1)
+            self.t0 = np.append(self.t0, t)
+            self.t1 = np.append(self.t1, t2)
+        self.ends = np.append(self.ends, t2)
+
+    def grow(self, assign: list[Any], lo: int, hi: int) -> None:
+        """``DecodeRun._grow`` of events ``lo`` … ``hi − 1`` when none evaluates
+        an admission attempt again: every growth is one block of the one pool
+        (:func:`plan`), so the pool takes them in one call, and each hold's
+        allocation grows by its count of blocks (whole numbers, exact)."""
+        a, z = int(self.first[lo]), int(self.first[hi])
+        if a >= z:
+            return
+        need = self.need
+        who = self.who[a:z]
+        counts = np.bincount(who, minlength=len(assign)).tolist()
+        pool = None
+        for i, c in enumerate(counts):
+            if c:
+                job = assign[i][0]
+                req = job.hold
+                kk = job.k
+                pool = req.pools[kk]
+                x = req.alloc[kk]
+                if x == int(x) and x + c * need < 2.0**53:
+                    req.alloc[kk] = x + c * need
+                else:  # (not whole: the sums in turn)
+                    req.alloc[kk] = _fold(x, np.full(c, need))
+        assert pool is not None
+        pool.allocate_blocks(need, self.at[a:z])
+
+    def account(self, run: Any, engine: Any, jobs: int, k: int) -> None:
+        """``DecodeRun._account`` (:func:`account`) from the columns."""
+        _account(run, engine, jobs, k, np.repeat(self.costs, self.counts), self.ends, float(self.t1[-1]))
 
 
 def _ends(first: float, costs: np.ndarray, lengths: np.ndarray, limit: float,
@@ -313,18 +389,23 @@ def account(run: Any, engine: Any, jobs: int, k: int) -> None:
     """``DecodeRun._account`` from the run's ends in an array: the same sums
     in the same order (each a sequential ``np.add.accumulate``), the same
     histogram buckets, for iterations 2 … m."""
-    sim = engine.sim
     segs = run.segs
-    stats = sim.stats_on
     seg = np.array(segs, dtype=np.float64)
     costs = np.repeat(seg[:, 0], seg[:, 1].astype(np.int64))
     ends = np.add.accumulate(np.concatenate(([run.first], costs)))  # ends[j]: that of iteration j + 1
+    _account(run, engine, jobs, k, costs, ends, segs[-1][3])
+
+
+def _account(run: Any, engine: Any, jobs: int, k: int, costs: np.ndarray, ends: np.ndarray, last: float) -> None:
+    """:func:`account` from the costs of iterations 2 … m, the ends of 1 … m and the last end."""
+    sim = engine.sim
+    stats = sim.stats_on
     lengths = ends[1:] - ends[:-1]  # the lengths of iterations 2 … m (`_length_runs`)
     if stats and k > 1:
         add_array(engine.itl, lengths[:-1], jobs)
     if run.first >= sim.warmup:
         spans = lengths
-    elif segs[-1][3] <= sim.warmup:
+    elif last <= sim.warmup:
         spans = lengths[:0]
     else:
         spans = np.minimum(ends[1:], sim.horizon) - np.maximum(ends[:k], sim.warmup)
@@ -399,14 +480,22 @@ def grow_pool(pool: Any, needs: list[float], times: list[float]) -> bool:
     the growth that empties an entry is done by ``make_room_whole`` itself),
     and the four time averages as sequential sums.  False, with nothing done,
     when that is not the case."""
+    b = pool.cache.block
+    if b is None or needs.count(b) != len(needs):
+        return False
+    return grow_blocks(pool, b, np.asarray(times))
+
+
+def grow_blocks(pool: Any, b: float, t: np.ndarray) -> bool:
+    """:func:`grow_pool` of ``t.size`` growths of ``b`` units at the times ``t``
+    (an array; ``b`` must be the cache's block)."""
     cache = pool.cache
-    n = len(needs)
-    b = cache.block
+    n = int(t.size)
     ua, ca, qa, ha = pool.used_avg, pool.cached_avg, pool.queue_avg, pool.holders_avg
     last = ua.last
-    if (pool.gauged or pool.timeline is not None or cache.spill is not None or b is None
+    if (pool.gauged or pool.timeline is not None or cache.spill is not None or b != cache.block
             or not (ca.last == last and qa.last == last and ha.last == last)
-            or needs.count(b) != n or not cache.whole_blocks(pool.used, needs, pool.cap)):
+            or not cache.whole_blocks(pool.used, [b] * n, pool.cap)):
         return False
     cap = pool.cap
     used = pool.used
@@ -441,7 +530,6 @@ def grow_pool(pool: Any, needs: list[float], times: list[float]) -> bool:
         totals[j] = cache.make_room_whole(used, [b], cap)[0]  # an entry emptied, or the sums past exact
         used += b
         j += 1
-    t = np.asarray(times)
     dts = t - np.concatenate(([last], t[:-1]))
     used_after = pool.used + b * np.arange(1, n + 1, dtype=np.float64)  # whole numbers: `used += need` in turn
     qn, hn = len(pool.put_queue), len(pool.holders)
@@ -450,7 +538,7 @@ def grow_pool(pool: Any, needs: list[float], times: list[float]) -> bool:
     qa.integral = _fold(qa.integral, np.concatenate(([qa.value], np.full(n - 1, float(qn)))) * dts)
     ha.integral = _fold(ha.integral, np.concatenate(([ha.value], np.full(n - 1, float(hn)))) * dts)
     pool.used = used
-    end = times[-1]
+    end = float(t[-1])
     ua.last = ca.last = qa.last = ha.last = end
     ua.value, ca.value, qa.value, ha.value = used, float(totals[-1]), qn, hn
     return True

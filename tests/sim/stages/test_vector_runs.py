@@ -161,8 +161,8 @@ def test_a_full_cache_gives_its_blocks_to_a_long_run_as_growth_by_growth(monkeyp
     # a small pool whose cache fills: the long runs' growths evict a block each from the oldest
     # entry, and empty entries on the way; replayed in arrays, the report is one iteration at a time's
     bulk = []
-    real = vector.grow_pool
-    monkeypatch.setattr(vector, "grow_pool", lambda *a: bulk.append(real(*a)) or bulk[-1])
+    real = vector.grow_blocks
+    monkeypatch.setattr(vector, "grow_blocks", lambda *a: bulk.append(real(*a)) or bulk[-1])
     text = LONG.format(cap="40000", slots=3, cost="1e-3 + 1e-8 * kv_decode", rate=2, out=3000,
                        prompt="floor(~uniform(10, 150)) * 16 + 3")
     report, planned = _same(text, 150.0, 3, monkeypatch)
