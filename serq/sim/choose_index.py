@@ -164,14 +164,14 @@ class Index:
             if _has_nan(k):
                 self.nans += 1
                 continue
-            b = buckets.get(k)
-            if b is None:
+            got = buckets.get(k)
+            if got is None:
                 buckets[k] = {j}
                 if k not in self.in_heap:
                     self.in_heap.add(k)
                     heappush(self.heap, k)
             else:
-                b.add(j)
+                got.add(j)
 
     def choose(self, s: Any, n: int, keys: tuple[Callable[[Any], float], ...], slot: int) -> float | None:
         """The candidate :meth:`Session.choose` would pick, the stream moved on
