@@ -142,7 +142,7 @@ class LazyRuns:
         run.passing = True
         grows, watch = self._pools(engine, run)
         self.admitted += 1
-        for other in self.engines[:]:
+        for other in self._sharing(watch):
             orun = other.run
             if orun is not None and (grows & orun.watch or orun.grows & watch):
                 self.catch_up(now)
@@ -161,6 +161,18 @@ class LazyRuns:
         if run.end > self.latest:
             self.latest = run.end
         return run
+
+    def _sharing(self, watch: frozenset[int]) -> list["StepEngine"]:
+        """The passing runs' engines that watch a pool of ``watch``, in the order
+        of ``engines`` (a run that grows a pool watches it: these are all those
+        a run watching ``watch`` and growing part of it can conflict with)."""
+        by_id = self.sim.pool_by_id
+        found: set["StepEngine"] = set()
+        for pid in watch:
+            found.update(by_id[pid].watchers)
+        if len(found) < 2:
+            return list(found)
+        return sorted(found, key=self.order.__getitem__)
 
     def _pools(self, engine: "StepEngine", run: "DecodeRun") -> tuple[frozenset[int], frozenset[int]]:
         """The ids of the pools the run grows, and of those it watches."""

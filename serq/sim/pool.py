@@ -186,6 +186,9 @@ class Pool(BaseResource):
         self.gauge_read = False  # a gauge reads it at all
         self.gauge_part: Any = None  # (the gauges that read it, compiled; their indices), when gauged
         self.gauge_any: Any = None  # (the same of every gauge that reads it at all), when gauge_read
+        #: the routers' indices that keep keys read from it, and its candidate in each
+        #: (serq/sim/choose_index.py): told of every change ``record`` follows
+        self.keyed: tuple[tuple[Any, int], ...] = ()
         self.watchers: list[Any] = []  # engines whose passing runs watch it (serq/sim/lazy.py)
         self.admitters: list[int] = []  # the places in ``sim.engines`` of the engines it is `admit via`
         self.pass_no = -1  # its place in ``Holds.passed`` (without `admit via`), else −1
@@ -312,6 +315,9 @@ class Pool(BaseResource):
             if moved is not self:
                 gauges.moved = self if moved is None else gauges
                 gauges.movers.append(self)  # (which ones: serq/sim/gauge_terms.py)
+        if self.keyed:
+            for index, j in self.keyed:
+                index.mark(j)
         # `set(now, value)` of the four time averages, written out: it is hot
         u, c, q, h = self._averages
         u.integral += u.value * (now - u.last)
@@ -457,10 +463,13 @@ class Pool(BaseResource):
         lazy = self.sim.lazy
         if lazy is not None and self.admit_via is None:  # tried at every settle, so at every passing
             lazy.cut_all()                               # run's iteration end as well (serq/sim/lazy.py)
+        q = self.put_queue
+        if not q:
+            self.sim.queued_pools += 1
         if req.front:
-            self.put_queue.insert(0, req)
+            q.insert(0, req)
         else:
-            self.put_queue.append(req)
+            q.append(req)
         req.session.queued_at = req.joined
         if self.pass_no >= 0:  # a pass looks at its queue
             holds = self.sim.holds
@@ -475,7 +484,7 @@ class Pool(BaseResource):
 
     def cancel(self, req: HoldRequest) -> None:
         if req in self.put_queue:
-            self.put_queue.remove(req)
+            self.unqueue(req)
         req.state = CANCELLED
         req.session.queued_at = None
         self.sim.waiting_changed(req.session)
@@ -538,9 +547,16 @@ class Pool(BaseResource):
         amounts = self.fits(req)
         if amounts is None:
             return False
-        self.put_queue.remove(req)
+        self.unqueue(req)
         self.sim.holds.admit(req, amounts)
         return True
+
+    def unqueue(self, req: HoldRequest) -> None:
+        """``req`` leaves the queue (``Simulator.queued_pools`` counts the pools with a queue)."""
+        q = self.put_queue
+        q.remove(req)
+        if not q:
+            self.sim.queued_pools -= 1
 
     def _trigger_put(self, get_event: Any = None) -> None:
         """Admit from the queue while the selected hold fits (head-of-line blocking)."""

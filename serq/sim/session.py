@@ -11,6 +11,7 @@ from simpy.exceptions import Interrupt
 from .. import ir
 from ..errors import SerqRuntimeError
 from . import choose as _choose
+from . import choose_index as _choose_index
 from . import rng
 from .pool import GRANTED, HoldRequest, HoldSpec, bad_amount
 
@@ -158,16 +159,30 @@ class Session:
             raise SerqRuntimeError(f"{label} has {shown} candidates: at most {ir.MAX_MEMBERS:,}", at=label)
         n = int(count) if count > 0 else 0
         self.candidates = n
-        planned = self.sim.choose_plans.get(id(label))
-        if planned is not None and planned[0] is label:  # the tie-break drawn only where read
-            return _choose.choose(self, n, keys, slot, planned[1])
-        best_j, best = 0.0, None
-        for j in range(n):
-            self.a[slot] = float(j)
-            k = tuple(f(self) for f in keys)
-            if best is None or k < best:
-                best_j, best = float(j), k
-        return best_j
+        sim = self.sim
+        indexed = sim.choose_index.get(id(label))
+        if indexed is not None and indexed[0] is label:  # the keys kept per candidate
+            if _choose_index.CHECK:
+                return self._checked(indexed[1], n, keys, slot, label)
+            got = indexed[1].choose(self, n, keys, slot)
+            if got is not None:
+                return got
+        return _scan(self, n, keys, slot, label)
+
+    def _checked(self, index: Any, n: int, keys: tuple[Callable[[Any], float], ...], slot: int,
+                 label: str) -> float:
+        """The index's choice, checked against the loop's (tests: ``choose_index.CHECK``)."""
+        g = self.srng
+        s0 = g._s
+        want = _scan(self, n, keys, slot, label)
+        after = g._s
+        g._s = s0
+        got = index.choose(self, n, keys, slot)
+        if got is None:
+            g._s = after
+            return want
+        assert (got, g._s) == (want, after), f"{label}: the index chose {got}, the loop {want}"
+        return got
 
     # -- subagents (docs/subagents.md) -------------------------------------------------
 
@@ -370,3 +385,17 @@ class Session:
     def drop(self, pool: "Pool") -> None:
         pool.cache.take(self.serial)
         pool.record()
+
+
+def _scan(s: Any, n: int, keys: tuple[Callable[[Any], float], ...], slot: int, label: str) -> float:
+    """:meth:`choose`, candidate by candidate."""
+    planned = s.sim.choose_plans.get(id(label))
+    if planned is not None and planned[0] is label:  # the tie-break drawn only where read
+        return _choose.choose(s, n, keys, slot, planned[1])
+    best_j, best = 0.0, None
+    for j in range(n):
+        s.a[slot] = float(j)
+        k = tuple(f(s) for f in keys)
+        if best is None or k < best:
+            best_j, best = float(j), k
+    return best_j

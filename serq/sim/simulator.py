@@ -23,7 +23,7 @@ from typing import Any, Iterator, Mapping, Sequence
 from .. import ir
 from ..errors import RunInterrupted, SerqError, SerqRuntimeError
 from ..expr import base_namespace
-from . import choose, deployment, lazy, rng
+from . import choose, choose_index, deployment, lazy, rng
 from .arrivals import Arrivals, arrivals_of
 from .compile import Compiler
 from .goodput import Target
@@ -117,6 +117,8 @@ class Simulator:
         self.replay: dict[str, Any] | None = None  # how an `arrive trace` replay ended (docs/replay.md)
         self.pools: list[list[Pool]] = []
         self.all_pools: list[Pool] = []
+        #: how many pools have a request in their queue (``Pool.join``, ``Pool.unqueue``)
+        self.queued_pools = 0
         #: the caches whose `evict by` keys are kept per entry: told when a session starts or
         #: stops waiting (``PrefixCache.touch``)
         self.kept_caches: list[Any] = []
@@ -145,6 +147,8 @@ class Simulator:
         self.code = Compiler(self).compile(program)
         #: the `choose` statements whose random tie-break is drawn only where read (serq/sim/choose.py)
         self.choose_plans = choose.plans(program)
+        #: the `choose` statements whose keys are kept per candidate (serq/sim/choose_index.py)
+        self.choose_index = choose_index.build(self, program)
         self.pool_by_id = {id(p): p for p in self.all_pools}
         #: the places in ``engines`` of the engines that may start an iteration at the next settle
         #: (an iteration ended there, a job came, a request joined a pool it admits): settle asks

@@ -18,7 +18,7 @@ from serq.sim.simulator import Simulator
 
 
 def _session(key: int, plans: dict) -> SimpleNamespace:
-    return SimpleNamespace(a=[0.0] * 4, srng=rng.keyed(key), sim=SimpleNamespace(choose_plans=plans),
+    return SimpleNamespace(a=[0.0] * 4, srng=rng.keyed(key), sim=SimpleNamespace(choose_plans=plans, choose_index={}),
                            candidates=0)
 
 

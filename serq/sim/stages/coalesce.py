@@ -150,7 +150,7 @@ class RunPlanner:
             return None  # the first iteration finishes a job, or takes a fraction of a token
         stop = self.state_pools
         run = DecodeRun(now, cost, budget, None, 0)
-        if any(p.put_queue for p in sim.all_pools):
+        if sim.queued_pools:  # (some pool has a queue: ``Pool.join``, ``Pool.unqueue``)
             terms = self.heads.terms()
             if terms is None:
                 return None

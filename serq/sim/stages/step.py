@@ -326,7 +326,7 @@ class StepEngine(Stage):
                 self.admitting_left = None
             if amounts is None:
                 return False
-            pool.put_queue.remove(req)
+            pool.unqueue(req)
             self.admitting_left = left
             try:
                 self.sim.holds.admit(req, amounts)
