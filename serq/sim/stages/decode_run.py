@@ -114,12 +114,14 @@ class DecodeRun:
         """Iteration m + 1 (costing ``cost`` from the end ``t`` to ``t2``, with its
         growth event if any) joins the plan; the caller sets ``length`` and ``end``."""
         cols = self.cols
-        if cols is not None and event is None:
-            cols.add_iteration(cost, t, t2)
-            return
+        if cols is not None:
+            if event is None:
+                cols.add_iteration(cost, t, t2)
+                return
+            self._lists()
         if event is not None:
-            self.events.append(event)
-        segs = self.segs
+            self._events.append(event)
+        segs = self._segs
         if segs and segs[-1][0] == cost:  # (costs are > 0: equal is the same float; segs[-1][3] is t)
             seg = segs[-1]
             seg[1] += 1

@@ -196,8 +196,9 @@ def plan(planner: "RunPlanner", cost: float, vcost: VectorCost | None, view: Any
     if not g_all.size:
         return None  # no growth: the walk's one fold
     who = np.concatenate([np.full(g.size, n, dtype=np.int64) for n, g in enumerate(gs)])
-    order = np.lexsort((who, g_all))  # by iteration, then in serving order (the walk's heap)
-    g_all, who = g_all[order], who[order]
+    if len(gs) > 1:
+        order = np.lexsort((who, g_all))  # by iteration, then in serving order (the walk's heap)
+        g_all, who = g_all[order], who[order]
     fu = np.full(g_all.size, b)
     fu[0] = u0
     u_before = np.add.accumulate(fu)  # the pool's used before each growth: the walk's `used += need`
@@ -205,7 +206,9 @@ def plan(planner: "RunPlanner", cost: float, vcost: VectorCost | None, view: Any
     if spilled is not None:
         room |= (u_before + spilled) + b > pcap
     g_stop = int(g_all[int(np.argmax(room))]) if room.any() else cap + 1  # the run ends before it
-    grow_at = np.unique(g_all[g_all < g_stop])  # the iterations with growths
+    grow_at = g_all[:int(np.searchsorted(g_all, g_stop))]  # the iterations with growths (sorted)
+    if len(gs) > 1 and grow_at.size > 1:
+        grow_at = grow_at[np.append(True, grow_at[1:] != grow_at[:-1])]  # (jobs growing at once: one)
     if vcost is not None:  # the cost from each growth iteration on: kv_decode summed as reduce(add, kv, 0.0)
         tracked = pool is planner.kv_pool
         kv_sum = np.zeros(grow_at.size)
