@@ -115,7 +115,7 @@ class DecodeRun:
         growth event if any) joins the plan; the caller sets ``length`` and ``end``."""
         cols = self.cols
         if cols is not None:
-            if event is None:
+            if event is None or cols.add_event(event):
                 cols.add_iteration(cost, t, t2)
                 return
             self._lists()

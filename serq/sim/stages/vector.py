@@ -320,6 +320,22 @@ class Cols:
             self.t1 = np.append(self.t1, t2)
         self.ends = np.append(self.ends, t2)
 
+    def add_event(self, event: Any) -> bool:
+        """Append a growth event after the last (a run's finishing iteration) when
+        its growths are one block each and it reads the budget the others read;
+        False, with nothing done, when it does not fit the columns."""
+        g, growths, again, at = event
+        if again != self.left or (again is None) != (self.left is None) or any(x != self.need for _i, x in growths):
+            return False
+        if not growths or (self.g.size and g <= self.g[-1]):
+            return False
+        n = len(growths)
+        self.first = np.append(self.first[:-1], [self.g.size, self.g.size + n])
+        self.g = np.append(self.g, np.full(n, g, dtype=np.int64))
+        self.who = np.append(self.who, np.asarray([i for i, _x in growths], dtype=np.int64))
+        self.at = np.append(self.at, np.full(n, at))
+        return True
+
     def grow(self, assign: list[Any], lo: int, hi: int) -> None:
         """``DecodeRun._grow`` of events ``lo`` … ``hi − 1`` when none evaluates
         an admission attempt again: every growth is one block of the one pool
