@@ -104,7 +104,7 @@ class Holds:
         s.queued_at = None
         self.sim.waiting_changed(s)
         req.state = GRANTED
-        first.trigger(req)  # (every pool recorded its change above: nothing more moved since)
+        self.env.make_ready(req)  # its session wakes (every pool recorded its change above)
 
     def release_hold(self, req: HoldRequest, completed: bool) -> None:
         """Give back every pool of a hold, caching per its clause (§2.6).  A

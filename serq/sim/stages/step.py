@@ -213,7 +213,8 @@ class StepEngine(Stage):
     # -- jobs -------------------------------------------------------------------------------
 
     def submit(self, s: "Session", work: float, mode: str | None, growing: Any, label: str) -> Event:
-        check_work(label, work)
+        if not 0.0 <= work < math.inf:  # (NaN too)
+            check_work(label, work)
         if work == 0.0:
             return self.immediate()
         run = self.run
@@ -432,6 +433,7 @@ class StepEngine(Stage):
                 self, kv_tracked=self._kv_needed, state_pools=state_pools,
                 heads=waiting.HeadAnalysis(self, self._default_select, self._default_admit),
                 default_plan=self._default_plan, view=self._view)
+        self._budget_view = _BudgetView(self)
         self._prepared = True
 
     def start_iteration(self) -> bool:
@@ -442,7 +444,8 @@ class StepEngine(Stage):
         budget = self._budget_const
         chunk = self._chunk_const
         if budget is None or chunk is None:
-            ctx = _BudgetView(self)
+            ctx = self._budget_view  # (one view an engine: it reads the engine as it stands)
+            ctx.srng = self.srng
             budget = self.budget_fn(ctx) if budget is None else budget
             chunk = self.chunk_fn(ctx) if chunk is None else chunk
         if budget != budget:
@@ -602,7 +605,16 @@ class StepEngine(Stage):
                 decoders += 1.0
                 if memory is not None:
                     kv_d += job.session.held_in(memory)
-        raw = self.cost_of(tokens, prefilled, decoders, kv_d, kv_p, attention)
+        view = self._view
+        if view is not None:  # `cost_of`, inline: the engine's own iteration_cost reads its one view
+            view.srng = self.srng
+            view.tokens, view.prefilled, view.decoders = tokens, prefilled, decoders
+            view.kv_decode, view.kv_prefill = kv_d, kv_p
+            view.residents = float(len(self.residents))
+            view.attention = attention
+            raw = self.cost_fn(view)
+        else:
+            raw = self.cost_of(tokens, prefilled, decoders, kv_d, kv_p, attention)
         cost = raw if raw > 0.0 else 0.0
         if tokens > 0.0 and not cost > 0.0:
             raise SerqRuntimeError(
@@ -684,15 +696,24 @@ class StepEngine(Stage):
             if gauges is not None:
                 gauges.replaying = None
             self.run = None
-        self.sim.events += 1
+        sim = self.sim
+        sim.events += 1
         now = self.env.now
+        stats_on = sim.stats_on
         finished = []
         for job, tokens in assign:
             if job.done:
                 continue
             job.work -= tokens
-            if not job.prefill:
-                job.session.decode_token(now, self)
+            if not job.prefill:  # `job.session.decode_token(now, self)`, inline
+                s = job.session
+                if s.first_tok is None:  # a turn that never prefilled: its first token
+                    s.first_tok = s.last_tok = now
+                else:
+                    if stats_on:  # `self.gap(…)`
+                        self.itl.add(now - s.last_tok)
+                    s.n_after += 1
+                    s.last_tok = now
             if job.work <= EPS:
                 finished.append(job)
         self.assign = []
@@ -700,14 +721,22 @@ class StepEngine(Stage):
             self.residents.remove(job)
             job.done = True
             self.count(-1)
-            self.finished(job)
+            est = self.est  # `self.finished(job)`, inline
+            if est is not None:
+                est.observe(job.started, job.started - job.enqueued, now - job.started)
+            if stats_on:
+                self.completed += 1
+                self.wait_sum += job.started - job.enqueued
+                self.service_sum += now - job.started
             if self._on_finish is not None:
                 self._on_finish(job)
             s = job.session
             if job.prefill:
                 s.prefill_done(now, self)
             s.job = None
-            self.wake(job)
+            ev = job.ev  # `self.wake(job)`, inline
+            if ev is not None and ev.callbacks is not None:
+                self.env.make_ready_pending(ev)
 
     def gap(self, x: float) -> None:
         """An inter-token gap ending on this stage (§4.8)."""
