@@ -152,7 +152,9 @@ class HoldRequest(Event):
                 s.sim.holds.release_hold(self, completed=completed)
         elif self.state == WAITING:
             self.pools[0].cancel(self)
-        s.forget_hold(self)
+        holds = s.holds  # `s.forget_hold(self)`, inline
+        if self in holds:
+            holds.remove(self)
 
     def index_of(self, pool: "Pool") -> int:
         for k, p in enumerate(self.pools):

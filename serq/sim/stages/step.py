@@ -468,19 +468,44 @@ class StepEngine(Stage):
         served: set[int] = set()
         attention = 0.0
         passed = 0
+        default_order = self._default_order
+        default_plan = self._default_plan
         try:
             while True:
-                job = self._next(served)
+                if default_order:  # `self._next(served)`, inline: the residents in admission order
+                    res = self.residents
+                    c = self.cursor
+                    if c < len(res):
+                        job = res[c]
+                        self.cursor = c + 1
+                    else:
+                        job = None
+                else:
+                    job = self._next(served)
                 if job is None:
-                    if (self.left > 0.0 and sim.preemptions == preempted0 and self.has_waiting()
-                            and self.admit_next(self.left)):
-                        continue
+                    if self.left > 0.0 and sim.preemptions == preempted0:
+                        for pool in self.admit_pools:  # `self.has_waiting()`, inline
+                            if pool.put_queue:
+                                break
+                        else:
+                            break
+                        if self.admit_next(self.left):
+                            continue
                     break
                 if only and not self._serves(job):
                     passed += 1  # (semantics §4.3 2b) no token this iteration; still a resident
                     continue
                 s = job.session
-                wish = self.plan_tokens(job, chunk)
+                if default_plan:  # `self.plan_tokens(job, chunk)`, inline
+                    work = job.work
+                    if not job.prefill:
+                        wish = 1.0 if work > 1.0 else work
+                    elif chunk > 0.0 and chunk < work:
+                        wish = chunk
+                    else:
+                        wish = work
+                else:
+                    wish = self.plan_tokens(job, chunk)
                 if exclusive:
                     if not job.prefill:
                         if prefill_resident:
