@@ -84,7 +84,9 @@ class Holds:
                             if own > bound:
                                 pool.cache.put_dead(entry, own - bound)
                                 own = bound
-                pool.make_room(need)
+                cache = pool.cache  # `pool.make_room(need)`, inline: nothing to do while it all fits
+                if pool.used + cache.total + need > pool.cap + EPS:
+                    cache.make_room(pool.used, need, pool.cap, self.env.now)
                 pool.used += need
             if own > own_max:
                 own_max = own
@@ -102,7 +104,8 @@ class Holds:
         self.next_adm += 1
         s.a[ir.CACHED] = own_max
         s.queued_at = None
-        self.sim.waiting_changed(s)
+        if self.sim.kept_caches:  # (`waiting_changed` has nothing to do without them)
+            self.sim.waiting_changed(s)
         req.state = GRANTED
         self.env.make_ready(req)  # its session wakes (every pool recorded its change above)
 
@@ -231,7 +234,10 @@ class Holds:
             self.release_shared(req, k)
             return
         alloc = req.alloc[k]
-        pool.give_back(alloc)
+        used = pool.used - alloc  # `pool.give_back(alloc)`, inline
+        if used < EPS and used > -EPS:
+            used = 0.0
+        pool.used = used
         pool.holders.remove(req)
         req.held[k] = False
         cache = req.spec.cache

@@ -468,7 +468,8 @@ class Pool(BaseResource):
             sim = self.sim
             sim.stirred.update(self.admitters)
             sim.stirs += 1
-        self.sim.waiting_changed(req.session)
+        if self.sim.kept_caches:  # (`waiting_changed` has nothing to do without them)
+            self.sim.waiting_changed(req.session)
         self.record()
 
     def cancel(self, req: HoldRequest) -> None:
