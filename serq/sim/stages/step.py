@@ -147,6 +147,13 @@ class StepEngine(Stage):
         # (None: it scheduled since)
         self.excluded_at: float | None = None
         over = hooks.overridden(type(self))
+        cls = type(self)
+        # the engine's own mechanism, not replaced by a subclass: the hot paths do its work inline
+        own = {n: getattr(cls, n) is getattr(StepEngine, n)
+               for n in ("finished", "wake", "gap", "_next", "has_waiting", "cost_of")}
+        self._own_end = own["finished"] and own["wake"] and own["gap"]
+        self._own_next = own["_next"] and own["has_waiting"]
+        self._own_cost = own["cost_of"]
         # `select_waiting` overridden: admit_next asks it (else pool.select(), unchanged)
         self._default_select = "select_waiting" not in over
         self._default_admit = "admit_next" not in over
@@ -468,7 +475,7 @@ class StepEngine(Stage):
         served: set[int] = set()
         attention = 0.0
         passed = 0
-        default_order = self._default_order
+        default_order = self._default_order and self._own_next
         default_plan = self._default_plan
         try:
             while True:
@@ -484,10 +491,13 @@ class StepEngine(Stage):
                     job = self._next(served)
                 if job is None:
                     if self.left > 0.0 and sim.preemptions == preempted0:
-                        for pool in self.admit_pools:  # `self.has_waiting()`, inline
-                            if pool.put_queue:
+                        if default_order:
+                            for pool in self.admit_pools:  # `self.has_waiting()`, inline
+                                if pool.put_queue:
+                                    break
+                            else:
                                 break
-                        else:
+                        elif not self.has_waiting():
                             break
                         if self.admit_next(self.left):
                             continue
@@ -631,7 +641,7 @@ class StepEngine(Stage):
                 if memory is not None:
                     kv_d += job.session.held_in(memory)
         view = self._view
-        if view is not None:  # `cost_of`, inline: the engine's own iteration_cost reads its one view
+        if view is not None and self._own_cost:  # `cost_of`, inline: the engine's own iteration_cost reads its one view
             view.srng = self.srng
             view.tokens, view.prefilled, view.decoders = tokens, prefilled, decoders
             view.kv_decode, view.kv_prefill = kv_d, kv_p
@@ -725,6 +735,9 @@ class StepEngine(Stage):
         sim.events += 1
         now = self.env.now
         stats_on = sim.stats_on
+        if not self._own_end:  # a subclass's finished, wake or gap: called as they are
+            self._end_jobs(assign, now)
+            return
         finished = []
         for job, tokens in assign:
             if job.done:
@@ -762,6 +775,32 @@ class StepEngine(Stage):
             ev = job.ev  # `self.wake(job)`, inline
             if ev is not None and ev.callbacks is not None:
                 self.env.make_ready_pending(ev)
+
+    def _end_jobs(self, assign: list[tuple[Job, float]], now: float) -> None:
+        """The end of :meth:`_iter_end`, each step a method call (a subclass
+        replaced one of them)."""
+        finished = []
+        for job, tokens in assign:
+            if job.done:
+                continue
+            job.work -= tokens
+            if not job.prefill:
+                job.session.decode_token(now, self)
+            if job.work <= EPS:
+                finished.append(job)
+        self.assign = []
+        for job in finished:
+            self.residents.remove(job)
+            job.done = True
+            self.count(-1)
+            self.finished(job)
+            if self._on_finish is not None:
+                self._on_finish(job)
+            s = job.session
+            if job.prefill:
+                s.prefill_done(now, self)
+            s.job = None
+            self.wake(job)
 
     def gap(self, x: float) -> None:
         """An inter-token gap ending on this stage (§4.8)."""
