@@ -84,9 +84,7 @@ class Holds:
                             if own > bound:
                                 pool.cache.put_dead(entry, own - bound)
                                 own = bound
-                cache = pool.cache  # `pool.make_room(need)`, inline: nothing to do while it all fits
-                if pool.used + cache.total + need > pool.cap + EPS:
-                    cache.make_room(pool.used, need, pool.cap, self.env.now)
+                pool.make_room(need)
                 pool.used += need
             if own > own_max:
                 own_max = own
