@@ -134,8 +134,8 @@ class Compiler:
 
     def compile(self, program: ir.Program) -> SessionCode:
         text = "\n".join([
-            self._function("_init", program.init, gen=False, stream="s.wrng"),
-            self._function("_turn", program.turn or (), gen=False, stream="s.wrng"),
+            self._function("_init", program.init, gen=False, stream="_wr"),
+            self._function("_turn", program.turn or (), gen=False, stream="_wr"),
             self._function("_body", program.session, gen=True, stream="_sr"),
         ])
         try:
@@ -155,6 +155,9 @@ class Compiler:
         if stream == "_sr" and any(re.search(r"\b_sr\b", line) for line in self.lines):
             # the session's own stream, once (it never changes); not built when nothing draws
             self.lines.insert(2, "    _sr = s.srng")
+        if stream == "_wr" and any(re.search(r"\b_wr\b", line) for line in self.lines):
+            # the workload stream, once a call (``turn`` re-keys it before the block runs)
+            self.lines.insert(2, "    _wr = s.wrng")
         return "\n".join(self.lines) + "\n"
 
     def _woke(self, depth: int) -> None:

@@ -102,9 +102,10 @@ class Holds:
         self.next_adm += 1
         s.a[ir.CACHED] = own_max
         s.queued_at = None
-        self.sim.waiting_changed(s)
+        if self.sim.kept_caches:  # (`waiting_changed` has nothing to do without them)
+            self.sim.waiting_changed(s)
         req.state = GRANTED
-        first.trigger(req)  # (every pool recorded its change above: nothing more moved since)
+        self.env.make_ready(req)  # its session wakes (every pool recorded its change above)
 
     def release_hold(self, req: HoldRequest, completed: bool) -> None:
         """Give back every pool of a hold, caching per its clause (§2.6).  A
@@ -231,7 +232,10 @@ class Holds:
             self.release_shared(req, k)
             return
         alloc = req.alloc[k]
-        pool.give_back(alloc)
+        used = pool.used - alloc  # `pool.give_back(alloc)`, inline
+        if used < EPS and used > -EPS:
+            used = 0.0
+        pool.used = used
         pool.holders.remove(req)
         req.held[k] = False
         cache = req.spec.cache

@@ -24,7 +24,7 @@ from heapq import heappop, heappush
 from typing import TYPE_CHECKING, Any, Callable
 
 import simpy
-from simpy.events import NORMAL, URGENT, Event, Initialize, Process, Timeout
+from simpy.events import NORMAL, PENDING, URGENT, Event, Initialize, Process, Timeout
 from simpy.exceptions import Interrupt
 
 from ..errors import SerqError, SerqRuntimeError
@@ -121,7 +121,15 @@ class Kernel(simpy.Environment):
         """Succeed ``ev`` now, ahead of the instant's other events (the ready FIFO)."""
         ev._ok = True
         ev._value = None
-        self.schedule(ev, URGENT)
+        heappush(self._queue, (self._now, URGENT, next(self._eid), ev))  # (``schedule(ev, URGENT)``)
+
+    def make_ready_pending(self, ev: Event) -> None:
+        """:meth:`make_ready` unless ``ev`` was triggered already (a job's end
+        its session waits on, woken once)."""
+        if ev._value is PENDING:
+            ev._ok = True
+            ev._value = None
+            heappush(self._queue, (self._now, URGENT, next(self._eid), ev))
 
     def timer(self, delay: float, callbacks: list[Any]) -> Timeout:
         """``Timeout(self, delay)`` with these ``callbacks``: the same event, at the

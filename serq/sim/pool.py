@@ -96,13 +96,17 @@ class HoldSpec:
         """(units, units that must fit) per pool, evaluated now; an amount
         that is not a number ≥ 0 is an error."""
         out = []
-        for k in range(len(self.units)):
-            u, r, need = self.need(k, s)
+        for k, (u_fn, r_fn) in enumerate(zip(self.units, self.reserve)):  # `need(k, s)`, inline
+            u = u_fn(s)
             if not u >= 0.0:
                 raise bad_amount(self.labels[k][0], u)
-            if r is not None and not r >= 0.0:
+            if r_fn is None:
+                out.append((u, u))
+                continue
+            r = r_fn(s)
+            if not r >= 0.0:
                 raise bad_amount(self.labels[k][1], r)
-            out.append((u, need))
+            out.append((u, r if r > u else u))
         return out
 
     def need(self, k: int, s: "Session") -> tuple[float, float | None, float]:
@@ -148,7 +152,9 @@ class HoldRequest(Event):
                 s.sim.holds.release_hold(self, completed=completed)
         elif self.state == WAITING:
             self.pools[0].cancel(self)
-        s.forget_hold(self)
+        holds = s.holds  # `s.forget_hold(self)`, inline
+        if self in holds:
+            holds.remove(self)
 
     def index_of(self, pool: "Pool") -> int:
         for k, p in enumerate(self.pools):
@@ -479,7 +485,8 @@ class Pool(BaseResource):
             sim = self.sim
             sim.stirred.update(self.admitters)
             sim.stirs += 1
-        self.sim.waiting_changed(req.session)
+        if self.sim.kept_caches:  # (`waiting_changed` has nothing to do without them)
+            self.sim.waiting_changed(req.session)
         self.record()
 
     def cancel(self, req: HoldRequest) -> None:
@@ -564,10 +571,6 @@ class Pool(BaseResource):
             req = self.select()
             if req is None or not self._do_put(req):
                 return
-
-    def trigger(self, req: HoldRequest) -> None:
-        """Wake the session of a granted request (it becomes ready)."""
-        self.sim.env.make_ready(req)
 
 
 class _SelectView:

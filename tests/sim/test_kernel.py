@@ -113,3 +113,16 @@ def test_a_failed_event_nobody_handled_stops_the_loop() -> None:
     ev.fail(ValueError("boom"))
     with pytest.raises(ValueError, match="boom"):
         k.loop(1.0, lambda: None, False, [], None)
+
+
+def test_a_job_end_wakes_its_waiter_once() -> None:
+    k = Kernel()
+    k.new_instant(0.0)
+    order: list[str] = []
+    ev = Event(k)
+    ev.callbacks.append(lambda e: order.append("woke"))
+    k.make_ready_pending(ev)
+    k.make_ready_pending(ev)  # already triggered: not scheduled a second time
+    assert len(k.queue) == 1 and ev.triggered
+    k.run_ready()
+    assert order == ["woke"] and k.queue == []

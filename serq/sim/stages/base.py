@@ -125,7 +125,15 @@ class Stage:
     def count(self, delta: int) -> None:
         """``delta`` jobs come (or go) now."""
         n = self.n = self.n + delta
-        self.presence.set(self.env.now, n)
+        # `self.presence.set(now, n)`, inline: a stage's count changes twice a job
+        c = self.presence
+        now = self.env.now
+        dt = now - c.last
+        m = c.value
+        c.area += m * dt
+        c.busy_area += (1.0 if m else 0.0) * dt
+        c.last = now
+        c.value = n
 
     def finished(self, job: Job) -> None:
         """Statistics of a completed job (after warm-up) (§5), and the estimates (always)."""
@@ -145,8 +153,8 @@ class Stage:
     def wake(self, job: Job) -> None:
         """The job's session becomes ready (ready FIFO: an urgent event now)."""
         ev = job.ev
-        if ev is not None and ev.callbacks is not None and not ev.triggered:
-            self.env.make_ready(ev)
+        if ev is not None and ev.callbacks is not None:
+            self.env.make_ready_pending(ev)
 
     def reset_stats(self, now: float) -> None:
         self.presence.reset(now)

@@ -147,6 +147,13 @@ class StepEngine(Stage):
         # (None: it scheduled since)
         self.excluded_at: float | None = None
         over = hooks.overridden(type(self))
+        cls = type(self)
+        # the engine's own mechanism, not replaced by a subclass: the hot paths do its work inline
+        own = {n: getattr(cls, n) is getattr(StepEngine, n)
+               for n in ("finished", "wake", "gap", "_next", "has_waiting", "cost_of")}
+        self._own_end = own["finished"] and own["wake"] and own["gap"]
+        self._own_next = own["_next"] and own["has_waiting"]
+        self._own_cost = own["cost_of"]
         # `select_waiting` overridden: admit_next asks it (else pool.select(), unchanged)
         self._default_select = "select_waiting" not in over
         self._default_admit = "admit_next" not in over
@@ -213,7 +220,8 @@ class StepEngine(Stage):
     # -- jobs -------------------------------------------------------------------------------
 
     def submit(self, s: "Session", work: float, mode: str | None, growing: Any, label: str) -> Event:
-        check_work(label, work)
+        if not 0.0 <= work < math.inf:  # (NaN too)
+            check_work(label, work)
         if work == 0.0:
             return self.immediate()
         run = self.run
@@ -432,6 +440,7 @@ class StepEngine(Stage):
                 self, kv_tracked=self._kv_needed, state_pools=state_pools,
                 heads=waiting.HeadAnalysis(self, self._default_select, self._default_admit),
                 default_plan=self._default_plan, view=self._view)
+        self._budget_view = _BudgetView(self)
         self._prepared = True
 
     def start_iteration(self) -> bool:
@@ -442,7 +451,8 @@ class StepEngine(Stage):
         budget = self._budget_const
         chunk = self._chunk_const
         if budget is None or chunk is None:
-            ctx = _BudgetView(self)
+            ctx = self._budget_view  # (one view an engine: it reads the engine as it stands)
+            ctx.srng = self.srng
             budget = self.budget_fn(ctx) if budget is None else budget
             chunk = self.chunk_fn(ctx) if chunk is None else chunk
         if budget != budget:
@@ -465,19 +475,47 @@ class StepEngine(Stage):
         served: set[int] = set()
         attention = 0.0
         passed = 0
+        default_order = self._default_order and self._own_next
+        default_plan = self._default_plan
         try:
             while True:
-                job = self._next(served)
+                if default_order:  # `self._next(served)`, inline: the residents in admission order
+                    res = self.residents
+                    c = self.cursor
+                    if c < len(res):
+                        job = res[c]
+                        self.cursor = c + 1
+                    else:
+                        job = None
+                else:
+                    job = self._next(served)
                 if job is None:
-                    if (self.left > 0.0 and sim.preemptions == preempted0 and self.has_waiting()
-                            and self.admit_next(self.left)):
-                        continue
+                    if self.left > 0.0 and sim.preemptions == preempted0:
+                        if default_order:
+                            for pool in self.admit_pools:  # `self.has_waiting()`, inline
+                                if pool.put_queue:
+                                    break
+                            else:
+                                break
+                        elif not self.has_waiting():
+                            break
+                        if self.admit_next(self.left):
+                            continue
                     break
                 if only and not self._serves(job):
                     passed += 1  # (semantics §4.3 2b) no token this iteration; still a resident
                     continue
                 s = job.session
-                wish = self.plan_tokens(job, chunk)
+                if default_plan:  # `self.plan_tokens(job, chunk)`, inline
+                    work = job.work
+                    if not job.prefill:
+                        wish = 1.0 if work > 1.0 else work
+                    elif chunk > 0.0 and chunk < work:
+                        wish = chunk
+                    else:
+                        wish = work
+                else:
+                    wish = self.plan_tokens(job, chunk)
                 if exclusive:
                     if not job.prefill:
                         if prefill_resident:
@@ -602,7 +640,16 @@ class StepEngine(Stage):
                 decoders += 1.0
                 if memory is not None:
                     kv_d += job.session.held_in(memory)
-        raw = self.cost_of(tokens, prefilled, decoders, kv_d, kv_p, attention)
+        view = self._view
+        if view is not None and self._own_cost:  # `cost_of`, inline: the engine's own iteration_cost reads its one view
+            view.srng = self.srng
+            view.tokens, view.prefilled, view.decoders = tokens, prefilled, decoders
+            view.kv_decode, view.kv_prefill = kv_d, kv_p
+            view.residents = float(len(self.residents))
+            view.attention = attention
+            raw = self.cost_fn(view)
+        else:
+            raw = self.cost_of(tokens, prefilled, decoders, kv_d, kv_p, attention)
         cost = raw if raw > 0.0 else 0.0
         if tokens > 0.0 and not cost > 0.0:
             raise SerqRuntimeError(
@@ -684,8 +731,54 @@ class StepEngine(Stage):
             if gauges is not None:
                 gauges.replaying = None
             self.run = None
-        self.sim.events += 1
+        sim = self.sim
+        sim.events += 1
         now = self.env.now
+        stats_on = sim.stats_on
+        if not self._own_end:  # a subclass's finished, wake or gap: called as they are
+            self._end_jobs(assign, now)
+            return
+        finished = []
+        for job, tokens in assign:
+            if job.done:
+                continue
+            job.work -= tokens
+            if not job.prefill:  # `job.session.decode_token(now, self)`, inline
+                s = job.session
+                if s.first_tok is None:  # a turn that never prefilled: its first token
+                    s.first_tok = s.last_tok = now
+                else:
+                    if stats_on:  # `self.gap(…)`
+                        self.itl.add(now - s.last_tok)
+                    s.n_after += 1
+                    s.last_tok = now
+            if job.work <= EPS:
+                finished.append(job)
+        self.assign = []
+        for job in finished:
+            self.residents.remove(job)
+            job.done = True
+            self.count(-1)
+            est = self.est  # `self.finished(job)`, inline
+            if est is not None:
+                est.observe(job.started, job.started - job.enqueued, now - job.started)
+            if stats_on:
+                self.completed += 1
+                self.wait_sum += job.started - job.enqueued
+                self.service_sum += now - job.started
+            if self._on_finish is not None:
+                self._on_finish(job)
+            s = job.session
+            if job.prefill:
+                s.prefill_done(now, self)
+            s.job = None
+            ev = job.ev  # `self.wake(job)`, inline
+            if ev is not None and ev.callbacks is not None:
+                self.env.make_ready_pending(ev)
+
+    def _end_jobs(self, assign: list[tuple[Job, float]], now: float) -> None:
+        """The end of :meth:`_iter_end`, each step a method call (a subclass
+        replaced one of them)."""
         finished = []
         for job, tokens in assign:
             if job.done:
