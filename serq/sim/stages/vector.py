@@ -467,11 +467,18 @@ def add_array(h: Any, xs: np.ndarray, n: int) -> None:
             kk[i] = _bucket(float(fx[i]))
         keys[finite] = kk
     keys[xs == math.inf] = _INF_KEY
-    uniq, first, inverse, counts = np.unique(keys, return_index=True, return_inverse=True, return_counts=True)
-    lo = np.full(uniq.size, math.inf)
-    hi = np.full(uniq.size, -math.inf)
-    np.minimum.at(lo, inverse, xs)
-    np.maximum.at(hi, inverse, xs)
+    if keys.size > 1 and np.all(keys[1:] >= keys[:-1]):  # (a run whose lengths grow: keys in order)
+        first = np.flatnonzero(np.append(True, keys[1:] != keys[:-1]))
+        uniq = keys[first]
+        counts = np.diff(np.append(first, keys.size))
+        lo = np.minimum.reduceat(xs, first)
+        hi = np.maximum.reduceat(xs, first)
+    else:
+        uniq, first, inverse, counts = np.unique(keys, return_index=True, return_inverse=True, return_counts=True)
+        lo = np.full(uniq.size, math.inf)
+        hi = np.full(uniq.size, -math.inf)
+        np.minimum.at(lo, inverse, xs)
+        np.maximum.at(hi, inverse, xs)
     buckets = h._buckets
     for j in np.argsort(first, kind="stable").tolist():
         key = int(uniq[j])

@@ -17,6 +17,7 @@ import serq
 from serq import expr, ir
 from serq.sim.stages import StepEngine, vector
 from serq.sim.stages.decode_run import plus_ones
+from serq.sim.stats import _LOG_W
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -180,3 +181,29 @@ def test_a_program_of_short_decodes_never_imports_numpy() -> None:
     out = subprocess.run([sys.executable, "-c", code, str(ROOT / "programs/multi-turn/vllm_chat.sq")],
                          capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("shape", ["growing", "shuffled", "edges"])
+@pytest.mark.parametrize("n", [1, 3])
+def test_a_runs_gaps_fill_the_histogram_as_one_by_one(shape: str, n: int) -> None:
+    # vector.add_array (keys in order: run-length groups; else np.unique) against LogHistogram.add,
+    # each value n times in a row: the same total, count, buckets (count, smallest, largest)
+    # and the same last value and bucket
+    from serq.sim.stats import LogHistogram
+    rng = np.random.default_rng(7)
+    xs = np.sort(rng.uniform(1e-4, 3e-3, 500))
+    if shape == "shuffled":
+        xs = rng.permutation(xs)
+    elif shape == "edges":  # zeros, an infinity, values close to bucket edges, repeats, out of order at the end
+        edge = math.exp(_LOG_W * 40)
+        xs = np.concatenate(([0.0, 0.0], np.nextafter(edge, 0.0) * np.ones(3), [edge, edge * (1 + 1e-12)],
+                             xs[:50], [math.inf, 1e-3]))
+    fast, slow = LogHistogram(), LogHistogram()
+    vector.add_array(fast, xs, n)
+    for x in xs.tolist():
+        for _ in range(n):
+            slow.add(x)
+    assert (fast.count, fast.total) == (slow.count, slow.total)
+    assert fast._buckets == slow._buckets
+    assert list(fast._buckets) == list(slow._buckets)  # (the order the buckets were made in)
+    assert (fast._last_x, fast._last_b) == (slow._last_x, slow._last_b)
