@@ -128,6 +128,9 @@ class Stage:
         # `self.presence.set(now, n)`, inline: a stage's count changes twice a job
         c = self.presence
         now = self.env.now
+        if type(c) is not CountAverage:  # (a timeline's RecordedCount tells its trail too)
+            c.set(now, n)
+            return
         dt = now - c.last
         m = c.value
         c.area += m * dt
