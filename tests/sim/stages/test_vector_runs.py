@@ -207,3 +207,27 @@ def test_a_runs_gaps_fill_the_histogram_as_one_by_one(shape: str, n: int) -> Non
     assert fast._buckets == slow._buckets
     assert list(fast._buckets) == list(slow._buckets)  # (the order the buckets were made in)
     assert (fast._last_x, fast._last_b) == (slow._last_x, slow._last_b)
+
+
+@pytest.mark.parametrize("router, gauges", [(2, True), (3, False), (0, True)])
+def test_a_clusters_long_runs_kept_in_arrays_give_the_report_of_one_iteration_at_a_time(
+        router: int, gauges: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    # replicas behind a router with a reasoning model's outputs: runs planned in arrays pass over
+    # the other replicas' events (serq/sim/lazy.py), are cut, replayed when a router or a gauge
+    # reads their pools, and made into lists where the passing-run machinery reads them
+    from serq.sim.stages import coalesce
+    monkeypatch.setattr(coalesce, "_WALK_FIRST", 0)  # (numpy at the first long run)
+    text = (ROOT / "programs/cluster/agents.sq").read_text().replace("~exp(200) + 1", "~exp(3000) + 1")
+    if not gauges:
+        text = "\n".join(line for line in text.splitlines() if not line.startswith("gauge "))
+    text = text.replace('use "std/routers";', f'use "{ROOT / "serq/lib/routers.sq"}";')
+    program = serq.load(text, sets={"N": "3", "router": str(router), "Lambda": "0.3"})
+    planned = []
+    real = vector.plan
+    monkeypatch.setattr(vector, "plan", lambda *a: planned.append(real(*a)) or planned[-1])
+    fast = serq.run(program, seed=3, horizon=120.0, warmup=12.0)
+    slow = serq.run(program, seed=3, horizon=120.0, warmup=12.0, engines={"engine": Plain})
+    assert fast.to_json() == slow.to_json()
+    for name in fast.gauges:
+        assert fast.gauge(name).points == slow.gauge(name).points
+    assert sum(p is not None for p in planned) > 20
