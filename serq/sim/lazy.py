@@ -281,8 +281,8 @@ class LazyRuns:
     def _next_growth(self, engine: "StepEngine", run: "DecodeRun") -> None:
         """Queue ``run``'s next growth to replay, if it has one."""
         g = run.grown
-        if g < len(run.events):
-            t = run.events[g][3]
+        if g < run.n_events():
+            t = run.event_start(g)
             self.pushed += 1
             heappush(self.growths, (t, self.pushed, g, run, engine))
             if t < self.soonest:
@@ -334,7 +334,7 @@ class LazyRuns:
         pid = id(pool)
         for engine in pool.watchers:
             run = engine.run
-            if run.grown < len(run.events) and run.events[run.grown][3] < now and pid in run.grows:
+            if run.grown < run.n_events() and run.event_start(run.grown) < now and pid in run.grows:
                 self.busy = True
                 try:
                     self._grow(engine, now)
@@ -433,8 +433,8 @@ class LazyRuns:
 def _live(entry: tuple[float, int, int, "DecodeRun", "StepEngine"]) -> bool:
     """Whether a queued growth is still its run's next (not replayed, cut or ended)."""
     t, _n, g, run, engine = entry
-    return engine.run is run and run.passing and run.grown == g and g < len(run.events) \
-        and run.events[g][3] == t
+    return engine.run is run and run.passing and run.grown == g and g < run.n_events() \
+        and run.event_start(g) == t
 
 
 def _first_two(state: tuple) -> tuple[float, int]:

@@ -129,6 +129,16 @@ class DecodeRun:
         else:
             segs.append([cost, 1, t, t2])
 
+    def n_events(self) -> int:
+        """How many growth events the plan has."""
+        cols = self.cols
+        return cols.n_events() if cols is not None else len(self._events)
+
+    def event_start(self, e: int) -> float:
+        """The start of growth event ``e``'s iteration."""
+        cols = self.cols
+        return cols.event_start(e) if cols is not None else self._events[e][3]
+
     # -- the replay -------------------------------------------------------------------------
 
     def replay(self, engine: "StepEngine", assign: list[tuple["Job", float]]) -> None:
@@ -238,6 +248,10 @@ class DecodeRun:
 
     def grow_until(self, engine: "StepEngine", t: float) -> None:
         """Replay the growths of the iterations that start before ``t``."""
+        cols = self.cols
+        if cols is not None and cols.left is None:
+            self._grow(engine, engine.assign, cols.events_before(self.grown, t))
+            return
         events = self.events
         hi = self.grown
         n = len(events)
@@ -288,6 +302,15 @@ class DecodeRun:
         """Keep the first ``length`` iterations (``ends``, :meth:`end_list`, is
         cut too): the later ones will not be run as planned."""
         if length >= self.length:
+            return
+        cols = self.cols
+        if cols is not None:
+            cols.cut(length)
+            self.grown = min(self.grown, cols.n_events())
+            self.final = None
+            self.length = length
+            del ends[length:]
+            self.end = ends[-1]
             return
         keep = length - 1  # iterations 2 … length, in the segments
         segs = self.segs

@@ -336,6 +336,34 @@ class Cols:
         self.at = np.append(self.at, np.full(n, at))
         return True
 
+    def event_start(self, e: int) -> float:
+        """The start of growth event ``e``'s iteration."""
+        return float(self.at[self.first[e]])
+
+    def events_before(self, lo: int, t: float) -> int:
+        """The first event from ``lo`` on whose iteration starts at ``t`` or later."""
+        starts = self.at[self.first[lo:-1]]
+        return lo + int(np.searchsorted(starts, t, side="left"))
+
+    def cut(self, length: int) -> None:
+        """Keep iterations 1 … ``length`` (``DecodeRun.cut``)."""
+        keep = length - 1  # iterations 2 … length, in the segments
+        cum = np.cumsum(self.counts)
+        i = int(np.searchsorted(cum, keep, side="left"))
+        if keep > 0:
+            self.counts = self.counts[:i + 1].copy()
+            self.counts[i] = keep - (int(cum[i]) - int(self.counts[i]))
+            self.t1 = self.t1[:i + 1].copy()
+            self.t1[i] = self.ends[length - 1]
+            self.costs, self.t0 = self.costs[:i + 1], self.t0[:i + 1]
+        else:
+            self.costs, self.counts, self.t0, self.t1 = (a[:0] for a in (self.costs, self.counts, self.t0, self.t1))
+        self.ends = self.ends[:length]
+        r = int(np.searchsorted(self.g, length - 2, side="right"))  # (event j: iteration j + 2)
+        self.g, self.who, self.at = self.g[:r], self.who[:r], self.at[:r]
+        e = int(np.searchsorted(self.first[:-1], r, side="left"))
+        self.first = np.append(self.first[:e], r)
+
     def grow(self, assign: list[Any], lo: int, hi: int) -> None:
         """``DecodeRun._grow`` of events ``lo`` … ``hi − 1`` when none evaluates
         an admission attempt again: every growth is one block of the one pool

@@ -16,7 +16,7 @@ import pytest
 import serq
 from serq import expr, ir
 from serq.sim.stages import StepEngine, vector
-from serq.sim.stages.decode_run import plus_ones
+from serq.sim.stages.decode_run import DecodeRun, plus_ones
 from serq.sim.stats import _LOG_W
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -231,3 +231,51 @@ def test_a_clusters_long_runs_kept_in_arrays_give_the_report_of_one_iteration_at
     for name in fast.gauges:
         assert fast.gauge(name).points == slow.gauge(name).points
     assert sum(p is not None for p in planned) > 20
+
+
+def _planned(seed: int) -> DecodeRun:
+    # a run as vector.plan leaves it: costs in runs of equal values, the ends added in turn,
+    # growth rows (one or two jobs) at some iterations
+    rnd = random.Random(seed)
+    m = rnd.randint(2, 60)
+    per = [rnd.choice([1e-3, 1.5e-3, 2e-3]) for _ in range(m - 1)]  # iterations 2 … m
+    run = DecodeRun(0.25, 1e-3, 64.0, None, 0)
+    ends = np.add.accumulate(np.array([run.first] + per))
+    costs, counts, t0, t1 = [], [], [], []
+    for j, c in enumerate(per):  # iteration j + 2 ends at ends[j + 1]
+        if costs and costs[-1] == c:
+            counts[-1] += 1
+            t1[-1] = ends[j + 1]
+        else:
+            costs.append(c), counts.append(1), t0.append(ends[j]), t1.append(ends[j + 1])
+    g, who = [], []
+    for it in range(2, m + 1):
+        for i in range(2):
+            if rnd.random() < 0.25:
+                g.append(it - 2)
+                who.append(i)
+    ga = np.array(g, dtype=np.int64)
+    run.cols = vector.Cols(np.array(costs), np.array(counts, dtype=np.int64), np.array(t0), np.array(t1), ends, ga,
+                           np.array(who, dtype=np.int64), ends[ga], 16.0, None)
+    run.length, run.end = m, float(ends[-1])
+    return run
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_a_run_kept_in_arrays_is_cut_as_its_lists_are(seed: int) -> None:
+    # DecodeRun.cut on the columns (Cols.cut) against the same cut on the lists they make:
+    # the same segments, growth events, ends, length and end, and the growths replayed so far
+    arrays, lists = _planned(seed), _planned(seed)
+    lists._lists()
+    rnd = random.Random(seed)
+    length = rnd.randint(1, arrays.length)
+    grown = rnd.randint(0, arrays.n_events())
+    arrays.grown = lists.grown = grown
+    assert arrays.all_ends() == lists.all_ends()
+    assert [arrays.event_start(e) for e in range(arrays.n_events())] == [e[3] for e in lists.events]
+    arrays.cut(length, arrays.all_ends())
+    lists.cut(length, lists.all_ends())
+    assert arrays.cols is not None  # (cut in place, no lists made)
+    assert (arrays.length, arrays.end, arrays.grown, arrays.ends) == (lists.length, lists.end, lists.grown, lists.ends)
+    assert arrays.end_list() == lists.end_list()
+    assert arrays.segs == lists.segs and arrays.events == lists.events
