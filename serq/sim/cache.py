@@ -258,10 +258,8 @@ class PrefixCache:
         self._puts += 1
         if self.memo:
             self._dirty.append((entries, serial))
-        total = self.total = self.total + size
-        # `_exact(size) and _exact(total)`, inline
-        if self._ints and not (-_BIG <= size <= _BIG and size == int(size)
-                               and -_BIG <= total <= _BIG and total == int(total)):
+        self.total += size
+        if self._ints and not (_exact(size) and _exact(self.total)):
             self._ints = False
 
     def append(self, serial: int, piece: float, now: float, seq: int, like: Entry) -> None:

@@ -232,10 +232,7 @@ class Holds:
             self.release_shared(req, k)
             return
         alloc = req.alloc[k]
-        used = pool.used - alloc  # `pool.give_back(alloc)`, inline
-        if used < EPS and used > -EPS:
-            used = 0.0
-        pool.used = used
+        pool.give_back(alloc)
         pool.holders.remove(req)
         req.held[k] = False
         cache = req.spec.cache

@@ -152,9 +152,7 @@ class HoldRequest(Event):
                 s.sim.holds.release_hold(self, completed=completed)
         elif self.state == WAITING:
             self.pools[0].cancel(self)
-        holds = s.holds  # `s.forget_hold(self)`, inline
-        if self in holds:
-            holds.remove(self)
+        s.forget_hold(self)
 
     def index_of(self, pool: "Pool") -> int:
         for k, p in enumerate(self.pools):

@@ -307,10 +307,9 @@ class Session:
     def innermost(self, pool: "Pool") -> tuple[HoldRequest, int] | None:
         for req in reversed(self.holds):
             if req.state == GRANTED:
-                held = req.held  # `req.index_of(pool)`, inline
-                for k, p in enumerate(req.pools):
-                    if p is pool and held[k]:
-                        return req, k
+                k = req.index_of(pool)
+                if k >= 0:
+                    return req, k
         return None
 
     def held_in(self, pool: "Pool") -> float:

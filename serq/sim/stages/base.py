@@ -125,18 +125,7 @@ class Stage:
     def count(self, delta: int) -> None:
         """``delta`` jobs come (or go) now."""
         n = self.n = self.n + delta
-        # `self.presence.set(now, n)`, inline: a stage's count changes twice a job
-        c = self.presence
-        now = self.env.now
-        if type(c) is not CountAverage:  # (a timeline's RecordedCount tells its trail too)
-            c.set(now, n)
-            return
-        dt = now - c.last
-        m = c.value
-        c.area += m * dt
-        c.busy_area += (1.0 if m else 0.0) * dt
-        c.last = now
-        c.value = n
+        self.presence.set(self.env.now, n)
 
     def finished(self, job: Job) -> None:
         """Statistics of a completed job (after warm-up) (§5), and the estimates (always)."""

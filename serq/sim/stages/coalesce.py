@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from ... import expr, ir
 from ..cache import EPS
 from ..stats import _SHORT, fold, fold_same
-from .decode_run import DecodeRun, exact_below, exact_steps, minus, plus_ones, steps_known
+from .decode_run import DecodeRun, add_iters, exact_below, exact_steps, minus, plus_ones, steps_known
 
 if TYPE_CHECKING:
     from .step import StepEngine, StepView
@@ -351,7 +351,7 @@ class RunPlanner:
         # Iterations m + 1 … m + n all cost `cur`: the first may be a growth (its event `ev`), the
         # others need no memory. They are added in one fold, cut at the first end that is not
         # before the next event or is past the horizon (then the run ends there). The common
-        # steps are written out here (`_fold_free`, `_add_iters`, `_first_growth`): this loop is
+        # steps are written out here (`_fold_free`, `add_iters`, `_first_growth`): this loop is
         # the fast path's hottest.
         n = (g if g <= cap else cap + 1) - 2
         ev: tuple | None = None
@@ -676,17 +676,6 @@ def _trim(run: DecodeRun, now: float) -> None:
     run.length, run.end = m, t
 
 
-def _add_iters(segs: list[list], cur: float, n: int, t: float, t_end: float) -> None:
-    """``n`` more iterations of cost ``cur`` after the end ``t``, the last
-    ending at ``t_end`` (``t`` plus ``cur``, ``n`` times in turn)."""
-    if segs and segs[-1][0] == cur:  # (costs are > 0: equal is the same float; segs[-1][3] is t)
-        seg = segs[-1]
-        seg[1] += n
-        seg[3] = t_end
-    else:
-        segs.append([cur, n, t, t_end])
-
-
 def _fold_free(segs: list[list], t: float, cur: float, free: int, limit: float,
                horizon: float) -> tuple[int, float, bool]:
     """Add ``free`` iterations of cost ``cur`` without a growth after the end
@@ -694,12 +683,12 @@ def _fold_free(segs: list[list], t: float, cur: float, free: int, limit: float,
     ``(how many, the last end, whether cut short)``."""
     t_end = fold(repeat(cur, free), t) if free < _SHORT else fold_same(cur, free, t)  # the last decides
     if t_end < limit and not t_end > horizon:
-        _add_iters(segs, cur, free, t, t_end)
+        add_iters(segs, cur, free, t, t_end)
         return free, t_end, False
     ts = list(accumulate(repeat(cur, free), add, initial=t))
     c = min(bisect_left(ts, limit, 1), bisect_right(ts, horizon, 1)) - 1
     if c > 0:
-        _add_iters(segs, cur, c, t, ts[c])
+        add_iters(segs, cur, c, t, ts[c])
         return c, ts[c], True
     return 0, t, True
 

@@ -121,13 +121,7 @@ class DecodeRun:
             self._lists()
         if event is not None:
             self._events.append(event)
-        segs = self._segs
-        if segs and segs[-1][0] == cost:  # (costs are > 0: equal is the same float; segs[-1][3] is t)
-            seg = segs[-1]
-            seg[1] += 1
-            seg[3] = t2
-        else:
-            segs.append([cost, 1, t, t2])
+        add_iters(self._segs, cost, 1, t, t2)
 
     def n_events(self) -> int:
         """How many growth events the plan has."""
@@ -417,6 +411,17 @@ def _grow_one(req: Any, kk: int, events: list[RunEvent]) -> None:
             a = a + need
     ra[kk] = a
     req.pools[kk].allocate_run(needs, times)
+
+
+def add_iters(segs: list[list], cur: float, n: int, t: float, t_end: float) -> None:
+    """``n`` more iterations of cost ``cur`` after the end ``t``, the last
+    ending at ``t_end`` (``t`` plus ``cur``, ``n`` times in turn)."""
+    if segs and segs[-1][0] == cur:  # (costs are > 0: equal is the same float; segs[-1][3] is t)
+        seg = segs[-1]
+        seg[1] += n
+        seg[3] = t_end
+    else:
+        segs.append([cur, n, t, t_end])
 
 
 # -- sums of a run, folded in the order one by one makes them ---------------------------------

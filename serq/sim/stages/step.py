@@ -148,12 +148,8 @@ class StepEngine(Stage):
         self.excluded_at: float | None = None
         over = hooks.overridden(type(self))
         cls = type(self)
-        # the engine's own mechanism, not replaced by a subclass: the hot paths do its work inline
-        own = {n: getattr(cls, n) is getattr(StepEngine, n)
-               for n in ("finished", "wake", "gap", "_next", "has_waiting", "cost_of")}
-        self._own_end = own["finished"] and own["wake"] and own["gap"]
-        self._own_next = own["_next"] and own["has_waiting"]
-        self._own_cost = own["cost_of"]
+        # the engine's own `_next` and `has_waiting`, not a subclass's: start_iteration does their work inline
+        self._own_next = cls._next is StepEngine._next and cls.has_waiting is StepEngine.has_waiting
         # `select_waiting` overridden: admit_next asks it (else pool.select(), unchanged)
         self._default_select = "select_waiting" not in over
         self._default_admit = "admit_next" not in over
@@ -640,16 +636,7 @@ class StepEngine(Stage):
                 decoders += 1.0
                 if memory is not None:
                     kv_d += job.session.held_in(memory)
-        view = self._view
-        if view is not None and self._own_cost:  # `cost_of`, inline: the engine's own iteration_cost reads its one view
-            view.srng = self.srng
-            view.tokens, view.prefilled, view.decoders = tokens, prefilled, decoders
-            view.kv_decode, view.kv_prefill = kv_d, kv_p
-            view.residents = float(len(self.residents))
-            view.attention = attention
-            raw = self.cost_fn(view)
-        else:
-            raw = self.cost_of(tokens, prefilled, decoders, kv_d, kv_p, attention)
+        raw = self.cost_of(tokens, prefilled, decoders, kv_d, kv_p, attention)
         cost = raw if raw > 0.0 else 0.0
         if tokens > 0.0 and not cost > 0.0:
             raise SerqRuntimeError(
@@ -731,54 +718,8 @@ class StepEngine(Stage):
             if gauges is not None:
                 gauges.replaying = None
             self.run = None
-        sim = self.sim
-        sim.events += 1
+        self.sim.events += 1
         now = self.env.now
-        stats_on = sim.stats_on
-        if not self._own_end:  # a subclass's finished, wake or gap: called as they are
-            self._end_jobs(assign, now)
-            return
-        finished = []
-        for job, tokens in assign:
-            if job.done:
-                continue
-            job.work -= tokens
-            if not job.prefill:  # `job.session.decode_token(now, self)`, inline
-                s = job.session
-                if s.first_tok is None:  # a turn that never prefilled: its first token
-                    s.first_tok = s.last_tok = now
-                else:
-                    if stats_on:  # `self.gap(…)`
-                        self.itl.add(now - s.last_tok)
-                    s.n_after += 1
-                    s.last_tok = now
-            if job.work <= EPS:
-                finished.append(job)
-        self.assign = []
-        for job in finished:
-            self.residents.remove(job)
-            job.done = True
-            self.count(-1)
-            est = self.est  # `self.finished(job)`, inline
-            if est is not None:
-                est.observe(job.started, job.started - job.enqueued, now - job.started)
-            if stats_on:
-                self.completed += 1
-                self.wait_sum += job.started - job.enqueued
-                self.service_sum += now - job.started
-            if self._on_finish is not None:
-                self._on_finish(job)
-            s = job.session
-            if job.prefill:
-                s.prefill_done(now, self)
-            s.job = None
-            ev = job.ev  # `self.wake(job)`, inline
-            if ev is not None and ev.callbacks is not None:
-                self.env.make_ready_pending(ev)
-
-    def _end_jobs(self, assign: list[tuple[Job, float]], now: float) -> None:
-        """The end of :meth:`_iter_end`, each step a method call (a subclass
-        replaced one of them)."""
         finished = []
         for job, tokens in assign:
             if job.done:

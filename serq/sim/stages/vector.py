@@ -242,7 +242,7 @@ def plan(planner: "RunPlanner", cost: float, vcost: VectorCost | None, view: Any
     if s.size:
         t0, t1 = ends[s - 2], ends[e - 1]
         new = np.ones(s.size, dtype=bool)
-        new[1:] = seg_costs[1:] != seg_costs[:-1]  # equal costs in a row: one segment (`_add_iters`)
+        new[1:] = seg_costs[1:] != seg_costs[:-1]  # equal costs in a row: one segment (`add_iters`)
         if not new.all():
             firsts_ = np.flatnonzero(new)
             lasts = np.append(firsts_[1:] - 1, s.size - 1)
