@@ -247,6 +247,20 @@ class PrefixCache:
         e = self.entries.get(serial)
         return e.size if e is not None else 0.0
 
+    def ahead_of(self, serial: int, enough: float) -> float:
+        """Under LRU, the units of the live entries evicted before any unit of
+        ``serial``'s — or a part of them of at least ``enough`` units, the
+        scan stopping there (0 under `evict by` keys, or without an entry).
+        Dead entries with smaller keys go first too; they are not counted."""
+        if self.keys is not None or serial not in self.entries:
+            return 0.0
+        total = 0.0
+        for k, e in self.entries.items():
+            if k == serial or total >= enough:
+                break
+            total += e.size
+        return total
+
     def put(self, serial: int, size: float, now: float, seq: int, snap: list[float], owner: "Session") -> None:
         """The entry of ``serial`` becomes ``size`` units released now."""
         entries = self.entries

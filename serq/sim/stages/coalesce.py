@@ -81,7 +81,7 @@ class RunPlanner:
 
     __slots__ = ("engine", "sim", "kv_tracked", "kv_pool", "state_pools", "heads", "default_plan", "view",
                  "replayable", "vcost", "walked",
-                 "run", "xheads", "recheck", "idx", "pools", "pos", "alloc", "kv", "used", "cap", "limit",
+                 "run", "xheads", "recheck", "idx", "pools", "pos", "alloc", "kv", "used", "ceil", "cap", "limit",
                  "horizon")
 
     def __init__(self, engine: "StepEngine", *, kv_tracked: bool, state_pools: frozenset[int],
@@ -116,6 +116,7 @@ class RunPlanner:
         self.alloc: list[float] = _NONE
         self.kv: list[float] = _NONE
         self.used: dict[int, float] = _NO_POOLS
+        self.ceil: dict[int, float] = _NO_POOLS
 
     # -- a run ----------------------------------------------------------------------------------
 
@@ -154,12 +155,14 @@ class RunPlanner:
             terms = self.heads.terms()
             if terms is None:
                 return None
-            more, self.recheck, run.head, run.blocking, self.xheads = terms
+            more, self.recheck, run.head, run.blocking, self.xheads, kept = terms
             stop = stop | more
-        run.watch = stop | self.recheck
+        else:
+            kept = _NOTHING
+        run.watch = stop | self.recheck | kept
         self.run = run
         self.cap, self.limit, self.horizon = cap, limit, sim.horizon
-        self._state(stop)
+        self._state(stop, kept)
         try:
             return self._plan(now, cost)
         finally:
@@ -184,9 +187,12 @@ class RunPlanner:
         _trim(run, now)
         return run if run.length > 1 else None
 
-    def _state(self, stop: frozenset[int]) -> None:
+    def _state(self, stop: frozenset[int], kept: frozenset[int]) -> None:
         """Per job of the batch: the pool it grows, its position, allocation and
-        the memory the cost reads; ``used`` of each pool a job grows."""
+        the memory the cost reads; ``used`` of each pool a job grows, and the
+        ``used`` a growth there may reach (``ceil``): its cap, or in a pool of
+        ``kept`` (:meth:`.waiting.HeadAnalysis.changing`) less, so that its
+        evictions stop a block short of the waiting head's cached prefix."""
         engine = self.engine
         assign = engine.assign
         memory = engine.memory
@@ -219,6 +225,16 @@ class RunPlanner:
                 alloc.append(a)
         self.pools, self.pos, self.alloc, self.idx, self.kv = pools, pos, alloc, idx, kv
         self.used = {id(p): p.used for p in pools if p}
+        self.ceil = ceil = {pid: self.heads.by_id[pid].cap + EPS for pid in self.used}
+        for pid in kept:
+            if pid in ceil:
+                pool = self.heads.by_id[pid]
+                cache, block = pool.cache, pool.block or 0.0
+                # a growth evicts what passes cap − used − total, block by block from the tail
+                # of the oldest entry: at most a block more than that (whole entries without blocks)
+                enough = (self.cap + block) * len(idx) + block
+                ahead = cache.ahead_of(self.run.head.session.serial, enough)  # type: ignore[union-attr]
+                ceil[pid] = min(ceil[pid], pool.cap - cache.total + ahead - block)
 
     # -- the three speeds -----------------------------------------------------------------------
 
@@ -417,7 +433,8 @@ class RunPlanner:
         if block is None or not block > 0.0:
             return False
         room = (min(self.limit, self.horizon) - run.first) / cost
-        growths = min(self.cap, room) * len(self.idx) / block
+        growths = min(min(self.cap, room) * len(self.idx) / block,  # (and the blocks that fit before the
+                      (self.ceil[id(pool)] - self.used[id(pool)]) / block + 1.0)  # run must end)
         if growths < MIN_ARRAY_GROWTHS:
             return False
         if self.vcost is _UNCOMPILED and "serq.sim.stages.vector" not in sys.modules:
@@ -446,7 +463,7 @@ class RunPlanner:
         # a pool that spills ends the run before a growth that evicts (the spill's link job
         # starts at the eviction, and a replay happens later): the test `make_room` makes
         spilled = pool.cache.total if pool.cache.spill is not None else None
-        return (self.used[pid], pool.cap + EPS, pool.block, self.engine.left if pid in self.recheck else None,
+        return (self.used[pid], self.ceil[pid], pool.block, self.engine.left if pid in self.recheck else None,
                 spilled)
 
     def _one_end(self, m: int, t: float, u: float, a: float, kv0: float) -> None:
@@ -546,7 +563,7 @@ class RunPlanner:
         if need > 0.0:
             used = self.used
             pid = id(pool)
-            if used[pid] + need > pool.cap + EPS:
+            if used[pid] + need > self.ceil[pid]:
                 return None
             if pool.cache.spill is not None and used[pid] + pool.cache.total + need > pool.cap + EPS:
                 return None  # it would evict and spill: the spill's job starts then (not in a replay)

@@ -19,7 +19,7 @@ stage's own ``budget``, ``chunk``, ``cost`` and ``serve by`` keys
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ... import expr, ir
 
@@ -42,8 +42,67 @@ def reads(e: ir.Expr, sim: Any, engine: "StepEngine") -> frozenset[int] | None:
     ``holders`` (queues and holders do not change inside a run), a stage's
     ``queue`` and ``busy``, and ``budget_left`` of the engine itself (its
     budget is the same at every iteration of a run, and every resident wishes
-    one token) stay the same."""
-    out: set[int] = set()
+    one token) stay the same.  A member of a family named by an index reads
+    the whole family here (see :func:`picks` for one request's members)."""
+    found = _reads(e, sim, engine)
+    return found if found is None else found.fixed
+
+
+@dataclasses.dataclass(frozen=True)
+class Picked:
+    """What a header reads when some of it names family members by an index
+    (``cachedin(kv[j])``, ``budget_left(engine[j])``): ``fixed``, the pools it
+    reads whatever the request; ``pools`` and ``stages``, per indexed probe
+    the family and its index as a function of the session.  A waiting
+    request's session is suspended in the hold, so an index that reads only
+    its attributes and constants names the same member until it is admitted
+    (:meth:`of`).  ``room`` and the flag of each indexed pool: the pools it
+    reads through ``used``, ``free`` or a chain's ``cachedin`` — the others
+    it reads only through the session's own ``cachedin`` (:meth:`room_of`)."""
+
+    fixed: frozenset[int]
+    pools: tuple[tuple[list[Any], Callable[[Any], float], bool], ...] = ()
+    stages: tuple[tuple[list[Any], Callable[[Any], float]], ...] = ()
+    room: frozenset[int] = frozenset()
+
+    def of(self, session: Any, engine: "StepEngine") -> frozenset[int] | None:
+        """The pools the header reads for a request of ``session``, or None
+        when its index names another engine's ``budget_left``, or is not a
+        member (the attempt itself then raises the error)."""
+        for family, index in self.stages:
+            i = index(session)
+            if not (i == i and 0 <= i < len(family) and float(i).is_integer()) or family[int(i)] is not engine:
+                return None
+        out = set(self.fixed)
+        for family, index, _room in self.pools:
+            i = index(session)
+            if not (i == i and 0 <= i < len(family) and float(i).is_integer()):
+                return None
+            out.add(id(family[int(i)]))
+        return frozenset(out)
+
+    def room_of(self, session: Any) -> frozenset[int]:
+        """Of the pools :meth:`of` gives, those read through ``used``,
+        ``free`` or a chain's ``cachedin`` (:meth:`of` checked the indices)."""
+        if not any(room for _f, _i, room in self.pools):
+            return self.room
+        return self.room | {id(family[int(index(session))]) for family, index, room in self.pools if room}
+
+
+def _by_attributes(index: ir.Expr) -> bool:
+    """An index that reads only session attributes and constants."""
+    return not any(isinstance(x, (ir.Draw, ir.Ctx, ir.Probe, ir.Agg)) for x in expr.walk(index))
+
+
+def _reads(e: ir.Expr, sim: Any, engine: "StepEngine", index_fn: Callable[[ir.Expr], Callable[[Any], float]] | None = None
+           ) -> Picked | None:
+    """:func:`reads`, and with ``index_fn`` (which compiles an index) a
+    member of a family named by the session's attributes as that member
+    alone, resolved per request (:class:`Picked`)."""
+    fixed: set[int] = set()
+    room: set[int] = set()
+    pools: list[tuple[list[Any], Callable[[Any], float], bool]] = []
+    stages: list[tuple[list[Any], Callable[[Any], float]]] = []
     for x in expr.walk(e):
         if isinstance(x, (ir.Draw, ir.Ctx)):
             return None
@@ -51,12 +110,21 @@ def reads(e: ir.Expr, sim: Any, engine: "StepEngine") -> frozenset[int] | None:
             t = x.target
             if isinstance(t, ir.PoolRef):
                 if x.fn in ("used", "free", "cachedin"):
-                    out.update(id(p) for p in sim.pools[t.pool])
+                    family = sim.pools[t.pool]
+                    by_room = x.fn != "cachedin" or bool(x.args)
+                    if index_fn is not None and t.index is not None and len(family) > 1 and _by_attributes(t.index):
+                        pools.append((family, index_fn(t.index), by_room))
+                    else:
+                        fixed.update(id(p) for p in family)
+                        if by_room:
+                            room.update(id(p) for p in family)
             elif x.fn == "work":
                 return None
             elif x.fn == "budget_left" and any(st is not engine for st in sim.stages[t.stage]):
-                return None
-    return frozenset(out)
+                if index_fn is None or t.index is None or not _by_attributes(t.index):
+                    return None
+                stages.append((sim.stages[t.stage], index_fn(t.index)))
+    return Picked(frozenset(fixed), tuple(pools), tuple(stages), frozenset(room))
 
 
 def state_pools(e: ir.Expr, sim: Any, memory: Any) -> set[int]:
@@ -120,23 +188,27 @@ def _holds(x: Any, out: dict[int, ir.Hold]) -> None:
 _UNKNOWN: list[frozenset[int] | None] = [None]
 #: :meth:`HeadAnalysis.terms`: (pools whose growth ends the run, pools whose growth makes the
 #: head's header be evaluated again, the head, its blocking pool, whether requests wait in a
-#: pool without `admit via`)
-Terms = tuple[frozenset[int], frozenset[int], Any, int, bool]
+#: pool without `admit via`, pools where the run may grow only while its evictions stop short
+#: of the head's cached prefix, which its blocking amount reads)
+Terms = tuple[frozenset[int], frozenset[int], Any, int, bool, frozenset[int]]
 
 
 class HeadAnalysis:
     """What the waiting requests let a coalesced run of ``engine`` do.
 
     Built when the engine is prepared: ``headers``, per hold (by id), what
-    each pool's amount (units and reserve) reads (:func:`reads`); ``watch``,
-    per hold and blocking pool ``k``, the pools whose ``cachedin`` the other
-    amounts read (None when they read a pool's ``used`` or ``free``, or a
-    shared cache); ``steady_queues``, the pools whose ``queue by`` keys read
+    each pool's amount (units and reserve) reads (:class:`Picked`: a member
+    of a family named by the session's attributes is resolved per waiting
+    request, so in a cluster a request waiting for replica ``j`` reads
+    ``kv[j]`` and ``budget_left(engine[j])``, not every replica's);
+    ``room``, per hold and blocking pool ``k``, whether the other amounts
+    read a pool's ``used`` or ``free`` (then a :class:`HeadSet` evaluates
+    them at every growth); ``steady_queues``, the pools whose ``queue by`` keys read
     nothing a run changes (so ``select()`` picks the same head at every
     iteration).  ``default_select`` and ``default_admit``: whether the
     engine's ``select_waiting`` and ``admit_next`` are its own."""
 
-    __slots__ = ("engine", "sim", "default_select", "default_admit", "headers", "watch", "steady_queues")
+    __slots__ = ("engine", "sim", "default_select", "default_admit", "headers", "fixed", "room", "steady_queues", "by_id")
 
     def __init__(self, engine: "StepEngine", default_select: bool, default_admit: bool) -> None:
         self.engine = engine
@@ -145,25 +217,75 @@ class HeadAnalysis:
         self.default_admit = default_admit
         holds: dict[int, ir.Hold] = {}
         _holds(sim.program.session, holds)
-        self.headers: dict[int, list[frozenset[int] | None]] = {
-            hid: _header(st, sim, engine) for hid, st in holds.items()}
-        self.watch: dict[tuple[int, int], list[Any] | None] = {}
-        for hid, st in holds.items():
-            rs = [r for r in self.headers[hid] if r is not None]
-            if len(rs) == len(st.pools):  # (`terms` looks no further when an amount reads what changes)
-                for k in range(len(rs)):
-                    own: set[int] = set()
-                    for j, r in enumerate(rs):
-                        if j != k:
-                            own |= r
-                    self.watch[hid, k] = _watch(st, k, own, sim)
+        indices: dict[ir.Expr, Callable[[Any], float]] = {}
+
+        def index_fn(index: ir.Expr) -> Callable[[Any], float]:
+            if index not in indices:
+                indices[index] = expr.compile_expr(index, expr.Frame(sim.ns, attrs="c.a"))
+            return indices[index]
+
+        self.headers: dict[int, list[Picked | None]] = {
+            hid: _header(st, sim, engine, index_fn) for hid, st in holds.items()}
+        # (the holds whose headers name no member by an index: the same for every request)
+        self.fixed = {hid: [None if r is None else r.fixed for r in rs] for hid, rs in self.headers.items()
+                      if not any(r is not None and (r.pools or r.stages) for r in rs)}
+        self.by_id = {id(p): p for p in sim.all_pools}
+        self.room = {(hid, k): _room(st, k) for hid, st in holds.items() for k in range(len(st.pools))}
         self.steady_queues = frozenset(
             id(p) for p in sim.all_pools if p.queue_keys is not None
             and all(r is not None and not r for r in (reads(k, sim, engine) for k in p.decl.queue)))
 
-    def header(self, spec: Any) -> list[frozenset[int] | None]:
-        """Per pool of a hold, what its units and reserve read (:func:`reads`)."""
-        return self.headers.get(spec.id, _UNKNOWN)
+    def header(self, req: Any) -> list[frozenset[int] | None]:
+        """Per pool of a waiting request's hold, what its units and reserve
+        read (:func:`reads`, with the members its session's indices name)."""
+        hid = req.spec.id
+        fixed = self.fixed.get(hid)
+        if fixed is not None:
+            return fixed
+        found = self.headers.get(hid)
+        if found is None:
+            return _UNKNOWN
+        return [None if r is None else r.of(req.session, self.engine) for r in found]
+
+    def changing(self, req: Any, k: int, reads_k: frozenset[int]) -> tuple[frozenset[int], frozenset[int]]:
+        """Of the pools ``reads_k`` that the ``k``-th amount of the waiting
+        ``req`` reads, those a run can change it through: ``(ends, kept)``.
+        ``ends``: read through ``used``, ``free`` or a chain's ``cachedin``,
+        or a cache a run cannot predict (shared, spilling, `evict by`): a
+        growth there ends the run.  ``kept``: an LRU cache holding a prefix
+        of its session, read only through its ``cachedin``: a run may grow
+        there while its evictions take only entries ahead of that prefix
+        (:meth:`PrefixCache.ahead_of`).  A pool where the session has no
+        prefix is in neither: a prefix of 0 stays 0 while it waits (only its
+        own release puts to its entry, and inside a run entries only shrink)."""
+        if not reads_k:
+            return reads_k, reads_k
+        found = self.headers[req.spec.id][k]
+        assert found is not None
+        room = found.room_of(req.session)
+        serial = req.session.serial
+        by_id = self.by_id
+        ends: set[int] = set()
+        kept: set[int] = set()
+        for pid in reads_k:
+            pool = by_id[pid]
+            cache = pool.cache
+            if pid in room or pool.shared is not None:
+                ends.add(pid)
+            elif cache.size_of(serial) > 0.0:
+                (kept if cache.keys is None and cache.spill is None else ends).add(pid)
+        return frozenset(ends), frozenset(kept)
+
+    def watch(self, req: Any, k: int, own: set[int]) -> list[Any] | None:
+        """The pools whose ``cachedin`` the amounts of ``req`` other than the
+        ``k``-th read (``own``: the pools they read), or None when they read a
+        pool's ``used`` or ``free`` (or a shared cache's ``cachedin``)."""
+        if self.room.get((req.spec.id, k), True):
+            return None
+        found = [p for p in self.sim.all_pools if id(p) in own]
+        if any(p.shared is not None for p in found):
+            return None  # a shared cache's `cachedin` moves with other sessions' releases
+        return found
 
     def _head(self, pool: Any) -> Any:
         """The request ``pool.select()`` picks at every iteration of a run, or None
@@ -201,14 +323,14 @@ class HeadAnalysis:
                 req = self._head(pool)
                 if req is None:
                     return None
-                for r in self.header(req.spec):
+                for r in self.header(req):
                     if r is None or r:
                         return None
             elif pool.put_queue and pool not in engine.admit_pools and (self.sim.lazy is None or self.sim.lazy.off):
                 return None  # another engine's: it is iterating or has no work (checked before)
                 # (with runs that pass over other events, that engine's admissions are its own events)
         if not (engine.left > 0.0 and any(p.put_queue for p in engine.admit_pools)):
-            return stop, frozenset(), None, 0, xheads  # no admission attempt in the run
+            return stop, frozenset(), None, 0, xheads, frozenset()  # no admission attempt in the run
         pool = next(p for p in engine.admit_pools if p.put_queue)
         if not self.default_admit:  # a user's admit_next: no waiting request may fit
             return self._none_admissible([r for p in engine.admit_pools for r in p.put_queue], xheads)
@@ -217,7 +339,7 @@ class HeadAnalysis:
         req = self._head(pool)
         if req is None:
             return None
-        header_reads = self.header(req.spec)
+        header_reads = self.header(req)
         rs = [r for r in header_reads if r is not None]
         if len(rs) != len(header_reads):
             return None
@@ -228,7 +350,8 @@ class HeadAnalysis:
         for k, r in enumerate(rs):
             if k != blocking:
                 rest |= r
-        return stop | rs[blocking], frozenset(rest), req, blocking, xheads
+        ends, kept = self.changing(req, blocking, rs[blocking])
+        return stop | ends, frozenset(rest), req, blocking, xheads, kept
 
     def _none_admissible(self, queue: Sequence[Any], xheads: bool) -> Terms | None:
         """:meth:`terms` when a user's ``select_waiting`` (or ``admit_next``)
@@ -242,7 +365,7 @@ class HeadAnalysis:
         rest: set[int] = set()
         watched = []
         for req in queue:
-            rs = self.header(req.spec)
+            rs = self.header(req)
             if any(r is None for r in rs):
                 return None
             k = self._blocking_pool(req, rs)
@@ -250,10 +373,14 @@ class HeadAnalysis:
                 return None
             own: set[int] = set()
             for j, r in enumerate(rs):
-                (stop if j == k else own).update(r)  # type: ignore[arg-type]
+                if j == k:
+                    ends, kept = self.changing(req, k, r)  # type: ignore[arg-type]
+                    stop |= ends | kept
+                else:
+                    own.update(r)  # type: ignore[arg-type]
             rest |= own
-            watched.append((req, k, self.watch[req.spec.id, k]))
-        return frozenset(stop), frozenset(rest), HeadSet(self.engine, watched), 0, xheads
+            watched.append((req, k, self.watch(req, k, own)))
+        return frozenset(stop), frozenset(rest), HeadSet(self.engine, watched), 0, xheads, frozenset()
 
     def _blocking_pool(self, req: Any, rs: list[Any]) -> int | None:
         """The pool of ``req`` whose amount reads least and does not fit now
@@ -292,29 +419,26 @@ class HeadAnalysis:
         return not req.pools[k].admits(req, need)
 
 
-def _header(st: ir.Hold, sim: Any, engine: "StepEngine") -> list[frozenset[int] | None]:
-    """Per pool of the hold ``st``, what its units and reserve read (:func:`reads`)."""
-    found: list[frozenset[int] | None] = []
+def _header(st: ir.Hold, sim: Any, engine: "StepEngine", index_fn: Callable[[ir.Expr], Callable[[Any], float]]
+            ) -> list[Picked | None]:
+    """Per pool of the hold ``st``, what its units and reserve read (:func:`_reads`)."""
+    found: list[Picked | None] = []
     for hp in st.pools:
-        r = reads(hp.units, sim, engine)
+        r = _reads(hp.units, sim, engine, index_fn)
         if r is not None and hp.reserve is not None:
-            r2 = reads(hp.reserve, sim, engine)
-            r = None if r2 is None else r | r2
+            r2 = _reads(hp.reserve, sim, engine, index_fn)
+            r = None if r2 is None else Picked(r.fixed | r2.fixed, r.pools + r2.pools, r.stages + r2.stages,
+                                               r.room | r2.room)
         found.append(r)
     return found
 
 
-def _watch(st: ir.Hold, k: int, ids: set[int], sim: Any) -> list[Any] | None:
-    """The pools whose ``cachedin`` the amounts of the hold ``st`` other than
-    the ``k``-th read (``ids``: the pools they read), or None when they read a
-    pool's ``used`` or ``free`` (or a shared cache's ``cachedin``)."""
-    room = any(isinstance(x, ir.Probe) and isinstance(x.target, ir.PoolRef) and x.fn in ("used", "free")
+def _room(st: ir.Hold, k: int) -> bool:
+    """Whether the amounts of the hold ``st`` other than the ``k``-th read a
+    pool's ``used`` or ``free``."""
+    return any(isinstance(x, ir.Probe) and isinstance(x.target, ir.PoolRef) and x.fn in ("used", "free")
                for j, hp in enumerate(st.pools) if j != k
                for e in (hp.units, hp.reserve) if e is not None for x in expr.walk(e))
-    found = None if room else [p for p in sim.all_pools if id(p) in ids]
-    if found and any(p.shared is not None for p in found):
-        found = None  # a shared cache's `cachedin` moves with other sessions' releases
-    return found
 
 
 class HeadSet:
