@@ -233,7 +233,7 @@ class RunPlanner:
                 # a growth evicts what passes cap − used − total, block by block from the tail
                 # of the oldest entry: at most a block more than that (whole entries without blocks)
                 enough = (self.cap + block) * len(idx) + block
-                ahead = cache.ahead_of(self.run.head.session.serial, enough)  # type: ignore[union-attr]
+                ahead = cache.ahead_of(self.run.head.reqs[0].session.serial, enough)  # type: ignore[union-attr]
                 ceil[pid] = min(ceil[pid], pool.cap - cache.total + ahead - block)
 
     # -- the three speeds -----------------------------------------------------------------------

@@ -346,12 +346,15 @@ class HeadAnalysis:
         blocking = self._blocking_pool(req, rs)
         if blocking is None:
             return None
-        rest: set[int] = set()
+        rest: set[int] = set()  # (a pool the other amounts read only through a prefix of 0: never)
         for k, r in enumerate(rs):
             if k != blocking:
-                rest |= r
+                moved, kept = self.changing(req, k, r)
+                rest |= moved | kept
         ends, kept = self.changing(req, blocking, rs[blocking])
-        return stop | ends, frozenset(rest), req, blocking, xheads, kept
+        # the head as a set of one: its other amounts are evaluated again only when what they read moved
+        head = HeadSet(engine, [(req, blocking, self.watch(req, blocking, rest))])
+        return stop | ends, frozenset(rest), head, 0, xheads, kept
 
     def _none_admissible(self, queue: Sequence[Any], xheads: bool) -> Terms | None:
         """:meth:`terms` when a user's ``select_waiting`` (or ``admit_next``)
