@@ -119,7 +119,7 @@ class RunPlanner:
 
     # -- a run ----------------------------------------------------------------------------------
 
-    def plan(self, now: float, cost: float, budget: float) -> DecodeRun | None:
+    def plan(self, now: float, cost: float, budget: float, kvs: list[float] | None = None) -> DecodeRun | None:
         """The run of decode iterations of the engine's batch, this one (from
         ``now``, costing ``cost``, with ``budget`` tokens) first, that can run
         back to back before anything else could happen — every one ends before
@@ -128,7 +128,9 @@ class RunPlanner:
         fit — or None when it is this iteration alone.  A growth that fits is
         planned here and replayed in place: it evicts cache and changes
         ``kv_decode``, hence the cost.  The ends are added one cost at a time
-        from ``now``, as the iterations one by one would reach them."""
+        from ``now``, as the iterations one by one would reach them.  ``kvs``:
+        each job's memory held in ``engine.memory``, as the engine read it for
+        this iteration's cost (read here when None and the cost reads it)."""
         engine = self.engine
         sim = self.sim
         t = now + cost
@@ -159,7 +161,7 @@ class RunPlanner:
         run.watch = stop | self.recheck
         self.run = run
         self.cap, self.limit, self.horizon = cap, limit, sim.horizon
-        self._state(stop)
+        self._state(stop, kvs)
         try:
             return self._plan(now, cost)
         finally:
@@ -184,15 +186,16 @@ class RunPlanner:
         _trim(run, now)
         return run if run.length > 1 else None
 
-    def _state(self, stop: frozenset[int]) -> None:
+    def _state(self, stop: frozenset[int], kvs: list[float] | None) -> None:
         """Per job of the batch: the pool it grows, its position, allocation and
-        the memory the cost reads; ``used`` of each pool a job grows."""
+        the memory the cost reads (``kvs`` when the engine read it already);
+        ``used`` of each pool a job grows."""
         engine = self.engine
         assign = engine.assign
         memory = engine.memory
         tracked = memory is not None and self.kv_tracked
         if memory is not None and tracked:
-            kv = [job.session.held_in(memory) for job, _t in assign]
+            kv = kvs if kvs is not None else [job.session.held_in(memory) for job, _t in assign]
         else:
             kv = [0.0] * len(assign)
         pools: list[Any] = []
