@@ -626,8 +626,10 @@ class StepEngine(Stage):
     def _launch(self, attention: float, preempted: bool, budget: float) -> bool:
         tokens = prefilled = decoders = kv_d = kv_p = 0.0
         memory = self.memory if self._kv_needed else None
-        kvs: list[float] | None = [] if memory is not None else None  # each decoder's, for the planner
-        for job, t in self.assign:
+        assign = self.assign
+        # each job's memory, for the planner (which is called only when every job decodes)
+        kvs: list[float] | None = [0.0] * len(assign) if memory is not None else None
+        for i, (job, t) in enumerate(assign):
             tokens += t
             if job.prefill:
                 prefilled += t
@@ -636,8 +638,7 @@ class StepEngine(Stage):
             else:
                 decoders += 1.0
                 if kvs is not None:
-                    kv = job.session.held_in(memory)  # type: ignore[arg-type]
-                    kvs.append(kv)
+                    kv = kvs[i] = job.session.held_in(memory)  # type: ignore[arg-type]
                     kv_d += kv
         raw = self.cost_of(tokens, prefilled, decoders, kv_d, kv_p, attention)
         cost = raw if raw > 0.0 else 0.0
