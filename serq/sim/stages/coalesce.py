@@ -485,7 +485,7 @@ class RunPlanner:
         for job, _t in assign:
             r = minus(job.work, 1.0, m)  # the work left after m commits
             toks.append(1.0 if r > 1.0 else r)
-        special = any(x != 1.0 for x in toks)
+        special = toks.count(1.0) != len(toks)  # (a token that is not 1.0: a NaN is not counted either)
         left = _left_after(run.budget, toks)
         if left is None:
             return
@@ -574,18 +574,26 @@ class RunPlanner:
                 n = float(len(kv))  # 1.0 added n times
                 return engine.cost_of(n, 0.0, n, reduce(add, kv, 0.0), 0.0, 0.0)
             return by_engine
-        n = float(len(engine.assign))
-        view.srng = engine.srng
-        view.tokens, view.prefilled, view.decoders = n, 0.0, n
-        view.kv_prefill = 0.0
-        view.residents = float(len(engine.residents))
-        view.attention = 0.0
+        self._fill_view()
         fn = engine.cost_fn
 
         def cost(kv: list[float]) -> float:
             view.kv_decode = reduce(add, kv, 0.0)
             return fn(view)  # type: ignore[no-any-return]
         return cost
+
+    def _fill_view(self) -> None:
+        """The engine's cost view, filled with what stays the same in a run
+        (the batch, its tokens, no prefill): only ``kv_decode`` is set per cost."""
+        engine = self.engine
+        view = self.view
+        assert view is not None
+        n = float(len(engine.assign))
+        view.srng = engine.srng
+        view.tokens, view.prefilled, view.decoders = n, 0.0, n
+        view.kv_prefill = 0.0
+        view.residents = float(len(engine.residents))
+        view.attention = 0.0
 
     def _one_coster(self) -> tuple[Any, Any]:
         """:meth:`_kv_coster` for a batch of one job (``reduce(add, [kv], 0.0)``
@@ -595,9 +603,10 @@ class RunPlanner:
         cost reads no memory."""
         if not self.kv_tracked:
             return None, None
-        kv_cost = self._kv_coster()
         if self.view is None:
+            kv_cost = self._kv_coster()
             return None, lambda kv0: kv_cost([kv0])
+        self._fill_view()
         return self.view, self.engine.cost_fn
 
 
