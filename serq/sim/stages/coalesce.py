@@ -39,6 +39,7 @@ from ... import expr, ir
 from ..cache import EPS
 from ..stats import _SHORT, fold, fold_same
 from .decode_run import DecodeRun, add_iters, exact_below, exact_steps, minus, plus_ones, steps_known
+from .waiting import HeadSet
 
 if TYPE_CHECKING:
     from .step import StepEngine, StepView
@@ -158,6 +159,12 @@ class RunPlanner:
                 return None
             more, self.recheck, run.head, run.blocking, self.xheads = terms
             stop = stop | more
+            head = run.head
+            if head is not None and self.recheck and type(head) is not HeadSet:
+                # its amounts evaluated again only where a growth changed what they read: the
+                # default head as a set of one (a cached prefix of 0, or one no eviction
+                # reaches, reads the same at every growth: the same values, the same errors)
+                run.head = HeadSet(engine, [(head, run.blocking, self.heads.watch.get((head.spec.id, run.blocking)))])
         run.watch = stop | self.recheck
         self.run = run
         self.cap, self.limit, self.horizon = cap, limit, sim.horizon
