@@ -430,11 +430,28 @@ class PrefixCache:
         """:meth:`make_room` for each growth of ``needs`` in turn from ``used``,
         once :meth:`whole_blocks` said yes: the oldest entries drained by whole
         blocks (:meth:`_take_blocks`), with no dead entry to compare against.
-        The cached total after each."""
+        The cached total after each.
+
+        A full pool (``used + cached`` is ``cap``) whose growths are all one
+        whole number of blocks ``d``, with an oldest entry larger than their
+        sum, loses ``d`` of that entry at each (the usual run on a full pool):
+        the totals ``total − d·j`` are those the drain reaches, exactly."""
         entries = self.entries
         limit = cap + EPS
-        out = []
         b = self.block
+        n = len(needs)
+        if n > 1 and entries:
+            d = needs[0]
+            total = self.total
+            if used + total == cap and d > 0.0 and math.fmod(d, b) == 0.0 and needs.count(d) == n:  # type: ignore[arg-type]
+                e = entries[next(iter(entries))]
+                run = n * d
+                if e.size > run and self.evicted_units + run <= _BIG:  # (each step's test of the drain below)
+                    e.size -= run
+                    self.total = total - run
+                    self.evicted_units += run
+                    return [total - d * j for j in range(1, n + 1)]
+        out = []
         bi = int(b)  # type: ignore[arg-type]
         for need in needs:
             while used + self.total + need > limit and entries:

@@ -418,3 +418,50 @@ def test_a_drain_shorter_than_a_round_takes_the_first_members_in_one_step(monkey
     monkeypatch.undo()
     ref_make_room(ref, 0.0, 3.0, 49.0, 1.0)
     assert state(ref) == state(cache)
+
+
+# -- a run's growths on a full pool, in one step -----------------------------------------------
+
+@pytest.mark.parametrize("seed", range(60))
+def test_a_runs_growths_on_a_full_pool_leave_the_totals_of_one_growth_at_a_time(seed: int) -> None:
+    """`make_room_whole` takes ``n`` growths of one whole number of blocks
+    on a full pool from its oldest entry in one step when that entry is larger
+    than their sum: the cached totals after each growth, the entries left,
+    ``cached`` and ``evict(u)`` are those of `make_room` one growth at a time
+    (full or not, equal needs or not, an oldest entry large enough or not)."""
+    rng = random.Random(seed)
+    b = rng.choice([16.0, 1.0, 32.0])
+    cache = PrefixCache(b, None, None)
+    for serial in range(rng.randint(1, 5)):
+        cache.put(serial, b * rng.randint(1, 40), float(serial), serial, [], None)  # type: ignore[arg-type]
+    cache.evicted_units = rng.choice([0.0, b * 1000, 2.0**50 - b * rng.randint(0, 60)])
+    used = b * rng.randint(0, 50)
+    cap = used + cache.total + rng.choice([0.0, 0.0, b, -b])  # full, with room for a block, or over
+    d = b * rng.randint(1, 3)
+    needs = [d] * rng.randint(2, 12) if rng.random() < 0.8 else [b * rng.randint(1, 3) for _ in range(5)]
+    slow = copy.deepcopy(cache)
+    want = []
+    u = used
+    for need in needs:
+        slow.make_room(u, need, cap, 0.0)
+        want.append(slow.total)
+        u += need
+    assert cache.whole_blocks(used, needs, cap) is (cache.evicted_units <= 2.0**50)
+    got = cache.make_room_whole(used, needs, cap)
+    assert got == want
+    assert (cache.total, cache.evicted_units, cache.evicted_entries) == (
+        slow.total, slow.evicted_units, slow.evicted_entries)
+    assert [(k, e.size) for k, e in cache.entries.items()] == [(k, e.size) for k, e in slow.entries.items()]
+
+
+def test_ten_growths_of_a_block_on_a_full_pool_take_ten_blocks_of_the_oldest_entry() -> None:
+    """A pool of 1 000 units with 200 used and two entries (600 then 200)
+    cached: ten growths of 16 leave the first entry 440 and the totals 784,
+    768, …, 640."""
+    cache = PrefixCache(16.0, None, None)
+    cache.put(1, 600.0, 0.0, 0, [], None)  # type: ignore[arg-type]
+    cache.put(2, 200.0, 1.0, 1, [], None)  # type: ignore[arg-type]
+    assert cache.whole_blocks(200.0, [16.0] * 10, 1000.0)
+    assert cache.make_room_whole(200.0, [16.0] * 10, 1000.0) == [800.0 - 16.0 * j for j in range(1, 11)]
+    assert (cache.entries[1].size, cache.entries[2].size, cache.total, cache.evicted_units) == (
+        440.0, 200.0, 640.0, 160.0)

@@ -120,7 +120,7 @@ class RunPlanner:
 
     # -- a run ----------------------------------------------------------------------------------
 
-    def plan(self, now: float, cost: float, budget: float) -> DecodeRun | None:
+    def plan(self, now: float, cost: float, budget: float, kvs: list[float] | None = None) -> DecodeRun | None:
         """The run of decode iterations of the engine's batch, this one (from
         ``now``, costing ``cost``, with ``budget`` tokens) first, that can run
         back to back before anything else could happen — every one ends before
@@ -129,7 +129,9 @@ class RunPlanner:
         fit — or None when it is this iteration alone.  A growth that fits is
         planned here and replayed in place: it evicts cache and changes
         ``kv_decode``, hence the cost.  The ends are added one cost at a time
-        from ``now``, as the iterations one by one would reach them."""
+        from ``now``, as the iterations one by one would reach them.  ``kvs``:
+        each job's memory held in ``engine.memory``, as the engine read it for
+        this iteration's cost (read here when None and the cost reads it)."""
         engine = self.engine
         sim = self.sim
         t = now + cost
@@ -162,7 +164,7 @@ class RunPlanner:
         run.watch = stop | self.recheck | kept
         self.run = run
         self.cap, self.limit, self.horizon = cap, limit, sim.horizon
-        self._state(stop, kept)
+        self._state(stop, kept, kvs)
         try:
             return self._plan(now, cost)
         finally:
@@ -187,18 +189,19 @@ class RunPlanner:
         _trim(run, now)
         return run if run.length > 1 else None
 
-    def _state(self, stop: frozenset[int], kept: frozenset[int]) -> None:
+    def _state(self, stop: frozenset[int], kept: frozenset[int], kvs: list[float] | None) -> None:
         """Per job of the batch: the pool it grows, its position, allocation and
-        the memory the cost reads; ``used`` of each pool a job grows, and the
-        ``used`` a growth there may reach (``ceil``): its cap, or in a pool of
-        ``kept`` (:meth:`.waiting.HeadAnalysis.changing`) less, so that its
-        evictions stop a block short of the waiting head's cached prefix."""
+        the memory the cost reads (``kvs`` when the engine read it already);
+        ``used`` of each pool a job grows, and the ``used`` a growth there may
+        reach (``ceil``): its cap, or in a pool of ``kept``
+        (:meth:`.waiting.HeadAnalysis.changing`) less, so that its evictions
+        stop a block short of the waiting head's cached prefix."""
         engine = self.engine
         assign = engine.assign
         memory = engine.memory
         tracked = memory is not None and self.kv_tracked
         if memory is not None and tracked:
-            kv = [job.session.held_in(memory) for job, _t in assign]
+            kv = kvs if kvs is not None else [job.session.held_in(memory) for job, _t in assign]
         else:
             kv = [0.0] * len(assign)
         pools: list[Any] = []
@@ -499,7 +502,7 @@ class RunPlanner:
         for job, _t in assign:
             r = minus(job.work, 1.0, m)  # the work left after m commits
             toks.append(1.0 if r > 1.0 else r)
-        special = any(x != 1.0 for x in toks)
+        special = toks.count(1.0) != len(toks)  # (a token that is not 1.0: a NaN is not counted either)
         left = _left_after(run.budget, toks)
         if left is None:
             return
@@ -588,18 +591,26 @@ class RunPlanner:
                 n = float(len(kv))  # 1.0 added n times
                 return engine.cost_of(n, 0.0, n, reduce(add, kv, 0.0), 0.0, 0.0)
             return by_engine
-        n = float(len(engine.assign))
-        view.srng = engine.srng
-        view.tokens, view.prefilled, view.decoders = n, 0.0, n
-        view.kv_prefill = 0.0
-        view.residents = float(len(engine.residents))
-        view.attention = 0.0
+        self._fill_view()
         fn = engine.cost_fn
 
         def cost(kv: list[float]) -> float:
             view.kv_decode = reduce(add, kv, 0.0)
             return fn(view)  # type: ignore[no-any-return]
         return cost
+
+    def _fill_view(self) -> None:
+        """The engine's cost view, filled with what stays the same in a run
+        (the batch, its tokens, no prefill): only ``kv_decode`` is set per cost."""
+        engine = self.engine
+        view = self.view
+        assert view is not None
+        n = float(len(engine.assign))
+        view.srng = engine.srng
+        view.tokens, view.prefilled, view.decoders = n, 0.0, n
+        view.kv_prefill = 0.0
+        view.residents = float(len(engine.residents))
+        view.attention = 0.0
 
     def _one_coster(self) -> tuple[Any, Any]:
         """:meth:`_kv_coster` for a batch of one job (``reduce(add, [kv], 0.0)``
@@ -609,9 +620,10 @@ class RunPlanner:
         cost reads no memory."""
         if not self.kv_tracked:
             return None, None
-        kv_cost = self._kv_coster()
         if self.view is None:
+            kv_cost = self._kv_coster()
             return None, lambda kv0: kv_cost([kv0])
+        self._fill_view()
         return self.view, self.engine.cost_fn
 
 

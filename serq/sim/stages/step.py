@@ -626,7 +626,10 @@ class StepEngine(Stage):
     def _launch(self, attention: float, preempted: bool, budget: float) -> bool:
         tokens = prefilled = decoders = kv_d = kv_p = 0.0
         memory = self.memory if self._kv_needed else None
-        for job, t in self.assign:
+        assign = self.assign
+        # each job's memory, for the planner (which is called only when every job decodes)
+        kvs: list[float] | None = [0.0] * len(assign) if memory is not None else None
+        for i, (job, t) in enumerate(assign):
             tokens += t
             if job.prefill:
                 prefilled += t
@@ -634,8 +637,9 @@ class StepEngine(Stage):
                     kv_p += job.session.held_in(memory)
             else:
                 decoders += 1.0
-                if memory is not None:
-                    kv_d += job.session.held_in(memory)
+                if kvs is not None:
+                    kv = kvs[i] = job.session.held_in(memory)  # type: ignore[arg-type]
+                    kv_d += kv
         raw = self.cost_of(tokens, prefilled, decoders, kv_d, kv_p, attention)
         cost = raw if raw > 0.0 else 0.0
         if tokens > 0.0 and not cost > 0.0:
@@ -656,7 +660,7 @@ class StepEngine(Stage):
         run = None
         planner = self.planner
         if planner is not None and not preempted and not prefilled and decoders == len(self.residents) > 0:
-            run = planner.plan(now, cost, budget)
+            run = planner.plan(now, cost, budget, kvs)
             lazy = self.sim.lazy
             if run is not None and lazy is not None and not lazy.off:  # it may pass over other events
                 # (serq/sim/lazy.py)

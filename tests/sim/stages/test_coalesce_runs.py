@@ -98,6 +98,48 @@ def test_headers_of_every_kind_give_the_same_report(units: str, outer: str) -> N
         same(program, horizon=60.0, seed=seed)
 
 
+# a returning session's amount is NaN once its cached prefix is gone: an eviction by a run's growth
+# while it waits makes the head's header an error there, as one iteration at a time
+FRAGILE = """
+pool kv { cap CAP; block 16; evict lru; preempt lifo; }
+pool reqs { cap 2; admit via engine; }
+stage engine : step { budget 512; cost 0.01 + 1e-6 * kv_decode; memory kv; }
+stage tool : delay;
+workload { arrive poisson(LAM); init { set prompt = ~uniform(50, 300); set t = 0; } }
+session {
+  loop {
+    set o = ~exp(60) + 1;
+    hold reqs (1), kv (t == 0 ? prompt : prompt + 0 * (1 / cachedin(kv))) {
+      run engine prefill (prompt) growing kv;
+      run engine decode (o) growing kv;
+    } cache (prompt + o);
+    set t = t + 1;
+    set prompt = prompt + o + 20;
+    branch (t >= 4) { end; }
+    run tool (~exp(1));
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("cap, lam", [(3000, 4), (5000, 1)])
+def test_a_heads_amount_made_invalid_by_a_runs_eviction_is_the_same_error(cap: int, lam: int) -> None:
+    """The waiting head's other amounts are evaluated again only where a
+    growth changed its cached prefix (a set of one, ``waiting.HeadSet``):
+    the eviction that empties it makes the amount NaN inside the run's
+    replay, the error one iteration at a time gives."""
+    import traceback
+
+    program = serq.load(FRAGILE.replace("CAP", str(cap)).replace("LAM", str(lam)))
+    errors = []
+    for engine in (Counting, Plain):
+        with pytest.raises(serq.SerqError, match="the amount is NaN") as info:
+            serq.run(program, seed=1, horizon=200.0, warmup=10.0, engines={"engine": engine})
+        errors.append((str(info.value), [f.name for f in traceback.extract_tb(info.value.__traceback__)]))
+    assert errors[0][0] == errors[1][0]
+    assert "replay" in errors[0][1] and "replay" not in errors[1][1]  # (raised in the run's replay)
+
+
 TWO_ENGINES = """
 pool kv { cap 100000; block 16; evict lru; preempt lifo; }
 pool reqs { cap 4; admit via engine; }
