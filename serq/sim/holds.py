@@ -10,6 +10,7 @@ from simpy.events import Event
 
 from .. import ir
 from .cache import EPS
+from .order import ascending
 from ..errors import SerqRuntimeError
 from .pool import GRANTED, LEASED, REJECTED, RELEASED, WAITING, HoldRequest, Pool
 from .session import Preemption, Session
@@ -253,22 +254,12 @@ class Holds:
             if not queued:
                 return
             passed = self.passed
-            # `ascending(queued, lambda: self.joins)` written out (it is hot): a pool joined later in
-            # the order is passed over in this pass, one joined earlier at the next
-            order = sorted(queued)
-            j = 0
-            while j < len(order):
-                i = order[j]
-                j += 1
-                before = self.joins
+            for i in ascending(queued, self, "joins"):  # a pool joined later in the order: this pass
                 pool = passed[i]
                 if pool.put_queue:
                     pool._trigger_put()
                 if not pool.put_queue:
                     queued.discard(i)
-                if self.joins != before:
-                    order = sorted(x for x in queued if x > i)
-                    j = 0
             return
         for pool in self.sim.all_pools:
             if pool.growers:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from itertools import repeat
 from math import isnan
-from typing import Callable, Iterator
+from typing import Iterator
 
 _ZERO = repeat(0)  # (endless: zip takes from it what it needs)
 
@@ -21,18 +21,20 @@ def total_key(key: tuple[float, ...]) -> tuple[tuple[int, float], ...]:
     return tuple(zip(_ZERO, key))
 
 
-def ascending(marked: set[int], count: Callable[[], int]) -> Iterator[int]:
+def ascending(marked: set[int], owner: object, counter: str) -> Iterator[int]:
     """The members of ``marked`` in ascending order, read as the caller goes:
-    when ``count()`` moved while the caller handled one (it marked more), the
-    members after that one are read again, so a place marked later in the
-    order is visited in this pass, one marked earlier at the next."""
+    when ``owner``'s count ``counter`` moved while the caller handled one (it
+    marked more), the members after that one are read again, so a place
+    marked later in the order is visited in this pass, one marked earlier at
+    the next.  (The count is read with ``getattr``, a call into C: the passes
+    are hot.)"""
     order = sorted(marked)
     j = 0
     while j < len(order):
         i = order[j]
         j += 1
-        before = count()
+        before = getattr(owner, counter)
         yield i
-        if count() != before:
+        if getattr(owner, counter) != before:
             order = sorted(x for x in marked if x > i)
             j = 0

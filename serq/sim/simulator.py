@@ -29,6 +29,7 @@ from .compile import Compiler
 from .goodput import Target
 from .holds import Holds
 from .kernel import Kernel
+from .order import ascending
 from .pool import HoldRequest, Pool
 from .population import Population
 from .stages.base import Stage
@@ -274,14 +275,7 @@ class Simulator:
             return False
         engines = self.engines
         idle = False
-        # `ascending(stirred, lambda: self.stirs)` written out (it is hot): one stirred later in
-        # the order is asked in this pass, one stirred earlier at the next
-        order = sorted(stirred)
-        j = 0
-        while j < len(order):
-            i = order[j]
-            j += 1
-            before = self.stirs
+        for i in ascending(stirred, self, "stirs"):  # one stirred later in the order: this pass
             engine = engines[i]
             stirred.discard(i)
             if not engine.iterating and engine.has_work():
@@ -289,9 +283,6 @@ class Simulator:
                     idle = True
                 if not engine.iterating:  # (still idle: asked again at the next settle)
                     stirred.add(i)
-            if self.stirs != before:
-                order = sorted(x for x in stirred if x > i)
-                j = 0
         return idle
 
     def _end_warmup(self, _ev: Any) -> None:

@@ -73,12 +73,15 @@ def test_the_ends_dictionary_holds_exactly_the_passing_runs_ends(monkeypatch: py
 
 def test_ascending_visits_a_place_marked_later_in_the_pass_and_leaves_an_earlier_one_to_the_next() -> None:
     from serq.sim.order import ascending
+    class Owner:
+        marks = 0
+
+    owner = Owner()
     marked = {5, 2, 8}
-    count = [0]
     seen = []
-    for i in ascending(marked, lambda: count[0]):
+    for i in ascending(marked, owner, "marks"):
         seen.append(i)
         if i == 5:  # handling 5 marks 7 (later: this pass) and 1 (earlier: not now)
             marked.update({7, 1})
-            count[0] += 1
+            owner.marks += 1
     assert seen == [2, 5, 7, 8]
