@@ -282,7 +282,7 @@ class HeadAnalysis:
         pool's ``used`` or ``free`` (or a shared cache's ``cachedin``)."""
         if self.room.get((req.spec.id, k), True):
             return None
-        found = [p for p in self.sim.all_pools if id(p) in own]
+        found = [self.by_id[pid] for pid in own]  # (in any order: each is compared with itself)
         if any(p.shared is not None for p in found):
             return None  # a shared cache's `cachedin` moves with other sessions' releases
         return found
