@@ -228,10 +228,10 @@ class RunPlanner:
                 alloc.append(a)
         self.pools, self.pos, self.alloc, self.idx, self.kv = pools, pos, alloc, idx, kv
         self.used = {id(p): p.used for p in pools if p}
-        self.ceil = ceil = {pid: self.heads.by_id[pid].cap + EPS for pid in self.used}
+        self.ceil = ceil = {id(p): p.cap + EPS for p in pools if p}
         for pid in kept:
             if pid in ceil:
-                pool = self.heads.by_id[pid]
+                pool = self.sim.pool_by_id[pid]
                 cache, block = pool.cache, pool.block or 0.0
                 # a growth evicts what passes cap − used − total, block by block from the tail
                 # of the oldest entry: at most a block more than that (whole entries without blocks)

@@ -43,7 +43,7 @@ def reads(e: ir.Expr, sim: Any, engine: "StepEngine") -> frozenset[int] | None:
     ``queue`` and ``busy``, and ``budget_left`` of the engine itself (its
     budget is the same at every iteration of a run, and every resident wishes
     one token) stay the same.  A member of a family named by an index reads
-    the whole family here (see :func:`picks` for one request's members)."""
+    the whole family here (:class:`Picked` resolves it for one request)."""
     found = _reads(e, sim, engine)
     return found if found is None else found.fixed
 
@@ -70,15 +70,14 @@ class Picked:
         when its index names another engine's ``budget_left``, or is not a
         member (the attempt itself then raises the error)."""
         for family, index in self.stages:
-            i = index(session)
-            if not (i == i and 0 <= i < len(family) and float(i).is_integer()) or family[int(i)] is not engine:
+            if _member(family, index(session)) is not engine:
                 return None
         out = set(self.fixed)
         for family, index, _room in self.pools:
-            i = index(session)
-            if not (i == i and 0 <= i < len(family) and float(i).is_integer()):
+            member = _member(family, index(session))
+            if member is None:
                 return None
-            out.add(id(family[int(i)]))
+            out.add(id(member))
         return frozenset(out)
 
     def room_of(self, session: Any) -> frozenset[int]:
@@ -87,6 +86,12 @@ class Picked:
         if not any(room for _f, _i, room in self.pools):
             return self.room
         return self.room | {id(family[int(index(session))]) for family, index, room in self.pools if room}
+
+
+def _member(family: list[Any], i: float) -> Any:
+    """The member of ``family`` at index ``i``, or None when ``i`` is not a
+    whole number in range (``compile.member``'s test, without its error)."""
+    return family[int(i)] if i == i and 0 <= i < len(family) and float(i).is_integer() else None
 
 
 def _by_attributes(index: ir.Expr) -> bool:
@@ -201,14 +206,12 @@ class HeadAnalysis:
     of a family named by the session's attributes is resolved per waiting
     request, so in a cluster a request waiting for replica ``j`` reads
     ``kv[j]`` and ``budget_left(engine[j])``, not every replica's);
-    ``room``, per hold and blocking pool ``k``, whether the other amounts
-    read a pool's ``used`` or ``free`` (then a :class:`HeadSet` evaluates
-    them at every growth); ``steady_queues``, the pools whose ``queue by`` keys read
+    ``steady_queues``, the pools whose ``queue by`` keys read
     nothing a run changes (so ``select()`` picks the same head at every
     iteration).  ``default_select`` and ``default_admit``: whether the
     engine's ``select_waiting`` and ``admit_next`` are its own."""
 
-    __slots__ = ("engine", "sim", "default_select", "default_admit", "headers", "fixed", "room", "steady_queues", "by_id")
+    __slots__ = ("engine", "sim", "default_select", "default_admit", "headers", "fixed", "steady_queues")
 
     def __init__(self, engine: "StepEngine", default_select: bool, default_admit: bool) -> None:
         self.engine = engine
@@ -229,8 +232,6 @@ class HeadAnalysis:
         # (the holds whose headers name no member by an index: the same for every request)
         self.fixed = {hid: [None if r is None else r.fixed for r in rs] for hid, rs in self.headers.items()
                       if not any(r is not None and (r.pools or r.stages) for r in rs)}
-        self.by_id = {id(p): p for p in sim.all_pools}
-        self.room = {(hid, k): _room(st, k) for hid, st in holds.items() for k in range(len(st.pools))}
         self.steady_queues = frozenset(
             id(p) for p in sim.all_pools if p.queue_keys is not None
             and all(r is not None and not r for r in (reads(k, sim, engine) for k in p.decl.queue)))
@@ -264,7 +265,7 @@ class HeadAnalysis:
         assert found is not None
         room = found.room_of(req.session)
         serial = req.session.serial
-        by_id = self.by_id
+        by_id = self.sim.pool_by_id
         ends: set[int] = set()
         kept: set[int] = set()
         for pid in reads_k:
@@ -279,10 +280,11 @@ class HeadAnalysis:
     def watch(self, req: Any, k: int, own: set[int]) -> list[Any] | None:
         """The pools whose ``cachedin`` the amounts of ``req`` other than the
         ``k``-th read (``own``: the pools they read), or None when they read a
-        pool's ``used`` or ``free`` (or a shared cache's ``cachedin``)."""
-        if self.room.get((req.spec.id, k), True):
+        pool's ``used`` or ``free`` (or a chain's, or a shared cache's, ``cachedin``)."""
+        header = self.headers[req.spec.id]
+        if any(r is None or r.room_of(req.session) for j, r in enumerate(header) if j != k):
             return None
-        found = [self.by_id[pid] for pid in own]  # (in any order: each is compared with itself)
+        found = [self.sim.pool_by_id[pid] for pid in own]  # (in any order: each is compared with itself)
         if any(p.shared is not None for p in found):
             return None  # a shared cache's `cachedin` moves with other sessions' releases
         return found
@@ -434,14 +436,6 @@ def _header(st: ir.Hold, sim: Any, engine: "StepEngine", index_fn: Callable[[ir.
                                                r.room | r2.room)
         found.append(r)
     return found
-
-
-def _room(st: ir.Hold, k: int) -> bool:
-    """Whether the amounts of the hold ``st`` other than the ``k``-th read a
-    pool's ``used`` or ``free``."""
-    return any(isinstance(x, ir.Probe) and isinstance(x.target, ir.PoolRef) and x.fn in ("used", "free")
-               for j, hp in enumerate(st.pools) if j != k
-               for e in (hp.units, hp.reserve) if e is not None for x in expr.walk(e))
 
 
 class HeadSet:
