@@ -261,6 +261,21 @@ class PrefixCache:
             total += e.size
         return total
 
+    def drained_first(self, serial: int, used: float, cap: float) -> float | None:
+        """The size of ``serial``'s entry when growths from ``used`` (whole
+        units) under ``cap`` evict it first and by whole blocks in exact sums:
+        an LRU cache with nothing dead or spilling, every amount an integer,
+        that entry the oldest.  Then a pool grown to ``u`` holds
+        ``size − b·⌈(u + total − cap) / b⌉`` of it (none when that is not
+        positive), whatever the growths in between (:meth:`_take_blocks`
+        takes the blocks covering each shortfall).  None otherwise."""
+        entries = self.entries
+        if not (self.keys is None and self.spill is None and not self._dead_heap and self._ints
+                and self._int_block and _exact(cap) and _exact(used) and used + self.total <= cap
+                and self.evicted_units + self.total <= _BIG and entries and next(iter(entries)) == serial):
+            return None
+        return entries[serial].size
+
     def put(self, serial: int, size: float, now: float, seq: int, snap: list[float], owner: "Session") -> None:
         """The entry of ``serial`` becomes ``size`` units released now."""
         entries = self.entries

@@ -57,6 +57,7 @@ _UNCOMPILED = object()
 #: The planner's state between runs: nothing (shared, never written).
 _NONE: list = []
 _NOTHING: frozenset[int] = frozenset()
+_UNSEEN: Any = object()  # (a prefix whose amount was not read yet)
 _NO_POOLS: dict[int, float] = {}
 
 
@@ -82,7 +83,7 @@ class RunPlanner:
     __slots__ = ("engine", "sim", "kv_tracked", "kv_pool", "state_pools", "heads", "default_plan", "view",
                  "replayable", "vcost", "walked",
                  "run", "xheads", "recheck", "idx", "pools", "pos", "alloc", "kv", "used", "ceil", "cap", "limit",
-                 "horizon")
+                 "horizon", "drained", "needs", "needs_of")
 
     def __init__(self, engine: "StepEngine", *, kv_tracked: bool, state_pools: frozenset[int],
                  heads: "HeadAnalysis", default_plan: bool, view: "StepView | None") -> None:
@@ -103,6 +104,11 @@ class RunPlanner:
         self.walked = 0.0  # growths of long runs walked before numpy was imported (`_long`)
         self.cap = 0
         self.limit = self.horizon = 0.0
+        #: the waiting head's blocking amount (fitted units, None: invalid) per cached prefix it may
+        #: be left by a run's evictions (:meth:`_kept_ceil`), for ``needs_of`` = (request, its
+        #: blocking pool, budget_left): a waiting session's amount reads nothing else that moves
+        self.needs: dict[float, float | None] = {}
+        self.needs_of: tuple[Any, int, float] | None = None
         self._clear()
 
     def _clear(self) -> None:
@@ -117,6 +123,7 @@ class RunPlanner:
         self.kv: list[float] = _NONE
         self.used: dict[int, float] = _NO_POOLS
         self.ceil: dict[int, float] = _NO_POOLS
+        self.drained = False  # a ceiling lets the run evict part of the waiting head's prefix
 
     # -- a run ----------------------------------------------------------------------------------
 
@@ -231,13 +238,54 @@ class RunPlanner:
         self.ceil = ceil = {id(p): p.cap + EPS for p in pools if p}
         for pid in kept:
             if pid in ceil:
-                pool = self.sim.pool_by_id[pid]
-                cache, block = pool.cache, pool.block or 0.0
-                # a growth evicts what passes cap − used − total, block by block from the tail
-                # of the oldest entry: at most a block more than that (whole entries without blocks)
-                enough = (self.cap + block) * len(idx) + block
-                ahead = cache.ahead_of(self.run.head.reqs[0].session.serial, enough)  # type: ignore[union-attr]
-                ceil[pid] = min(ceil[pid], pool.cap - cache.total + ahead - block)
+                ceil[pid] = min(ceil[pid], self._kept_ceil(self.sim.pool_by_id[pid]))
+
+    def _kept_ceil(self, pool: Any) -> float:
+        """The ``used`` a run's growths may reach in ``pool``, a cache holding
+        the waiting head's prefix that its blocking amount reads: while the
+        evictions take only the entries ahead of that prefix, a block short
+        of it (:meth:`PrefixCache.ahead_of`).  When the head's entry goes
+        first and by whole blocks (:meth:`PrefixCache.drained_first`), further:
+        while the amount, read at each prefix the evictions leave it
+        (:meth:`.waiting.HeadAnalysis.need_with`), still does not fit beside
+        the least ``used`` that leaves that prefix (``used`` only grows in a run)."""
+        run = self.run
+        assert run is not None
+        cache, block = pool.cache, pool.block or 0.0
+        head = run.head
+        req, k = head.blocking[0]  # type: ignore[union-attr]
+        serial = req.session.serial
+        used = self.used[id(pool)]
+        # the units a run's growths may take: a block more than its tokens per job, and one
+        enough = (self.cap + block) * len(self.idx) + block
+        size = cache.drained_first(serial, used, pool.cap)
+        if size is None or not all(self.alloc[i].is_integer() for i in self.idx if self.pools[i] is pool):
+            # a growth evicts what passes cap − used − total, block by block from the tail
+            # of the oldest entry: at most a block more than that (whole entries without blocks)
+            return pool.cap - cache.total + cache.ahead_of(serial, enough) - block
+        key = (req, k, head.left)  # type: ignore[union-attr]
+        if self.needs_of != key:
+            self.needs_of, self.needs = key, {}
+        needs = self.needs
+        base = pool.cap - cache.total  # the pool grows to this without evicting
+        cap = pool.cap + EPS
+        j = 0  # blocks of the head's prefix the run may evict
+        while base + j * block < used + enough:
+            p = size - (j + 1) * block  # its prefix once `used` passes base + j·block
+            if p < 0.0:
+                p = 0.0
+            fit = needs.get(p, _UNSEEN)
+            if fit is _UNSEEN:
+                fit = needs[p] = self.heads.need_with(req, k, head.left, pool, p)  # type: ignore[union-attr]
+            low = base + j * block
+            if fit is None or not (low if low > used else used) + fit > cap:
+                break  # it would fit (or be an error) there: the run stops before
+            j += 1
+            if p == 0.0:
+                return cap  # the prefix stays 0 from here, and `used` only grows
+        if j:
+            self.drained = True
+        return base + j * block
 
     # -- the three speeds -----------------------------------------------------------------------
 
@@ -509,8 +557,8 @@ class RunPlanner:
         attempt = left > 0.0 and engine.has_waiting()
         # with a fraction of a token, the attempt reads another budget_left: a header elsewhere
         # may read it, and the run's head must still be blocked (with none, the run tried none)
-        if special and (self.xheads or attempt and (
-                run.head is None or not self.heads.still_blocked(run.head, run.blocking, left))):
+        if special and (self.xheads or attempt and (run.head is None or self.drained
+                                                    or not self.heads.still_blocked(run.head, run.blocking, left))):
             return
         growths: list[tuple[int, float]] = []
         again = attempt and run.head is not None and special

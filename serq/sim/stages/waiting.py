@@ -412,6 +412,29 @@ class HeadAnalysis:
             return all(self._blocked_at(r, k, left) for r, k in head.blocking)
         return self._blocked_at(head, blocking, left)
 
+    def need_with(self, req: Any, k: int, left: float, pool: Any, prefix: float) -> float | None:
+        """The units the ``k``-th amount of ``req`` must fit in ``pool`` (rounded
+        up to its blocks) were its session's cached prefix there ``prefix``
+        (at most its entry's size now) and ``budget_left`` ``left``: that
+        amount reads ``pool`` only through its ``cachedin`` (:meth:`changing`,
+        ``kept``), and nothing else a run changes.  None when it is not a number
+        ≥ 0 or its evaluation fails: one iteration at a time says so there."""
+        entry = pool.cache.entries[req.session.serial]
+        size = entry.size
+        entry.size = prefix  # (what `cachedin` reads: put back before anything else runs)
+        engine = self.engine
+        engine.admitting_left = left
+        try:
+            u, _r, need = req.spec.need(k, req.session)
+        except Exception:  # noqa: BLE001  (the same evaluation at its time raises it to the user)
+            return None
+        finally:
+            entry.size = size
+            engine.admitting_left = None
+        if not (u >= 0.0 and need >= 0.0):
+            return None
+        return pool.round_up(need)  # type: ignore[no-any-return]
+
     def _blocked_at(self, req: Any, k: int, left: float) -> bool:
         engine = self.engine
         engine.admitting_left = left
