@@ -15,10 +15,11 @@ every instant and keep the plain functions.
 
 from __future__ import annotations
 
+from math import copysign
 from typing import TYPE_CHECKING, Any, Callable
 
 from .. import ir
-from ..expr import AGGREGATES, Frame, children, code_of, is_aggregate, source, walk
+from ..expr import AGGREGATES, Frame, children, code_of, f_maxn, f_minn, is_aggregate, source, walk
 
 if TYPE_CHECKING:
     from .simulator import Simulator
@@ -75,20 +76,29 @@ def install(sim: "Simulator", raw: Frame) -> None:
             vals[:] = [f(None) for f in fns]  # (in place: each pool's entries hold these lists)
             values[k] = kinds[k](*vals)
 
-    # each pool's terms: (the aggregate's kept values, the term's place, its function), and
-    # the aggregates to take again after them
-    of_pool: dict[int, tuple[list[tuple[list[float], int, Callable[[Any], float]]], list[int]]] = {
-        pid: ([(kept[k], r, terms[k][r]) for k, r in pairs], sorted({k for k, _r in pairs}))
+    # each pool's terms: (the aggregate, its kept values, the term's place, its function, how the
+    # aggregate follows one term's change: _STEPS), and the aggregates to take again after them
+    of_pool: dict[int, tuple[list[tuple[int, list[float], int, Callable[[Any], float], Any]], list[int]]] = {
+        pid: ([(k, kept[k], r, terms[k][r], _STEPS.get(kinds[k])) for k, r in pairs], sorted({k for k, _r in pairs}))
         for pid, pairs in by_pool.items()}
     started: list[bool] = []  # (empty until the first reading, which reads every term)
 
     def again(pid: int) -> None:
         got = of_pool.get(pid)
         if got is not None:
-            for vals, r, f in got[0]:
-                vals[r] = f(None)
+            whole: list[int] = []  # the aggregates to read over all their terms
+            for k, vals, r, f, step in got[0]:
+                old = vals[r]
+                new = vals[r] = f(None)
+                if step is not None and k not in whole:
+                    v = step(values[k], old, new)
+                    if v is not None:
+                        values[k] = v
+                        continue
+                whole.append(k)
             for k in got[1]:
-                values[k] = kinds[k](*kept[k])
+                if k in whole:
+                    values[k] = kinds[k](*kept[k])
 
     def fresh(pid: int | None) -> None:
         """The terms of pool ``pid``, of the pools changed since the latest look
@@ -138,6 +148,35 @@ def install(sim: "Simulator", raw: Frame) -> None:
             if idx not in parts:
                 parts[idx] = tops(idx)
             setattr(pool, attr, (_reader(fresh, id(pool), parts[idx]), idx))
+
+
+def _max_after(cur: float, old: float, new: float) -> float | None:
+    """``f_maxn`` over the terms after one of them went from ``old`` to ``new``,
+    from ``cur``, the value before; None when only reading every term tells:
+    the largest term fell, or a NaN, or an equal term whose bits may differ
+    (a zero's sign: the fold keeps the first of equals), or not all floats."""
+    if not (type(cur) is float and type(old) is float and type(new) is float and cur == cur and old == old
+            and new == new):
+        return None
+    if new > cur:
+        return new
+    if old == cur and new < old:
+        return None  # it was the largest, perhaps the only one
+    if new == cur and copysign(1.0, new) != copysign(1.0, cur):
+        return None
+    return cur
+
+
+def _min_after(cur: float, old: float, new: float) -> float | None:
+    """:func:`_max_after` for ``f_minn``."""
+    got = _max_after(-cur, -old, -new)
+    return None if got is None else -got
+
+
+#: how an aggregate follows a change of one term without reading the others (a cluster's gauge
+#: over N replicas then costs O(1) at most changes, not O(N)); a sum reads them all (in order)
+_STEPS: dict[Callable[..., float], Callable[[float, float, float], float | None]] = {
+    f_maxn: _max_after, f_minn: _min_after}
 
 
 def _reader(fresh: Callable[[int | None], None], pid: int, top: Callable[[Any], tuple]) -> Callable[[Any], tuple]:
