@@ -57,7 +57,6 @@ _UNCOMPILED = object()
 #: The planner's state between runs: nothing (shared, never written).
 _NONE: list = []
 _NOTHING: frozenset[int] = frozenset()
-_UNSEEN: Any = object()  # (a prefix whose amount was not read yet)
 _NO_POOLS: dict[int, float] = {}
 
 
@@ -83,7 +82,7 @@ class RunPlanner:
     __slots__ = ("engine", "sim", "kv_tracked", "kv_pool", "state_pools", "heads", "default_plan", "view",
                  "replayable", "vcost", "walked",
                  "run", "xheads", "recheck", "idx", "pools", "pos", "alloc", "kv", "used", "ceil", "cap", "limit",
-                 "horizon", "drained", "needs", "needs_of")
+                 "horizon", "drained")
 
     def __init__(self, engine: "StepEngine", *, kv_tracked: bool, state_pools: frozenset[int],
                  heads: "HeadAnalysis", default_plan: bool, view: "StepView | None") -> None:
@@ -104,11 +103,6 @@ class RunPlanner:
         self.walked = 0.0  # growths of long runs walked before numpy was imported (`_long`)
         self.cap = 0
         self.limit = self.horizon = 0.0
-        #: the waiting head's blocking amount (fitted units, None: invalid) per cached prefix it may
-        #: be left by a run's evictions (:meth:`_kept_ceil`), for ``needs_of`` = (request, its
-        #: blocking pool, budget_left): a waiting session's amount reads nothing else that moves
-        self.needs: dict[float, float | None] = {}
-        self.needs_of: tuple[Any, int, float] | None = None
         self._clear()
 
     def _clear(self) -> None:
@@ -263,10 +257,6 @@ class RunPlanner:
             # a growth evicts what passes cap − used − total, block by block from the tail
             # of the oldest entry: at most a block more than that (whole entries without blocks)
             return pool.cap - cache.total + cache.ahead_of(serial, enough) - block
-        key = (req, k, head.left)  # type: ignore[union-attr]
-        if self.needs_of != key:
-            self.needs_of, self.needs = key, {}
-        needs = self.needs
         base = pool.cap - cache.total  # the pool grows to this without evicting
         cap = pool.cap + EPS
         j = 0  # blocks of the head's prefix the run may evict
@@ -274,9 +264,8 @@ class RunPlanner:
             p = size - (j + 1) * block  # its prefix once `used` passes base + j·block
             if p < 0.0:
                 p = 0.0
-            fit = needs.get(p, _UNSEEN)
-            if fit is _UNSEEN:
-                fit = needs[p] = self.heads.need_with(req, k, head.left, pool, p)  # type: ignore[union-attr]
+            # (read anew at each plan: it may read `holders`, `queued`, … which change between runs)
+            fit = self.heads.need_with(req, k, head.left, pool, p)  # type: ignore[union-attr]
             low = base + j * block
             if fit is None or not (low if low > used else used) + fit > cap:
                 break  # it would fit (or be an error) there: the run stops before
