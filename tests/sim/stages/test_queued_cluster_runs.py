@@ -225,3 +225,58 @@ def test_the_units_ahead_of_a_sessions_prefix_are_the_older_entries() -> None:
     keyed.put(1, 16.0, 0.0, 1, [], None)  # type: ignore[arg-type]
     keyed.put(2, 16.0, 0.0, 2, [], None)  # type: ignore[arg-type]
     assert keyed.ahead_of(2, 1e9) == 0.0
+
+
+RETURNING = """
+pool kv { cap CAP; block 16; evict lru; preempt lifo; }
+pool reqs { cap 6; admit via engine; }
+stage engine : step { budget 512; cost 0.002 + 1e-7 * kv_decode; memory kv; }
+stage think : delay;
+workload { arrive poisson(LAM); init { set prompt = ~uniform(100, 600); set t = 0; } }
+session {
+  loop {
+    set o = ~exp(OUT) + 1;
+    hold reqs (1), kv (UNITS) {
+      run engine prefill (prompt) growing kv;
+      run engine decode (o) growing kv;
+    } cache (prompt + o);
+    set t = t + 1;
+    set prompt = prompt + o + ~uniform(20, 80);
+    branch (t >= 4) { end; }
+    run think (~exp(2));
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("units", [
+    "min(prompt + o, cachedin(kv) + 512)",              # vllm_request's shape: falls as the prefix goes
+    "prompt + 2 * cachedin(kv)",                        # falls faster than the memory it frees
+    "prompt + (cachedin(kv) > 200 ? 0 : 800)",          # a step: rises once the prefix is short
+    "prompt + 40 * holders(reqs) - cachedin(kv) / 2",   # reads the holders, which move between runs
+])
+@pytest.mark.parametrize("cap, lam, out", [(6000, 2, 400), (12000, 1, 1500)])
+def test_a_blocking_amount_read_at_each_prefix_gives_the_report_of_one_iteration_at_a_time(
+        units: str, cap: int, lam: int, out: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # returning sessions wait with their context cached, in memory too small for the traffic:
+    # the runs evict the waiting head's prefix while its amount, read at each prefix, does not
+    # fit; the report (or the error: a prompt that can never fit) is one iteration at a time's
+    from serq.sim.stages import waiting
+    reads = [0]
+    real = waiting.HeadAnalysis.need_with
+
+    def need_with(analysis: Any, *args: Any) -> Any:
+        reads[0] += 1
+        return real(analysis, *args)
+
+    monkeypatch.setattr(waiting.HeadAnalysis, "need_with", need_with)
+    text = RETURNING.replace("CAP", str(cap)).replace("LAM", str(lam)).replace("OUT", str(out))
+    program = serq.load(text.replace("UNITS", units))
+    got = []
+    for engine in (StepEngine, Plain):
+        try:
+            got.append(serq.run(program, seed=1, horizon=200.0, warmup=20.0, engines={"engine": engine}).to_json())
+        except serq.SerqError as e:
+            got.append(str(e))
+    assert got[0] == got[1]
+    assert reads[0] > 10  # (the runs did read the amount ahead)
