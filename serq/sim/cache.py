@@ -185,6 +185,9 @@ class PrefixCache:
         # every size put so far, and `total` after it, an integer up to _BIG (sticky): then every
         # size, piece, `total` and `evict(u)` (while ≤ _BIG) is an integer, exactly
         self._ints = True
+        #: every size put so far a whole number of blocks (sticky): then with `_ints` every piece an
+        #: eviction takes is a whole block, every size and `total` stays on the block's grid
+        self._grid = self._int_block
         self._cap = math.nan  # the last cap seen, and whether it is an integer up to _BIG
         self._cap_exact = False
         self.keys = keys  # None: LRU
@@ -290,6 +293,8 @@ class PrefixCache:
         self.total += size
         if self._ints and not (_exact(size) and _exact(self.total)):
             self._ints = False
+        if self._grid and fmod(size, self.block) != 0.0:  # type: ignore[arg-type]
+            self._grid = False
 
     def append(self, serial: int, piece: float, now: float, seq: int, like: Entry) -> None:
         """A spilled ``piece`` of ``like`` (another pool's entry) joins the entry
@@ -326,6 +331,8 @@ class PrefixCache:
         self.total += size
         if self._ints and not (_exact(size) and _exact(self.total)):
             self._ints = False
+        if self._grid and fmod(size, self.block) != 0.0:  # type: ignore[arg-type]
+            self._grid = False
 
     # -- eviction -----------------------------------------------------------
 
@@ -486,6 +493,32 @@ class PrefixCache:
                     self._take_blocks(entries, key, e, short)
             out.append(self.total)
             used += need
+        return out
+
+    def drain_run(self, used: float, needs: list[float], cap: float, times: list[float]) -> list[float] | None:
+        """:meth:`make_room` for each growth of ``needs`` in turn from ``used``,
+        under ``evict by`` keys that last through a run (``lasting``), when
+        every growth is one block and every amount is on the block's grid in
+        exact integers (``_grid``, ``_ints``): each growth past the slack then
+        evicts exactly one block, the victims those one drain of them all takes
+        (each piece a block off the entry first by its keys, read again as it
+        shrinks, in :meth:`drain_by_keys`), so the cached total after growth
+        ``j`` is ``total − (used + (j + 1)·b + total − cap)`` once that is
+        positive.  Those totals, or None (nothing done) otherwise."""
+        b = self.block
+        n = len(needs)
+        total = self.total
+        if not (self.lasting and self.spill is None and self._grid and self._ints and self._int_block
+                and needs.count(b) == n and _exact(cap) and _exact(used) and fmod(cap, b) == 0.0  # type: ignore[arg-type]
+                and fmod(used, b) == 0.0 and used + n * b <= _BIG and self.evicted_units + total <= _BIG):  # type: ignore[arg-type, operator]
+            return None
+        over = used + total - cap  # (≤ 0: minus the slack the first growths take without evicting)
+        if over + n * b > total:  # type: ignore[operator]
+            return None  # the cache runs dry: the growths one by one find out where
+        out = [total - (over + j * b) if over + j * b > 0.0 else total for j in range(1, n + 1)]  # type: ignore[operator]
+        if over + n * b > 0.0:  # type: ignore[operator]
+            first = times[max(0, int(-over // b))]  # type: ignore[operator]  # (the first growth that evicts)
+            self.drain_by_keys(self.victims(first), used, n * b, cap, first)  # type: ignore[operator]
         return out
 
     def make_room(self, used: float, need: float, cap: float, now: float) -> None:

@@ -400,6 +400,8 @@ class Pool(BaseResource):
         hi, hv = ha.integral, ha.value
         qn, hn = len(self.put_queue), len(self.holders)
         totals = cache.make_room_whole(used, needs, cap) if cache.whole_blocks(used, needs, cap) else None
+        if totals is None and cache.lasting and len(needs) > 1:
+            totals = cache.drain_run(used, needs, cap, times)
         victims = None  # the heap of a lasting keyed cache, made at the first eviction
         for j, (need, now) in enumerate(zip(needs, times)):
             if totals is not None:

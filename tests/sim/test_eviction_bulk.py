@@ -465,3 +465,47 @@ def test_ten_growths_of_a_block_on_a_full_pool_take_ten_blocks_of_the_oldest_ent
     assert cache.make_room_whole(200.0, [16.0] * 10, 1000.0) == [800.0 - 16.0 * j for j in range(1, 11)]
     assert (cache.entries[1].size, cache.entries[2].size, cache.total, cache.evicted_units) == (
         440.0, 200.0, 640.0, 160.0)
+
+
+@pytest.mark.parametrize("name", ["-size", "size", "attr", "waiting, age", "last", "zero"])
+@pytest.mark.parametrize("seed", range(12))
+def test_a_runs_growths_under_lasting_keys_drain_as_one_growth_at_a_time(name: str, seed: int) -> None:
+    """`drain_run`: ``n`` growths of a block each under `evict by` keys that
+    last through a run, every size on the block's grid, in one drain: the
+    cached totals after each growth and the state (entries, dead parts,
+    ``cached``, ``evict(n)``, ``evict(u)``) are the rule's, block by block
+    and growth by growth; off the grid, or when the cache would run dry, it
+    does nothing and says so (None)."""
+    keys, kind = KEYS[name]
+    rng = random.Random(f"{name} {seed}")
+    b = 16.0
+    cache = PrefixCache(b, keys, None, kind)
+    cache.lasting = True
+    attrs = [0.0, 1.0, 2.0, math.nan]
+    for serial in range(rng.randint(1, 8)):
+        owner = Owner([rng.choice(attrs)], rng.random() < 0.5, rng.random() < 0.3)
+        cache.put(serial, b * rng.randint(1, 30), float(serial // 2), serial, [rng.choice(attrs)], owner)  # type: ignore[arg-type]
+    if rng.random() < 0.3:  # part of one left dead
+        e = cache.take(0)
+        assert e is not None
+        cache.put_dead(e, b * rng.randint(1, int(e.size / b)))
+    off_grid = rng.random() < 0.15
+    if off_grid:
+        cache.put(99, b * 3 + 5.0, 9.0, 99, [0.0], None)  # type: ignore[arg-type]
+    used = b * rng.randint(0, 40)
+    cap = used + cache.total + b * rng.choice([0, 0, 1, 3])  # full, or a few blocks of slack
+    n = rng.randint(2, 14)
+    ref = copy.deepcopy(cache)
+    want = []
+    u = used
+    for j in range(n):
+        ref_make_room(ref, u, b, cap, 5.0 + j)
+        want.append(ref.total)
+        u += b
+    got = cache.drain_run(used, [b] * n, cap, [5.0 + j for j in range(n)])
+    dry = used + cache.total + n * b - cap > cache.total
+    if off_grid or dry:
+        assert got is None
+        return
+    assert got == want
+    assert state(cache) == state(ref)
