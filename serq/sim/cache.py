@@ -738,11 +738,15 @@ class PrefixCache:
         k = len(members)
         v_min = members[-1][4].size  # the level's smallest (it goes last)
         # rounds whose blocks each leave every entry alive (the smallest first): v − r·b ≥ b, v − (r+1)·b > ε
-        alive = _first(0, int(v_min / b) + 1, lambda r: not (v_min - r * b >= b and v_min - (r + 1) * b > EPS))
+        # (the guesses are what exact sums give: each is checked, the search made when it is off)
+        whole = int(v_min / b)
+        alive = _first_near(0, whole + 1, lambda r: not (v_min - r * b >= b and v_min - (r + 1) * b > EPS),
+                            whole - 1 if whole * b == v_min else whole)
         limit = cap + EPS
         total = self.total
         # blocks after which the pool is no longer short (one by one, the drain stops there)
-        stop = _first(1, alive * k, lambda t: not used + (total - t * b) + need > limit)
+        stop = _first_near(1, alive * k, lambda t: not used + (total - t * b) + need > limit,
+                           math.ceil((used + total + need - limit) / b))
         full, part = divmod(min(stop, alive * k), k)
         if (full or part) and self._top(heap):  # the next in line must come after the members, each round
             nxt = heap[0][:2]
@@ -754,7 +758,9 @@ class PrefixCache:
 
             last = full if part else full - 1  # the last round's start, in rounds done
             if late(last):  # fewer rounds, all whole: the next in line joins the level
-                full, part = _first(0, last, late), 0
+                # (under a `-size` key the last member passes the next's size a block at a time)
+                guess = int((v_min - heap[0][4].size) / b) + 1 if self.neg_size else 0
+                full, part = _first_near(0, last, late, guess), 0
             e.size = v_min  # (`late` tried sizes on the entry itself)
         if full or part:
             eu = self.evicted_units
@@ -794,6 +800,16 @@ class PrefixCache:
         p, fn = sk
         x = fn(EvictView(e, now, self.stream))
         return (*key[:p], (1, 0.0) if x != x else (0, x), *key[p + 1:])
+
+
+def _first_near(lo: int, hi: int, pred: Callable[[int], bool], guess: int) -> int:
+    """:func:`_first`, trying ``guess`` first (brought into ``lo … hi + 1``):
+    it is the answer when ``pred`` holds there (or it is ``hi + 1``) and not
+    one step before (or it is ``lo``): two calls of ``pred``, not a search."""
+    guess = lo if guess < lo else hi + 1 if guess > hi + 1 else guess
+    if (guess > hi or pred(guess)) and (guess == lo or not pred(guess - 1)):
+        return guess
+    return _first(lo, hi, pred)
 
 
 def _first(lo: int, hi: int, pred: Callable[[int], bool]) -> int:
