@@ -699,8 +699,9 @@ class PrefixCache:
         total = self.total
         full = part = 0
         # b a whole number of ulps of every size and of the total (each below _BIG): t blocks off are exact
-        if v1 < _BIG and total < _BIG and all(fmod(b, ulp(v)) == 0.0 for v in vs) \
-                and fmod(b, ulp(total)) == 0.0:
+        # (so when every size and the total are whole numbers up to _BIG, and b is one too)
+        if (self._ints and self._int_block) or (v1 < _BIG and total < _BIG and all(fmod(b, ulp(v)) == 0.0 for v in vs)
+                                           and fmod(b, ulp(total)) == 0.0):
             # (the count's closures live there: CPython makes their variables' cells on every call of
             # the function that holds them, even one that returns at a guard above)
             full, part = self._round_count(heap, members, b, used, need, cap, now)
@@ -798,7 +799,7 @@ class PrefixCache:
             assert keys is not None
             return total_key((*keys(EvictView(e, now, self.stream)), e.seq))
         p, fn = sk
-        x = fn(EvictView(e, now, self.stream))
+        x = -e.size if self.neg_size else fn(EvictView(e, now, self.stream))  # (`-size` itself: no view)
         return (*key[:p], (1, 0.0) if x != x else (0, x), *key[p + 1:])
 
 
