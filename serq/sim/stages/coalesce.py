@@ -253,7 +253,7 @@ class RunPlanner:
         # the units a run's growths may take: a block more than its tokens per job, and one
         enough = (self.cap + block) * len(self.idx) + block
         size = cache.drained_first(serial, used, pool.cap)
-        if size is None or not all(self.alloc[i].is_integer() for i in self.idx if self.pools[i] is pool):
+        if size is None or not all(float(self.alloc[i]).is_integer() for i in self.idx if self.pools[i] is pool):
             # a growth evicts what passes cap − used − total, block by block from the tail
             # of the oldest entry: at most a block more than that (whole entries without blocks)
             return pool.cap - cache.total + cache.ahead_of(serial, enough) - block

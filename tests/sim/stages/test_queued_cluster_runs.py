@@ -41,6 +41,19 @@ class Counting(StepEngine):
         super()._iter_end(timer)
 
 
+def counted(monkeypatch: pytest.MonkeyPatch, owner: type, name: str) -> list[int]:
+    """``owner.name`` made to count its calls, in the list returned (one item)."""
+    calls = [0]
+    real = getattr(owner, name)
+
+    def counting(*args: Any) -> Any:
+        calls[0] += 1
+        return real(*args)
+
+    monkeypatch.setattr(owner, name, counting)
+    return calls
+
+
 def same(program: serq.Program, seed: int, horizon: float) -> float:
     """The report of runs is the report of one iteration at a time; the share
     of the iterations that ran inside runs."""
@@ -181,14 +194,7 @@ def test_a_run_drains_the_waiting_heads_prefix_while_it_stays_blocked(monkeypatc
     from serq.sim.stages import coalesce
     text = (ROOT / "programs/single-turn/vllm_single_turn.sq").read_text().replace("~exp(200)", "~exp(2000)")
     program = serq.load(text, sets={"Lambda": "1", "blocks": "800"})
-    plans = [0]
-    real = coalesce.RunPlanner.plan
-
-    def plan(planner: Any, *args: Any) -> Any:
-        plans[0] += 1
-        return real(planner, *args)
-
-    monkeypatch.setattr(coalesce.RunPlanner, "plan", plan)
+    plans = counted(monkeypatch, coalesce.RunPlanner, "plan")
     for seed in (1, 2):
         plans[0] = 0
         assert same(program, seed=seed, horizon=60.0) > 0.99
@@ -262,14 +268,7 @@ def test_a_blocking_amount_read_at_each_prefix_gives_the_report_of_one_iteration
     # the runs evict the waiting head's prefix while its amount, read at each prefix, does not
     # fit; the report (or the error: a prompt that can never fit) is one iteration at a time's
     from serq.sim.stages import waiting
-    reads = [0]
-    real = waiting.HeadAnalysis.need_with
-
-    def need_with(analysis: Any, *args: Any) -> Any:
-        reads[0] += 1
-        return real(analysis, *args)
-
-    monkeypatch.setattr(waiting.HeadAnalysis, "need_with", need_with)
+    reads = counted(monkeypatch, waiting.HeadAnalysis, "need_with")
     text = RETURNING.replace("CAP", str(cap)).replace("LAM", str(lam)).replace("OUT", str(out))
     program = serq.load(text.replace("UNITS", units))
     got = []
