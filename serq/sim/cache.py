@@ -508,17 +508,18 @@ class PrefixCache:
         b = self.block
         n = len(needs)
         total = self.total
-        if not (self.lasting and self.spill is None and self._grid and self._ints and self._int_block
-                and needs.count(b) == n and _exact(cap) and _exact(used) and fmod(cap, b) == 0.0  # type: ignore[arg-type]
-                and fmod(used, b) == 0.0 and used + n * b <= _BIG and self.evicted_units + total <= _BIG):  # type: ignore[arg-type, operator]
+        if b is None or not (self.lasting and self.spill is None and self._grid and self._ints and self._int_block
+                             and needs.count(b) == n and _exact(cap) and _exact(used) and fmod(cap, b) == 0.0
+                             and fmod(used, b) == 0.0 and used + n * b <= _BIG
+                             and self.evicted_units + total <= _BIG):
             return None
         over = used + total - cap  # (≤ 0: minus the slack the first growths take without evicting)
-        if over + n * b > total:  # type: ignore[operator]
+        if over + n * b > total:
             return None  # the cache runs dry: the growths one by one find out where
-        out = [total - (over + j * b) if over + j * b > 0.0 else total for j in range(1, n + 1)]  # type: ignore[operator]
-        if over + n * b > 0.0:  # type: ignore[operator]
-            first = times[max(0, int(-over // b))]  # type: ignore[operator]  # (the first growth that evicts)
-            self.drain_by_keys(self.victims(first), used, n * b, cap, first)  # type: ignore[operator]
+        out = [total - (over + j * b) if over + j * b > 0.0 else total for j in range(1, n + 1)]
+        if over + n * b > 0.0:
+            first = times[max(0, int(-over // b))]  # (the time of the first growth that evicts)
+            self.drain_by_keys(self.victims(first), used, n * b, cap, first)
         return out
 
     def make_room(self, used: float, need: float, cap: float, now: float) -> None:

@@ -484,7 +484,8 @@ def test_a_runs_growths_under_lasting_keys_drain_as_one_growth_at_a_time(name: s
     attrs = [0.0, 1.0, 2.0, math.nan]
     for serial in range(rng.randint(1, 8)):
         owner = Owner([rng.choice(attrs)], rng.random() < 0.5, rng.random() < 0.3)
-        cache.put(serial, b * rng.randint(1, 30), float(serial // 2), serial, [rng.choice(attrs)], owner)  # type: ignore[arg-type]
+        size = b * rng.randint(1, 30)
+        cache.put(serial, size, float(serial // 2), serial, [rng.choice(attrs)], owner)  # type: ignore[arg-type]
     if rng.random() < 0.3:  # part of one left dead
         e = cache.take(0)
         assert e is not None
