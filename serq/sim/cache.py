@@ -290,6 +290,12 @@ class PrefixCache:
         self._puts += 1
         if self.memo:
             self._dirty.append((entries, serial))
+        self._added(size)
+
+    def _added(self, size: float) -> None:
+        """``size`` units joined the cache (an entry put, or a dead part): the
+        total, and whether every amount is still an integer (``_ints``) and
+        every size still whole blocks (``_grid``)."""
         self.total += size
         if self._ints and not (_exact(size) and _exact(self.total)):
             self._ints = False
@@ -328,11 +334,7 @@ class PrefixCache:
         elif self.memo:
             self._dirty.append((self.dead, k))
         self._next_dead += 1
-        self.total += size
-        if self._ints and not (_exact(size) and _exact(self.total)):
-            self._ints = False
-        if self._grid and fmod(size, self.block) != 0.0:  # type: ignore[arg-type]
-            self._grid = False
+        self._added(size)
 
     # -- eviction -----------------------------------------------------------
 
@@ -508,7 +510,7 @@ class PrefixCache:
         b = self.block
         n = len(needs)
         total = self.total
-        if b is None or not (self.lasting and self.spill is None and self._grid and self._ints and self._int_block
+        if b is None or not (self.lasting and self.spill is None and self._grid and self._ints  # (_grid: b whole)
                              and needs.count(b) == n and _exact(cap) and _exact(used) and fmod(cap, b) == 0.0
                              and fmod(used, b) == 0.0 and used + n * b <= _BIG
                              and self.evicted_units + total <= _BIG):

@@ -195,8 +195,8 @@ class RunPlanner:
         the memory the cost reads (``kvs`` when the engine read it already);
         ``used`` of each pool a job grows, and the ``used`` a growth there may
         reach (``ceil``): its cap, or in a pool of ``kept``
-        (:meth:`.waiting.HeadAnalysis.changing`) less, so that its evictions
-        stop a block short of the waiting head's cached prefix."""
+        (:meth:`.waiting.HeadAnalysis.changing`) what :meth:`_kept_ceil`
+        allows, so that its evictions leave the waiting head blocked."""
         engine = self.engine
         assign = engine.assign
         memory = engine.memory

@@ -256,7 +256,8 @@ class HeadAnalysis:
         growth there ends the run.  ``kept``: an LRU cache holding a prefix
         of its session, read only through its ``cachedin``: a run may grow
         there while its evictions take only entries ahead of that prefix
-        (:meth:`PrefixCache.ahead_of`).  A pool where the session has no
+        (:meth:`PrefixCache.ahead_of`), or eat into it while the amount read
+        at each prefix left still does not fit (:meth:`need_with`).  A pool where the session has no
         prefix is in neither: a prefix of 0 stays 0 while it waits (only its
         own release puts to its entry, and inside a run entries only shrink)."""
         if not reads_k:
