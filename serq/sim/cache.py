@@ -209,6 +209,10 @@ class PrefixCache:
         #: at the next eviction, and an item whose entry was keyed since is dropped when it surfaces
         self.memo = False
         self._heap: list[tuple[Any, int, dict[int, Entry], int, Entry, Any]] = []
+        #: the members of the last drain's round (:meth:`_rounds`), keyed anew, in their order, kept
+        #: out of the heap they belong to (``_level_of``) until the next drain takes them up again
+        self._level: list[tuple[Any, int, dict[int, Entry], int, Entry, Any]] | None = None
+        self._level_of: list[tuple[Any, int, dict[int, Entry], int, Entry, Any]] | None = None
         self._dirty: list[tuple[dict[int, Entry], int]] = []
         self._puts = 0  # live entries put so far: their scan order
         self.entries: dict[int, Entry] = {}  # serial → entry, in release order
@@ -640,22 +644,45 @@ class PrefixCache:
         + need ≤ cap + ε`` (``STABLE`` and ``SIZED`` keys: only the victim's
         key can change, as it shrinks: read again, only its element that
         reads ``size`` when one alone does; one whose key grows with ``size``
-        stays first as it shrinks, and is drained in one go)."""
+        stays first as it shrinks, and is drained in one go).  A drain that
+        ends on a round (:meth:`_rounds`) leaves its members out of ``heap``
+        (``_level``): the next drain of the same heap takes them up from there."""
         limit = cap + EPS
         sized = self.kind == SIZED
         rounds = self.neg_size  # whole rounds are tried until one attempt finds none
         top = self._top
-        while top(heap):
+        level = self._level if self._level_of is heap else None
+        self._level = self._level_of = None
+        while True:
+            if level is not None:  # the last round's members, out of the heap: a round goes on from them
+                if rounds:
+                    level = self._rounds(heap, used, need, cap, now, level)
+                    if level is not None:
+                        if not used + self.total + need > limit:
+                            self._level, self._level_of = level, heap
+                            return
+                        continue
+                    rounds = False
+                else:
+                    for item in level:
+                        heappush(heap, item)
+                    level = None
+            if not top(heap):
+                return
             _key, i, store, k, e, m = heap[0]
             if sized:
                 if self.size_dir > 0:  # its key only falls as it shrinks: it stays first to the end
                     gone = self._drain(store, k, e, used, need, cap)
-                elif rounds and self._rounds(heap, used, need, cap, now):
-                    if not used + self.total + need > limit:
-                        return
-                    continue
-                else:
+                elif rounds:
+                    level = self._rounds(heap, used, need, cap, now, [])
+                    if level is not None:
+                        if not used + self.total + need > limit:
+                            self._level, self._level_of = level, heap
+                            return
+                        continue
                     rounds = False
+                    gone = self._take_piece(store, k, e)
+                else:
                     gone = self._take_piece(store, k, e)
                 if gone:
                     heappop(heap)
@@ -674,7 +701,8 @@ class PrefixCache:
                 return
 
     def _rounds(self, heap: list[tuple[Any, int, dict[int, Entry], int, Entry, Any]], used: float, need: float,
-                cap: float, now: float) -> bool:
+                cap: float, now: float, level: list[tuple[Any, int, dict[int, Entry], int, Entry, Any]]
+                ) -> list[tuple[Any, int, dict[int, Entry], int, Entry, Any]] | None:
         """The drain by a key ``-size`` (after the same leading elements), by
         rounds in one step.  One block at a time, the largest entry gives a
         block and, smaller now than the others within a block of its size, goes
@@ -687,18 +715,24 @@ class PrefixCache:
         every member at the start of each round; the rest goes one block at a
         time.  Every size, the cached total and ``evict(u)`` is a multiple of
         the block's grid (checked), so ``t`` blocks off are ``x − t·b``
-        exactly, the floats the blocks one by one leave.  False when not one
-        block can go so."""
+        exactly, the floats the blocks one by one leave.  The first in line is
+        the first of ``heap`` and ``level`` (the last round's members, out of
+        the heap, in their order).  The members keyed anew, in their order (out
+        of the heap); None, with ``level`` back in the heap, when not one block
+        can go so."""
         b = self.block
         sk = self.size_key
-        if b is None or sk is None or not 0.0 < b < _BIG:
-            return False
-        if not used + self.total + need - cap - EPS > b:  # one block covers it: nothing to round
-            return False
+        if b is None or sk is None or not 0.0 < b < _BIG or not used + self.total + need - cap - EPS > b:
+            # (short by one block or less: nothing to round)
+            for item in level:
+                heappush(heap, item)
+            return None
         p = sk[0]
-        v1 = heap[0][4].size
-        members = self._pop_level(heap, p, v1 - b)
+        members = self._pop_level(heap, p, b, level)
+        if not members:
+            return None
         vs = [m[4].size for m in members]
+        v1 = vs[0]
         total = self.total
         full = part = 0
         # b a whole number of ulps of every size and of the total (each below _BIG): t blocks off are exact
@@ -711,23 +745,54 @@ class PrefixCache:
         if not (full or part):
             for item in members:  # back in the heap: the drain goes on a block at a time
                 heappush(heap, item)
-            return False
-        self._take_rounds(heap, members, vs, p, b, full, part)
-        return True
+            return None
+        return self._take_rounds(members, vs, p, b, full, part)
 
-    def _pop_level(self, heap: list[tuple[Any, int, dict[int, Entry], int, Entry, Any]], p: int,
-                   low: float) -> list[tuple[Any, int, dict[int, Entry], int, Entry, Any]]:
-        """For :meth:`_rounds`: pop the members of the level, in their order —
-        the items at the top of ``heap`` whose key has the first one's ``p``
-        leading elements and whose entry is larger than ``low`` (``v1 − b``)."""
-        pre = heap[0][0][:p]
-        members = []
+    def _pop_level(self, heap: list[tuple[Any, int, dict[int, Entry], int, Entry, Any]], p: int, b: float,
+                   level: list[tuple[Any, int, dict[int, Entry], int, Entry, Any]]
+                   ) -> list[tuple[Any, int, dict[int, Entry], int, Entry, Any]]:
+        """For :meth:`_rounds`: the members of the level, in their order, out of
+        ``heap`` and ``level`` (a sorted run of items out of it, stale ones
+        among them): the first in line, and the items after it whose key has
+        its ``p`` leading elements and whose entry is larger than its size
+        less ``b`` — under the key ``-size`` there, the items before a point
+        of the order, so each side is taken while its next item is in, and
+        the two compared only when both are.  The rest of ``level`` goes back
+        into ``heap``."""
         live = self._top
-        while live(heap):
-            item = heap[0]
-            if item[0][:p] != pre or not item[4].size > low:
+        j, n = 0, len(level)
+        members: list[tuple[Any, int, dict[int, Entry], int, Entry, Any]] = []
+        pre: Any = None  # (none yet: the first in line is in)
+        low = 0.0
+        hv = heap[0] if live(heap) else None
+        h_in = hv is not None
+        while True:
+            lv = None  # the level's next live item (a stale one was keyed since, or is gone)
+            while j < n:
+                lv = level[j]
+                m = lv[5]
+                if m is None or lv[4].memo is m:
+                    break
+                j += 1
+                lv = None
+            l_in = lv is not None and (pre is None or lv[0][:p] == pre and lv[4].size > low)
+            if h_in and (not l_in or hv < lv):
+                item = heappop(heap)
+                hv = heap[0] if live(heap) else None
+            elif l_in:
+                item = lv
+                j += 1
+                if pre is not None:
+                    members.append(item)
+                    continue
+            else:
                 break
-            members.append(heappop(heap))
+            if pre is None:
+                pre, low = item[0][:p], item[4].size - b
+            members.append(item)
+            h_in = hv is not None and hv[0][:p] == pre and hv[4].size > low
+        for item in level[j:]:
+            heappush(heap, item)  # (stale ones too: the heap drops them when they surface)
         return members
 
     def _round_count(self, heap: list[tuple[Any, int, dict[int, Entry], int, Entry, Any]],
@@ -741,11 +806,16 @@ class PrefixCache:
         round's members; ``(0, 0)`` when ``evict(u)`` would not stay exact."""
         k = len(members)
         v_min = members[-1][4].size  # the level's smallest (it goes last)
-        # rounds whose blocks each leave every entry alive (the smallest first): v − r·b ≥ b, v − (r+1)·b > ε
-        # (the guesses are what exact sums give: each is checked, the search made when it is off)
+        exact = self._ints and self._int_block  # every size, b and `evict(u)` integers: sums exact
+        # rounds whose blocks each leave every entry alive (the smallest first): v − r·b ≥ b, v − (r+1)·b > ε,
+        # so r < v/b − 1, the guess (in integers, with ε < 1, the count itself; else checked, and the
+        # search made when it is off)
         whole = int(v_min / b)
-        alive = _first_near(0, whole + 1, lambda r: not (v_min - r * b >= b and v_min - (r + 1) * b > EPS),
-                            whole - 1 if whole * b == v_min else whole)
+        alive = whole - 1 if whole * b == v_min else whole
+        if not exact:
+            alive = _first_near(0, whole + 1, lambda r: not (v_min - r * b >= b and v_min - (r + 1) * b > EPS), alive)
+        elif alive < 0:
+            alive = 0
         limit = cap + EPS
         total = self.total
         # blocks after which the pool is no longer short (one by one, the drain stops there)
@@ -753,44 +823,50 @@ class PrefixCache:
                            math.ceil((used + total + need - limit) / b))
         full, part = divmod(min(stop, alive * k), k)
         if (full or part) and self._top(heap):  # the next in line must come after the members, each round
-            nxt = heap[0][:2]
             last_key, last_i, _store, _k, e, _m = members[-1]
-
-            def late(r: int) -> bool:  # the last member, r rounds down, comes after the next in line
-                e.size = v_min - r * b
-                return (self._resized_key(last_key, e, now), last_i) > nxt
-
             last = full if part else full - 1  # the last round's start, in rounds done
-            if late(last):  # fewer rounds, all whole: the next in line joins the level
-                # (under a `-size` key the last member passes the next's size a block at a time)
-                guess = int((v_min - heap[0][4].size) / b) + 1 if self.neg_size else 0
-                full, part = _first_near(0, last, late, guess), 0
-            e.size = v_min  # (`late` tried sizes on the entry itself)
+            # (under the key -size, the next in line's size below the last member's there puts it after)
+            if not heap[0][4].size < v_min - last * b:
+                nxt = heap[0][:2]
+
+                def late(r: int) -> bool:  # the last member, r rounds down, comes after the next in line
+                    e.size = v_min - r * b
+                    return (self._resized_key(last_key, e, now), last_i) > nxt
+
+                if late(last):  # fewer rounds, all whole: the next in line joins the level
+                    # (the last member passes the next's size a block at a time: a tie at the guess)
+                    d = (v_min - heap[0][4].size) / b
+                    full, part = _first_near(0, last, late, math.ceil(d) if -_BIG < d < _BIG else 0), 0
+                e.size = v_min  # (`late` tried sizes on the entry itself)
         if full or part:
             eu = self.evicted_units
             eu_new = eu + (full * k + part) * b
-            if not (fmod(b, ulp(eu_new)) == 0.0 and fmod(eu, ulp(eu_new)) == 0.0 and eu_new < _BIG):
+            if not (eu_new < _BIG and (exact or fmod(b, ulp(eu_new)) == 0.0 and fmod(eu, ulp(eu_new)) == 0.0)):
                 return 0, 0
         return full, part
 
-    def _take_rounds(self, heap: list[tuple[Any, int, dict[int, Entry], int, Entry, Any]],
-                     members: list[tuple[Any, int, dict[int, Entry], int, Entry, Any]], vs: list[float], p: int,
-                     b: float, full: int, part: int) -> None:
+    def _take_rounds(self, members: list[tuple[Any, int, dict[int, Entry], int, Entry, Any]], vs: list[float],
+                     p: int, b: float, full: int, part: int) -> list[tuple[Any, int, dict[int, Entry], int, Entry, Any]]:
         """For :meth:`_rounds`: ``full`` rounds of a block off each member (sizes
         ``vs``) and one more off the first ``part``, in one step — the cache's
-        counts, then each member keyed again and pushed back on ``heap``."""
+        counts, then each member keyed again: their items, in order."""
         taken = (full * len(members) + part) * b
         self.total = self.total - taken
         self.evicted_units = self.evicted_units + taken
         after = p + 1
+        pre = members[0][0][:p]  # (the level's leading elements, the same in every member)
+        out = []
         for j, (item, v) in enumerate(zip(members, vs)):  # keyed again: the element is -size, negated exactly
             key, i, store, kk, e, m = item
             x = v - (full + 1 if j < part else full) * b
             e.size = x
-            key = (*key[:p], (0, -x), *key[after:])
+            key = (*pre, (0, -x), *key[after:])
             if m is not None:
                 m = e.memo = (x, m[1], key)
-            heappush(heap, (key, i, store, kk, e, m))
+            out.append((key, i, store, kk, e, m))
+        if part:  # (the first `part` went a block further down: two runs, each in order)
+            out.sort()
+        return out
 
     def _resized_key(self, key: tuple, e: Entry, now: float) -> tuple:
         """The key of ``e`` after it shrank, from its last ``key``: only the
@@ -807,13 +883,20 @@ class PrefixCache:
 
 
 def _first_near(lo: int, hi: int, pred: Callable[[int], bool], guess: int) -> int:
-    """:func:`_first`, trying ``guess`` first (brought into ``lo … hi + 1``):
-    it is the answer when ``pred`` holds there (or it is ``hi + 1``) and not
-    one step before (or it is ``lo``): two calls of ``pred``, not a search."""
-    guess = lo if guess < lo else hi + 1 if guess > hi + 1 else guess
-    if (guess > hi or pred(guess)) and (guess == lo or not pred(guess - 1)):
-        return guess
-    return _first(lo, hi, pred)
+    """:func:`_first`, trying ``guess`` first (brought into ``lo … hi + 1``),
+    then the step on the side ``pred`` points to there: the answer when it
+    is ``guess`` or a step off it (a guess off by one at a tie), in two or
+    three calls of ``pred``; else the search, from there."""
+    g = lo if guess < lo else hi + 1 if guess > hi + 1 else guess
+    if g > hi or pred(g):  # the answer is g or before
+        if g == lo or not pred(g - 1):
+            return g
+        if g - 1 == lo or not pred(g - 2):
+            return g - 1
+        return _first(lo, g - 3, pred)
+    if g + 1 > hi or pred(g + 1):  # after g
+        return g + 1
+    return _first(g + 2, hi, pred)
 
 
 def _first(lo: int, hi: int, pred: Callable[[int], bool]) -> int:

@@ -333,10 +333,10 @@ def test_a_drain_by_minus_size_takes_whole_rounds_as_block_by_block(block: float
     rounds_taken = 0
     real = PrefixCache._rounds
 
-    def counting(self: PrefixCache, *args: Any) -> bool:
+    def counting(self: PrefixCache, *args: Any) -> Any:
         nonlocal rounds_taken
         done = real(self, *args)
-        rounds_taken += done
+        rounds_taken += done is not None
         return done
 
     monkeypatch.setattr(PrefixCache, "_rounds", counting)
@@ -415,9 +415,16 @@ def test_a_drain_shorter_than_a_round_takes_the_first_members_in_one_step(monkey
     assert not pieces
     assert [e.size for e in cache.entries.values()] == [9.0, 9.0, 9.5, 9.0, 9.5]
     assert cache.total == 46.0 and cache.evicted_units == 3.0 and cache.evicted_entries == 0
+    # the members stay out of the heap, in their order, for the next drain to take up
+    assert cache._heap == [] and cache._level is not None
+    assert [item[4].size for item in cache._level] == [9.5, 9.5, 9.0, 9.0, 9.0]
     monkeypatch.undo()
     ref_make_room(ref, 0.0, 3.0, 49.0, 1.0)
     assert state(ref) == state(cache)
+    cache.make_room(0.0, 6.0, 49.0, 2.0)  # the next drain starts from them: three more blocks
+    ref_make_room(ref, 0.0, 6.0, 49.0, 2.0)
+    assert state(ref) == state(cache)
+    assert [e.size for e in cache.entries.values()] == [8.0, 9.0, 8.5, 9.0, 8.5]  # 9.5, 9.5, then 9 (seq 0)
 
 
 # -- a run's growths on a full pool, in one step -----------------------------------------------
