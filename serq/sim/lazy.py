@@ -72,8 +72,12 @@ class LazyRuns:
         #: set later than this cannot tie with one
         self.latest = -math.inf
         #: every iteration end of the passing runs, and whose run it is (no two runs share
-        #: an end: :meth:`admit`), so a tie is one look-up, whatever the number of engines
+        #: an end: :meth:`admit`), so a tie is one look-up, whatever the number of engines —
+        #: but for the runs of ``unindexed``: a run's ends go in when another run is planned
+        #: while it passes (most runs end first, and never pay for theirs), so at most one
+        #: run, the latest, is out of it, and a tie asks that one itself
         self.at: dict[float, "StepEngine"] = {}
+        self.unindexed: list["StepEngine"] = []
         #: no passing run has a growth to replay before this time
         self.soonest = math.inf
         #: the passing runs' next growths to replay, (time, count, index, run, engine): a heap,
@@ -107,17 +111,22 @@ class LazyRuns:
         with an event in the queue or another passing run's end; None when
         that leaves one iteration.  Passing runs that share a pool with it are
         cut to their iteration in flight (each plans as if alone)."""
-        ends = run.all_ends()
         tie = run.length  # the first end that ties: another passing run's end, or a queued time
+        bound = run.end
+        if self.unindexed:
+            self._index()
         at = self.at
-        if at and not at.keys().isdisjoint(ends):  # (one look-up an end, in C, most runs)
-            for j, t in enumerate(ends):
-                if t in at:
-                    tie = j
-                    break
+        if at:
+            ends = run.all_ends()
+            if not at.keys().isdisjoint(ends):  # (one look-up an end, in C, most runs)
+                for j, t in enumerate(ends):
+                    if t in at:
+                        tie = j
+                        bound = ends[tie - 1] if tie > 0 else now
+                        break
         # the queued times up to the run's last end that could still tie (a heap: every entry is
-        # at least its parent, so the walk visits only those entries and their children)
-        bound = ends[tie - 1] if tie > 0 else now
+        # at least its parent, so the walk visits only those entries and their children); the
+        # list of the run's ends is made only when one ties (else read off its segments)
         q = self.env.queue
         size = len(q)
         stack = [0] if size else []
@@ -126,10 +135,10 @@ class LazyRuns:
             t = q[i][0]
             if t <= bound:
                 if now < t:
-                    j = bisect_left(ends, t)
-                    if j < tie and ends[j] == t:
+                    j = run.end_index(t)
+                    if 0 <= j < tie:
                         tie = j
-                        bound = ends[tie - 1] if tie > 0 else now
+                        bound = run.all_ends()[tie - 1] if tie > 0 else now
                 i = 2 * i + 1
                 if i < size:
                     stack.append(i)
@@ -138,7 +147,7 @@ class LazyRuns:
         if tie < run.length:
             if tie < 2:
                 return None
-            run.cut(tie, ends)
+            run.cut(tie, run.all_ends())
         run.passing = True
         grows, watch = self._pools(engine, run)
         self.admitted += 1
@@ -192,7 +201,7 @@ class LazyRuns:
         run.entry = entry
         assert run.passing  # (admit said so)
         self.engines.append(engine)
-        self.at.update(zip(run.all_ends(), repeat(engine)))
+        self.unindexed.append(engine)  # (its ends go in `at` when another run is planned)
         self.pushed += 1
         self.order[engine] = self.pushed
         self._next_growth(engine, run)
@@ -209,8 +218,11 @@ class LazyRuns:
         run = engine.run
         assert run is not None and run.passing
         run.passing = False
-        at = self.at
-        deque(map(at.pop, run.all_ends(), repeat(None)), 0)  # (its ends out of `at`, in C)
+        if engine in self.unindexed:
+            self.unindexed.remove(engine)
+        else:
+            at = self.at
+            deque(map(at.pop, run.all_ends(), repeat(None)), 0)  # (its ends out of `at`, in C)
         run.ends = None
         self.engines.remove(engine)
         self._latest()
@@ -386,11 +398,27 @@ class LazyRuns:
         the end of its iteration in flight (its timer, set first, comes first,
         as it would have one iteration at a time)."""
         engine = self.at.get(t)
+        if engine is None:
+            for e in self.unindexed:
+                run = e.run
+                assert run is not None
+                if run.end_index(t) >= 0:
+                    engine = e
+                    break
         if engine is not None:
             run = engine.run
             assert run is not None and run.passing
             j = run.end_index(t)  # (iteration j + 1 ends at t)
             self._shorten(engine, run, max(self.committed(engine) + 1, j))
+
+    def _index(self) -> None:
+        """Put the ends of the runs of ``unindexed`` in ``at``."""
+        at = self.at
+        for engine in self.unindexed:
+            run = engine.run
+            assert run is not None
+            at.update(zip(run.all_ends(), repeat(engine)))
+        self.unindexed.clear()
 
     def _latest(self) -> None:
         """``latest`` again, after a run ended or was cut: −inf once no run passes,
@@ -404,8 +432,9 @@ class LazyRuns:
         if length >= run.length:
             return
         ends = run.all_ends()
-        at = self.at
-        deque(map(at.pop, islice(ends, length, None), repeat(None)), 0)
+        if engine not in self.unindexed:
+            at = self.at
+            deque(map(at.pop, islice(ends, length, None), repeat(None)), 0)
         run.cut(length, ends)
         self._latest()
         env = self.env

@@ -227,6 +227,18 @@ MUTATIONS = [
         ("tests/sim/test_lazy_runs.py::test_no_event_ever_falls_on_a_passing_runs_iteration_end",),
     ),
     Mutation(
+        "lazy-tie-skips-latest",
+        "a timer set at an end of the latest passing run (its ends not yet in the dictionary) leaves it as it is",
+        (("serq/sim/lazy.py", "                if run.end_index(t) >= 0:\n", "                if False:\n"),),
+        ("tests/sim/test_lazy_runs.py::test_no_event_ever_falls_on_a_passing_runs_iteration_end",),
+    ),
+    Mutation(
+        "lazy-admit-misses-queued-tie",
+        "a run is planned through a queued event's time that is one of its ends",
+        (("serq/sim/lazy.py", "                    if 0 <= j < tie:\n", "                    if False:\n"),),
+        ("tests/sim/test_lazy_runs.py::test_no_event_ever_falls_on_a_passing_runs_iteration_end",),
+    ),
+    Mutation(
         "lazy-read-skips-growths",
         "reading a passing run's pool does not replay its growths before now: a router sees stale KV",
         (("serq/sim/lazy.py", "        pid = id(pool)\n        for engine in pool.watchers:",
