@@ -116,6 +116,7 @@ class LazyRuns:
         if self.unindexed:
             self._index()
         at = self.at
+        ends = None  # (made when other runs pass; else a queued time's place is read off the segments)
         if at:
             ends = run.all_ends()
             if not at.keys().isdisjoint(ends):  # (one look-up an end, in C, most runs)
@@ -125,8 +126,7 @@ class LazyRuns:
                         bound = ends[tie - 1] if tie > 0 else now
                         break
         # the queued times up to the run's last end that could still tie (a heap: every entry is
-        # at least its parent, so the walk visits only those entries and their children); the
-        # list of the run's ends is made only when one ties (else read off its segments)
+        # at least its parent, so the walk visits only those entries and their children)
         q = self.env.queue
         size = len(q)
         stack = [0] if size else []
@@ -135,10 +135,11 @@ class LazyRuns:
             t = q[i][0]
             if t <= bound:
                 if now < t:
-                    j = run.end_index(t)
-                    if 0 <= j < tie:
+                    j = bisect_left(ends, t) if ends is not None else run.end_index(t)
+                    if 0 <= j < tie and (ends is None or ends[j] == t):
+                        ends = run.all_ends()
                         tie = j
-                        bound = run.all_ends()[tie - 1] if tie > 0 else now
+                        bound = ends[tie - 1] if tie > 0 else now
                 i = 2 * i + 1
                 if i < size:
                     stack.append(i)
