@@ -764,10 +764,11 @@ class PrefixCache:
         members: list[tuple[Any, int, dict[int, Entry], int, Entry, Any]] = []
         pre: Any = None  # (none yet: the first in line is in)
         low = 0.0
-        hv = heap[0] if live(heap) else None
+        hv: Any = heap[0] if live(heap) else None  # the heap's first live item, and the level's next
+        lv: Any
         h_in = hv is not None
         while True:
-            lv = None  # the level's next live item (a stale one was keyed since, or is gone)
+            lv = None  # (a stale one was keyed since, or is gone)
             while j < n:
                 lv = level[j]
                 m = lv[5]
