@@ -272,15 +272,6 @@ class Session:
         self.last_tok = now
         self.resumed = False
 
-    def decode_token(self, now: float, stage: Any) -> None:
-        """A decode iteration committed a token."""
-        if self.first_tok is None:  # a turn that never prefilled: its first token
-            self.first_tok = self.last_tok = now
-            return
-        stage.gap(now - self.last_tok)
-        self.n_after += 1
-        self.last_tok = now
-
     # -- holds -----------------------------------------------------------------------
 
     def hold(self, spec: HoldSpec) -> HoldRequest:

@@ -244,6 +244,31 @@ def test_the_itl_gold_example_of_the_spec():
     assert (d.mean, d.quantile(0.99)) == (1.0, 1.0)
 
 
+def test_a_value_recorded_n_times_at_once_is_n_values_recorded_one_by_one():
+    """``add_same(x, n)`` (an iteration's decoders share one gap) against ``n``
+    calls of ``add``: the same count, total to the bit (``n`` additions in
+    turn, past 48 in one step where that is exact), buckets and quantiles."""
+    import struct
+
+    rng = random.Random(11)
+    pool = [0.0, 1e-3, 1e-3, 0.0125, 0.0125 + 2**-60, 3.0, 7e5, math.inf, math.nan, 1e-300]
+    for _ in range(200):
+        one, many = LogHistogram(), LogHistogram()
+        for _ in range(rng.randint(1, 12)):
+            x = rng.choice(pool) if rng.random() < 0.7 else rng.random() * 0.05
+            n = rng.choice([1, 2, 3, 14, 47, 48, 49, 300])
+            for _ in range(n):
+                one.add(x)
+            many.add_same(x, n)
+        assert many.count == one.count
+        assert struct.pack("<d", many.total) == struct.pack("<d", one.total)
+        assert many._buckets == one._buckets or (math.isnan(many.total) and
+                                                 repr(many._buckets) == repr(one._buckets))
+        for q in (0.5, 0.9, 0.99):
+            a, b = many.quantile(q), one.quantile(q)
+            assert a == b or (a != a and b != b)
+
+
 def test_tiny_huge_and_infinite_gaps_do_not_break_the_histogram():
     h = LogHistogram()
     for x in (5e-324, 1e-9, 1.7e308, math.inf):

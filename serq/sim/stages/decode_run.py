@@ -137,7 +137,7 @@ class DecodeRun:
 
     def replay(self, engine: "StepEngine", assign: list[tuple["Job", float]]) -> None:
         """Iterations 1 … m−1, exactly as one by one: commit each at its end
-        (a token per job, as ``_iter_end`` and ``Session.decode_token`` do),
+        (a token per job, as ``StepEngine._iter_end`` does),
         then plan the next at that time (its growths, a token of position per
         job) and account for it (as ``_account``).  With a fractional last
         iteration, ``assign`` becomes its tokens for ``_iter_end``."""

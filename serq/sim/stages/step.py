@@ -725,14 +725,31 @@ class StepEngine(Stage):
         self.sim.events += 1
         now = self.env.now
         finished = []
+        itl = self.itl if self.sim.stats_on else None
+        x0 = 0.0
+        same = 0  # gaps not recorded yet: `same` of them, each `x0` (the decoders of the last iteration share one)
         for job, tokens in assign:
             if job.done:
                 continue
             job.work -= tokens
-            if not job.prefill:
-                job.session.decode_token(now, self)
+            if not job.prefill:  # a token, the gap since the session's last (equal gaps recorded together)
+                s = job.session
+                if s.first_tok is None:  # a turn that never prefilled: its first token
+                    s.first_tok = s.last_tok = now
+                else:
+                    x = now - s.last_tok
+                    if x == x0:
+                        same += 1
+                    else:
+                        if same and itl is not None:
+                            itl.add_same(x0, same)
+                        x0, same = x, 1
+                    s.n_after += 1
+                    s.last_tok = now
             if job.work <= EPS:
                 finished.append(job)
+        if same and itl is not None:
+            itl.add_same(x0, same)
         self.assign = []
         for job in finished:
             self.residents.remove(job)
