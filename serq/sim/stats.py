@@ -272,23 +272,6 @@ class LogHistogram:
             b = self._last_b
             b[0] += 1
             return
-        self._slot(x)[0] += 1
-
-    def add_same(self, x: float, n: int) -> None:
-        """Record ``x`` ``n`` times (``n ≥ 1``): the state of ``n`` calls of
-        :meth:`add` (the total adds ``x`` ``n`` times in turn), its bucket
-        looked up once."""
-        self.count += n
-        self.total = fold(repeat(x, n), self.total) if n < _SHORT else fold_same(x, n, self.total)
-        if x == self._last_x:
-            b = self._last_b
-            b[0] += n
-            return
-        self._slot(x)[0] += n
-
-    def _slot(self, x: float) -> list[float]:
-        """The bucket of ``x`` (made when new), its smallest and largest
-        widened to ``x``; remembered as the last value's."""
         if x > 0.0:
             k = _bucket(x) if x != INF else _INF_KEY
         else:
@@ -298,13 +281,24 @@ class LogHistogram:
             b = self._buckets[k] = [0, x, x]
         else:
             b = found
+        b[0] += 1
         if x < b[1]:
             b[1] = x
         elif x > b[2]:
             b[2] = x
         self._last_x = x
         self._last_b = b
-        return b
+
+    def add_same(self, x: float, n: int) -> None:
+        """Record ``x`` ``n`` times (``n ≥ 1``): the state of ``n`` calls of
+        :meth:`add` — the first one made (its bucket looked up), the others
+        counted into that bucket, the total adding ``x`` to it in turn."""
+        self.add(x)
+        if n > 1:
+            m = n - 1
+            self.count += m
+            self.total = fold(repeat(x, m), self.total) if m < _SHORT else fold_same(x, m, self.total)
+            self._last_b[0] += m
 
     def add_repeat(self, x: float, n: int) -> None:
         """Record ``x`` ``n`` times: the same state as ``n`` calls of :meth:`add`
