@@ -649,39 +649,26 @@ class PrefixCache:
         (``_level``): the next drain of the same heap takes them up from there."""
         limit = cap + EPS
         sized = self.kind == SIZED
-        rounds = self.neg_size  # whole rounds are tried until one attempt finds none
+        # under `-size`, whole rounds are tried until one attempt finds none (a level is kept only then)
+        rounds = sized and self.neg_size and not self.size_dir > 0
         top = self._top
         level = self._level if self._level_of is heap else None
         self._level = self._level_of = None
         while True:
-            if level is not None:  # the last round's members, out of the heap: a round goes on from them
-                if rounds:
-                    level = self._rounds(heap, used, need, cap, now, level)
-                    if level is not None:
-                        if not used + self.total + need > limit:
-                            self._level, self._level_of = level, heap
-                            return
-                        continue
-                    rounds = False
-                else:
-                    for item in level:
-                        heappush(heap, item)
-                    level = None
+            if rounds:  # from the first in line, and the last round's members kept out of the heap
+                level = self._rounds(heap, used, need, cap, now, level or [])
+                if level is not None:
+                    if not used + self.total + need > limit:
+                        self._level, self._level_of = level, heap
+                        return
+                    continue
+                rounds = False
             if not top(heap):
                 return
             _key, i, store, k, e, m = heap[0]
             if sized:
                 if self.size_dir > 0:  # its key only falls as it shrinks: it stays first to the end
                     gone = self._drain(store, k, e, used, need, cap)
-                elif rounds:
-                    level = self._rounds(heap, used, need, cap, now, [])
-                    if level is not None:
-                        if not used + self.total + need > limit:
-                            self._level, self._level_of = level, heap
-                            return
-                        continue
-                    rounds = False
-                    gone = self._take_piece(store, k, e)
                 else:
                     gone = self._take_piece(store, k, e)
                 if gone:
