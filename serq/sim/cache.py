@@ -834,7 +834,8 @@ class PrefixCache:
         return full, part
 
     def _take_rounds(self, members: list[tuple[Any, int, dict[int, Entry], int, Entry, Any]], vs: list[float],
-                     p: int, b: float, full: int, part: int) -> list[tuple[Any, int, dict[int, Entry], int, Entry, Any]]:
+                     p: int, b: float, full: int, part: int
+                     ) -> list[tuple[Any, int, dict[int, Entry], int, Entry, Any]]:
         """For :meth:`_rounds`: ``full`` rounds of a block off each member (sizes
         ``vs``) and one more off the first ``part``, in one step — the cache's
         counts, then each member keyed again: their items, in order."""

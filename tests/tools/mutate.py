@@ -235,7 +235,8 @@ MUTATIONS = [
     Mutation(
         "lazy-admit-misses-queued-tie",
         "a run is planned through a queued event's time that is one of its ends",
-        (("serq/sim/lazy.py", "                    if 0 <= j < tie and (ends is None or ends[j] == t):\n", "                    if False:\n"),),
+        (("serq/sim/lazy.py", "                    if 0 <= j < tie and (ends is None or ends[j] == t):\n",
+          "                    if False:\n"),),
         ("tests/sim/test_lazy_runs.py::test_no_event_ever_falls_on_a_passing_runs_iteration_end",),
     ),
     Mutation(
