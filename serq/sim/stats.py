@@ -289,22 +289,17 @@ class LogHistogram:
         self._last_x = x
         self._last_b = b
 
-    def add_same(self, x: float, n: int) -> None:
-        """Record ``x`` ``n`` times (``n ≥ 1``): the state of ``n`` calls of
-        :meth:`add` — the first one made (its bucket looked up), the others
-        counted into that bucket, the total adding ``x`` to it in turn."""
-        self.add(x)
-        if n > 1:
-            m = n - 1
-            self.count += m
-            self.total = fold(repeat(x, m), self.total) if m < _SHORT else fold_same(x, m, self.total)
-            self._last_b[0] += m
-
     def add_repeat(self, x: float, n: int) -> None:
-        """Record ``x`` ``n`` times: the same state as ``n`` calls of :meth:`add`
-        (the total is added to ``n`` times in turn, folded in C)."""
+        """Record ``x`` ``n`` times: the state of ``n`` calls of :meth:`add` —
+        the first one made (its bucket looked up), the others counted into
+        that bucket, the total adding ``x`` to it in turn."""
         if n > 0:
-            self.add_many([x], n)
+            self.add(x)
+            if n > 1:
+                m = n - 1
+                self.count += m
+                self.total = fold(repeat(x, m), self.total) if m < _SHORT else fold_same(x, m, self.total)
+                self._last_b[0] += m
 
     def add_many(self, xs: list[float], n: int = 1, lo: float | None = None) -> None:
         """Record each value of ``xs`` ``n`` times, in order: the same state as

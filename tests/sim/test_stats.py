@@ -245,25 +245,30 @@ def test_the_itl_gold_example_of_the_spec():
 
 
 def test_a_value_recorded_n_times_at_once_is_n_values_recorded_one_by_one():
-    """``add_same(x, n)`` (an iteration's decoders share one gap) against ``n``
-    calls of ``add``: the same count, total to the bit (``n`` additions in
-    turn, past 48 in one step where that is exact), buckets and quantiles."""
+    """``add_repeat(x, n)`` (an iteration's decoders share one gap) against ``n``
+    calls of ``add``, single adds in between: the same count, total to the bit
+    (``n`` additions in turn, past 48 in one step where that is exact),
+    buckets and quantiles; ``n = 0`` records nothing."""
     import struct
 
     rng = random.Random(11)
     pool = [0.0, 1e-3, 1e-3, 0.0125, 0.0125 + 2**-60, 3.0, 7e5, math.inf, math.nan, 1e-300]
-    for _ in range(200):
+    for _ in range(300):
         one, many = LogHistogram(), LogHistogram()
         for _ in range(rng.randint(1, 12)):
-            x = rng.choice(pool) if rng.random() < 0.7 else rng.random() * 0.05
-            n = rng.choice([1, 2, 3, 14, 47, 48, 49, 300])
+            x = rng.choice(pool) if rng.random() < 0.7 else rng.random() * rng.choice([0.05, 1.0])
+            n = rng.choice([0, 1, 2, 3, 14, 40, 47, 48, 49, 300])
+            if rng.random() < 0.3:
+                one.add(x)
+                many.add(x)
             for _ in range(n):
                 one.add(x)
-            many.add_same(x, n)
+            many.add_repeat(x, n)
         assert many.count == one.count
         assert struct.pack("<d", many.total) == struct.pack("<d", one.total)
         assert many._buckets == one._buckets or (math.isnan(many.total) and
                                                  repr(many._buckets) == repr(one._buckets))
+        assert repr(many.buckets()) == repr(one.buckets())
         for q in (0.5, 0.9, 0.99):
             a, b = many.quantile(q), one.quantile(q)
             assert a == b or (a != a and b != b)

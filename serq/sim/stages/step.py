@@ -742,14 +742,14 @@ class StepEngine(Stage):
                         same += 1
                     else:
                         if same and itl is not None:
-                            itl.add_same(x0, same)
+                            itl.add_repeat(x0, same)
                         x0, same = x, 1
                     s.n_after += 1
                     s.last_tok = now
             if job.work <= EPS:
                 finished.append(job)
         if same and itl is not None:
-            itl.add_same(x0, same)
+            itl.add_repeat(x0, same)
         self.assign = []
         for job in finished:
             self.residents.remove(job)
