@@ -399,18 +399,13 @@ class LazyRuns:
         the end of its iteration in flight (its timer, set first, comes first,
         as it would have one iteration at a time)."""
         engine = self.at.get(t)
-        if engine is None:
-            for e in self.unindexed:
-                run = e.run
-                assert run is not None
-                if run.end_index(t) >= 0:
-                    engine = e
-                    break
-        if engine is not None:
+        for engine in (engine,) if engine is not None else self.unindexed:  # (the latest run: asked itself)
             run = engine.run
             assert run is not None and run.passing
             j = run.end_index(t)  # (iteration j + 1 ends at t)
-            self._shorten(engine, run, max(self.committed(engine) + 1, j))
+            if j >= 0:
+                self._shorten(engine, run, max(self.committed(engine) + 1, j))
+                return
 
     def _index(self) -> None:
         """Put the ends of the runs of ``unindexed`` in ``at``."""

@@ -229,7 +229,8 @@ MUTATIONS = [
     Mutation(
         "lazy-tie-skips-latest",
         "a timer set at an end of the latest passing run (its ends not yet in the dictionary) leaves it as it is",
-        (("serq/sim/lazy.py", "                if run.end_index(t) >= 0:\n", "                if False:\n"),),
+        (("serq/sim/lazy.py", "(engine,) if engine is not None else self.unindexed:",
+          "(engine,) if engine is not None else ():"),),
         ("tests/sim/test_lazy_runs.py::test_no_event_ever_falls_on_a_passing_runs_iteration_end",),
     ),
     Mutation(
