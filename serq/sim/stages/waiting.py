@@ -423,29 +423,29 @@ class HeadAnalysis:
         entry = pool.cache.entries[req.session.serial]
         size = entry.size
         entry.size = prefix  # (what `cachedin` reads: put back before anything else runs)
-        engine = self.engine
-        engine.admitting_left = left
         try:
-            u, _r, need = req.spec.need(k, req.session)
+            need = self._need(req, k, left)
         except Exception:  # noqa: BLE001  (the same evaluation at its time raises it to the user)
             return None
         finally:
             entry.size = size
-            engine.admitting_left = None
-        if not (u >= 0.0 and need >= 0.0):
-            return None
-        return pool.round_up(need)  # type: ignore[no-any-return]
+        return None if need is None else pool.round_up(need)  # type: ignore[no-any-return]
 
     def _blocked_at(self, req: Any, k: int, left: float) -> bool:
+        need = self._need(req, k, left)
+        return need is not None and not req.pools[k].admits(req, need)
+
+    def _need(self, req: Any, k: int, left: float) -> float | None:
+        """The ``k``-th amount of ``req`` as its admission attempt reads it,
+        with ``budget_left`` ``left``; None when it is not a number ≥ 0 (the
+        attempt itself, at its time, reports that)."""
         engine = self.engine
         engine.admitting_left = left
         try:
             u, _r, need = req.spec.need(k, req.session)
         finally:
             engine.admitting_left = None
-        if not (u >= 0.0 and need >= 0.0):
-            return False
-        return not req.pools[k].admits(req, need)
+        return need if u >= 0.0 and need >= 0.0 else None
 
 
 def _header(st: ir.Hold, sim: Any, engine: "StepEngine", index_fn: Callable[[ir.Expr], Callable[[Any], float]]
