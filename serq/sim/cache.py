@@ -724,11 +724,12 @@ class PrefixCache:
         full = part = 0
         # b a whole number of ulps of every size and of the total (each below _BIG): t blocks off are exact
         # (so when every size and the total are whole numbers up to _BIG, and b is one too)
-        if (self._ints and self._int_block) or (v1 < _BIG and total < _BIG and all(fmod(b, ulp(v)) == 0.0 for v in vs)
-                                           and fmod(b, ulp(total)) == 0.0):
+        exact = self._ints and self._int_block  # every size, b and `evict(u)` integers: sums exact
+        if exact or (v1 < _BIG and total < _BIG and all(fmod(b, ulp(v)) == 0.0 for v in vs)
+                     and fmod(b, ulp(total)) == 0.0):
             # (the count's closures live there: CPython makes their variables' cells on every call of
             # the function that holds them, even one that returns at a guard above)
-            full, part = self._round_count(heap, members, b, used, need, cap, now)
+            full, part = self._round_count(heap, members, b, used, need, cap, now, exact)
         if not (full or part):
             for item in members:  # back in the heap: the drain goes on a block at a time
                 heappush(heap, item)
@@ -785,16 +786,17 @@ class PrefixCache:
 
     def _round_count(self, heap: list[tuple[Any, int, dict[int, Entry], int, Entry, Any]],
                      members: list[tuple[Any, int, dict[int, Entry], int, Entry, Any]], b: float, used: float,
-                     need: float, cap: float, now: float) -> tuple[int, int]:
+                     need: float, cap: float, now: float, exact: bool) -> tuple[int, int]:
         """For :meth:`_rounds`, the level's sizes on the block's grid: the
         blocks that go by rounds, as ``(full, part)`` — ``full`` whole rounds,
         then a block off each of the first ``part`` members — the least of
         three bounds: every block leaves its entry alive, the pool is short
         before the last, the next in line (``heap[0]``) comes after each
-        round's members; ``(0, 0)`` when ``evict(u)`` would not stay exact."""
+        round's members; ``(0, 0)`` when ``evict(u)`` would not stay exact.
+        ``exact``: every amount an integer (then the first bound and that
+        check are closed forms)."""
         k = len(members)
         v_min = members[-1][4].size  # the level's smallest (it goes last)
-        exact = self._ints and self._int_block  # every size, b and `evict(u)` integers: sums exact
         # rounds whose blocks each leave every entry alive (the smallest first): v − r·b ≥ b, v − (r+1)·b > ε,
         # so r < v/b − 1, the guess (in integers, with ε < 1, the count itself; else checked, and the
         # search made when it is off)
