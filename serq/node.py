@@ -102,6 +102,17 @@ def _names(cls: type) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]
     return names
 
 
+_ALL: dict[type, tuple[str, ...]] = {}
+
+
+def _all_names(cls: type) -> tuple[str, ...]:
+    """Every field's name, in order (a pickle's state)."""
+    names = _ALL.get(cls)
+    if names is None:
+        names = _ALL[cls] = tuple(f.name for f in fields(cls))
+    return names
+
+
 class Node:
     """Equality, hash, repr and the frozen guard of a ``@node`` class."""
 
@@ -127,11 +138,12 @@ class Node:
         raise FrozenInstanceError(f"cannot delete field {name!r}")
 
     def __getstate__(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, f.name) for f in fields(self))  # type: ignore[arg-type]
+        return tuple(getattr(self, n) for n in _all_names(self.__class__))
 
     def __setstate__(self, state: tuple[Any, ...]) -> None:
-        for f, value in zip(fields(self), state):  # type: ignore[arg-type]
-            object.__setattr__(self, f.name, value)
+        # (a kept parse, serq/frontend/parsed.py, sets thousands at each start)
+        for name, value in zip(_all_names(self.__class__), state):
+            object.__setattr__(self, name, value)
 
 
 if __name__ == "__main__":  # python -m serq.node: write serq/_node_inits.py anew

@@ -17,3 +17,14 @@ from hypothesis import settings  # noqa: E402
 
 settings.register_profile("serq", deadline=None)
 settings.load_profile("serq")
+
+# Parsed files are kept on disk (serq/frontend/parsed.py): the suite keeps them in a folder of its
+# own, made per process and removed at its end (subprocesses inherit it), never the user's cache.
+import atexit  # noqa: E402
+import os  # noqa: E402
+import shutil  # noqa: E402
+import tempfile  # noqa: E402
+
+_CACHE = tempfile.mkdtemp(prefix="serq-test-parsed-")
+os.environ["SERQ_CACHE_DIR"] = _CACHE
+atexit.register(shutil.rmtree, _CACHE, True)

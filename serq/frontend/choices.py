@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import math
 import re
+from typing import TYPE_CHECKING
 
 from ..errors import Span, UsageError
 from . import ast as A
-from .build_expr import Tok
 from .diag import at, did_you_mean, error
+
+if TYPE_CHECKING:  # (the builder's token: importing it imports the parser, which a kept parse skips)
+    from .build_expr import Tok
 
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 

@@ -23,7 +23,7 @@ MAX_TOKENS = 100_000
 _SPACE = re.compile(r"\s+")
 _NAME = re.compile(r"[^\W\d]\w*")
 # a number runs over digits, dots and underscores, then an optional exponent (§1.3)
-_NUMBER = re.compile(r"(?:\d|\.\d)[\d._]*(?:[eE][+-]?\d+)?")
+NUMBER = re.compile(r"(?:\d|\.\d)[\d._]*(?:[eE][+-]?\d+)?")
 _TWO = ("<=", ">=", "==", "!=", "&&", "||")
 _ONE = set("{}()[],;:.=~?+-*/^<>!")
 _OPEN = {"(": ")", "[": "]", "{": "}"}
@@ -89,7 +89,7 @@ def tokenize(source: Source, limit: int | None = None) -> list[Token]:
             tokens.append(Token("string", text[pos:close + 1], pos, close + 1))
             pos = close + 1
             continue
-        m = _NUMBER.match(text, pos)
+        m = NUMBER.match(text, pos)
         if m:
             if number_value(m.group()) is None:
                 raise SerqError(f"bad number `{m.group()}`", Span(source, pos, m.end()),

@@ -18,7 +18,7 @@ from ..errors import SerqError, Source, Span
 from . import ast as A
 from .diag import error
 from .lexer import MAX_TOKENS, TooManyTokens
-from .parse import parse_counted
+from .parsed import parse_counted
 
 #: The program file and its libraries together may hold at most this many bytes
 #: (a program given as text: this many characters).

@@ -21,7 +21,7 @@ from .choices import place
 from .declare import Declarations
 from .diag import at, at_from, did_you_mean, error
 from .expand import _TRACE_ATTRIBUTES, Expanded, head
-from .parse import parse_expression
+from .parsed import parse_expression
 from .resolve import Where
 from .words import ADMIT, CONTEXT, END, GAUGE, GIVEN, ITERATION, RETIRED, SESSION
 
