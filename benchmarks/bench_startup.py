@@ -11,13 +11,16 @@ Prints the wall time (best of ``--repeat``, each a fresh process) of
 * the same run with NumPy imported first (``serq run`` does not import NumPy
   since issue 19: the difference is what that saves),
 * ``serq check programs/multi-turn/vllm.sq``,
+* ``serq run programs/multi-turn/vllm.sq --horizon 0.01 --warmup 0 --set Lambda=0.9``, with its
+  parses kept (docs/frontend.md, "Kept parses") and with ``SERQ_CACHE_DIR=`` (every file parsed),
 * ``python -c "import serq"``,
 
 then the count of source compilations (``compile()``, ``exec``/``eval`` of a text, ``ast.parse``:
 Python's ``compile`` audit event) in ``serq run`` of mg1.sq and vllm.sq, all and serq's
 generated sources (``<serq …>``), and then the costliest imports of ``serq check`` (``python -X importtime``,
 by their own time and by cumulative time).  Every module's bytecode is
-written first (``compileall``), as a user's first run writes it.  The ``serq`` used is the console
+written first (``compileall``), as a user's first run writes it, and the parses are kept in a
+folder of the benchmark's own (the first process of each command fills it).  The ``serq`` used is the console
 script next to this Python (``python -m serq`` if there is none).  Timings on
 a shared machine are noisy: the best of several runs is the number to quote.
 """
@@ -25,10 +28,13 @@ a shared machine are noisy: the best of several runs is the number to quote.
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -69,11 +75,11 @@ def serq_command() -> list[str]:
     return [sys.executable, "-m", "serq"]
 
 
-def best_wall(argv: list[str], repeat: int) -> float:
+def best_wall(argv: list[str], repeat: int, env: dict[str, str] | None = None) -> float:
     best = float("inf")
     for _ in range(repeat):
         t = time.perf_counter()
-        done = subprocess.run(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        done = subprocess.run(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
         wall = time.perf_counter() - t
         if done.returncode != 0:
             raise SystemExit(f"{' '.join(argv)} failed ({done.returncode}): {done.stderr.decode()[-400:]}")
@@ -107,12 +113,17 @@ def main() -> None:
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "serq")], cwd=ROOT,
                    stdout=subprocess.DEVNULL, env={k: v for k, v in os.environ.items()
                                                    if k != "PYTHONDONTWRITEBYTECODE"}, check=True)
+    os.environ["SERQ_CACHE_DIR"] = tempfile.mkdtemp(prefix="serq-bench-parsed-")
+    atexit.register(shutil.rmtree, os.environ["SERQ_CACHE_DIR"], True)
+    tiny = ["run", VLLM, "--horizon", "0.01", "--warmup", "0", "--set", "Lambda=0.9"]
     cases = [
         ("serq --help", [*serq, "--help"]),
         (f"serq check {MG1}", [*serq, "check", MG1]),
         (f"serq run {MG1} --horizon 5 --warmup 0", [*serq, "run", MG1, "--horizon", "5", "--warmup", "0"]),
         (f"serq check {VLLM}", [*serq, "check", VLLM]),
-        ("the same run, NumPy imported first", [sys.executable, "-c",
+        (f"serq {' '.join(tiny)}", [*serq, *tiny]),
+        ("the same, SERQ_CACHE_DIR= (no parse kept)", [*serq, *tiny]),
+        (f"serq run {MG1} --horizon 5 --warmup 0, NumPy imported first", [sys.executable, "-c",
          "import sys, numpy; from serq.cli import console; sys.argv[0] = 'serq'; console()",
          "run", MG1, "--horizon", "5", "--warmup", "0"]),
         ('python -c "import serq"', [sys.executable, "-c", "import serq"]),
@@ -120,7 +131,8 @@ def main() -> None:
     ]
     print(f"whole-process wall time, best of {args.repeat} ({' '.join(serq)}):")
     for label, argv in cases:
-        print(f"  {best_wall(argv, args.repeat) * 1e3:7.1f} ms  {label}")
+        env = dict(os.environ, SERQ_CACHE_DIR="") if "SERQ_CACHE_DIR=" in label else None
+        print(f"  {best_wall(argv, args.repeat, env) * 1e3:7.1f} ms  {label}")
 
     print("\nsource compilations (all; of serq's generated sources):")
     for program in (MG1, VLLM):
