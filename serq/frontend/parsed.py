@@ -21,7 +21,8 @@ Where: ``SERQ_CACHE_DIR`` when set (empty: no cache), else
 ``$XDG_CACHE_HOME/serq/parsed``, else ``~/.cache/serq/parsed``.  At most
 :data:`MAX_ENTRIES` entries are kept; writing one more removes the oldest
 half.  The entries are pickles, trusted as Python trusts its ``__pycache__``:
-the folder is made readable by its owner alone.
+the folder is made readable by its owner alone, and one that is someone
+else's, or that others may write in, is not used.
 """
 
 from __future__ import annotations
@@ -121,10 +122,23 @@ class _Unpickler(pickle.Unpickler):
         return self.source
 
 
+def _trusted(folder: str) -> bool:
+    """Whether entries in ``folder`` may be read: it is this user's, and no one
+    else may write in it (where the system has owners: a pickle from someone
+    else could run their code)."""
+    if not hasattr(os, "getuid"):
+        return True
+    try:
+        st = os.stat(folder)
+    except OSError:
+        return False
+    return st.st_uid == os.getuid() and not st.st_mode & 0o022
+
+
 def load(source: Source) -> tuple[list[A.Item], int] | None:
     """The items and the token count of ``source`` as it parsed before, or None."""
     folder = cache_dir()
-    if folder is None:
+    if folder is None or not _trusted(folder):
         return None
     try:
         with open(_entry(folder, source.text), "rb") as f:
@@ -143,6 +157,8 @@ def store(source: Source, items: list[A.Item], count: int) -> None:
         return
     try:
         os.makedirs(folder, mode=0o700, exist_ok=True)
+        if not _trusted(folder):
+            return
         fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as f:

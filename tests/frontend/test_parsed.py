@@ -156,6 +156,21 @@ def test_no_cache_when_it_is_off_or_cannot_be_written(tmp_path, monkeypatch):
     assert blocker.read_text() == "not a folder"
 
 
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="a system without file owners")
+def test_a_folder_others_may_write_in_is_not_used(cache):
+    source = Source("let a = 1;\n")
+    parsed.parse_counted(source)
+    assert parsed.load(source) is not None
+    cache.chmod(0o777)
+    assert parsed.load(source) is None  # (someone else could have put a pickle there)
+    entries = sorted(cache.iterdir())
+    other = Source("let b = 2;\n")
+    parsed.parse_counted(other)
+    assert sorted(cache.iterdir()) == entries  # nor is anything written there
+    cache.chmod(0o700)
+    assert parsed.load(source) is not None
+
+
 def test_the_default_folder_is_the_users_cache(monkeypatch, tmp_path):
     monkeypatch.delenv("SERQ_CACHE_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
