@@ -6,7 +6,11 @@ session's own stream, built on first use, is the (serial, 0, SESSION) stream."""
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
 
 import serq
 from serq.sim import rng
@@ -42,6 +46,28 @@ def test_session_keys_in_blocks_equal_key() -> None:
             assert work == rng.key(root, serial, 0, rng.WORKLOAD)
             # a later turn's workload key continues from the prefix
             assert rng.key(prefix, 5, rng.WORKLOAD) == rng.key(root, serial, 5, rng.WORKLOAD)
+
+
+def test_a_block_of_session_keys_is_the_same_in_python_and_numpy() -> None:
+    pytest.importorskip("numpy")
+    root = rng.root_key(7)
+    for base in (0, rng.KEY_BLOCK, rng.PURE_SERIALS, 10**8 - 10**8 % rng.KEY_BLOCK):
+        python, numpy = rng.SessionKeys(root), rng.SessionKeys(root)
+        python._fill_python(base)
+        numpy._fill_numpy(base)
+        assert (python.prefix, python.own, python.work) == (numpy.prefix, numpy.own, numpy.work)
+        assert python.prefix[3] == rng.key(root, base + 3)
+        assert python.work[-1] == rng.key(root, base + rng.KEY_BLOCK - 1, 0, rng.WORKLOAD)
+
+
+def test_session_keys_wait_for_numpy_until_many_sessions() -> None:
+    """A run of a few thousand sessions mixes their keys in Python and never
+    imports NumPy for them (its import costs more than the Python does)."""
+    probe = ("import sys\nfrom serq.sim import rng\nk = rng.SessionKeys(rng.root_key(1))\n"
+             "k.get(6000)\nprint('numpy' in sys.modules)\n"
+             "k.get(rng.PURE_SERIALS + 1)\nprint('numpy' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["False", "True"]
 
 
 def test_keyed_streams_draw_the_same_sequence() -> None:
