@@ -171,7 +171,7 @@ def global_stream(root: int, kind: int) -> Stream:
 KEY_BLOCK = 512
 #: Serials below this are mixed in pure Python, unless NumPy is imported already; later
 #: blocks with NumPy (imported then).  A block takes about 0.9 ms in Python and 0.06 ms with
-#: NumPy, whose import takes 50–90 ms: a run pays for it only past some 30 000 sessions.
+#: NumPy, whose import takes 50–110 ms: a run pays for it only past some 30 000 sessions.
 PURE_SERIALS = 64 * KEY_BLOCK
 
 

@@ -6,6 +6,7 @@ value runs.  A fuzz test draws subclasses that return random bad values."""
 from __future__ import annotations
 
 import math
+import os
 import subprocess
 import sys
 from decimal import Decimal
@@ -261,7 +262,8 @@ def test_the_cli_prints_the_error_without_a_traceback(tmp_path: Path) -> None:
         "        return sorted(self.residents, key=lambda j: j.wrok)\n")
     prog = tmp_path / "p.sq"
     prog.write_text(PROGRAM)
-    env = {"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin", "SERQ_MAX_EVENTS": str(EVENTS)}
+    env = {"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin", "SERQ_MAX_EVENTS": str(EVENTS),
+           "SERQ_CACHE_DIR": os.environ["SERQ_CACHE_DIR"]}  # (the suite's kept parses, tests/conftest.py)
 
     def run(cls: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-m", "serq", "run", str(prog), "--engine", f"engine=badsched:{cls}"],
