@@ -87,19 +87,20 @@ def test_editing_the_front_end_changes_the_fingerprint(tmp_path, monkeypatch):
     copy = tmp_path / "serq"
     shutil.copytree(Path(parsed._ROOT), copy, ignore=shutil.ignore_patterns("__pycache__"))
     monkeypatch.setattr(parsed, "_ROOT", str(copy))
-    monkeypatch.setattr(parsed, "_FINGERPRINT", None)
-    first = parsed.fingerprint()
-    assert first == parsed.fingerprint()
+
+    def fresh() -> bytes:
+        monkeypatch.setattr(parsed, "_FINGERPRINT", None)  # (computed once a process otherwise)
+        return parsed.fingerprint()
+
+    first = fresh()
+    assert first == fresh()
     grammar = copy / "frontend" / "grammar.py"
     grammar.write_text(grammar.read_text() + "\n")
-    monkeypatch.setattr(parsed, "_FINGERPRINT", None)
-    assert parsed.fingerprint() != first
+    after_grammar = fresh()
+    assert after_grammar != first
     node = copy / "node.py"
     node.write_text(node.read_text().replace("Equality", "equality", 1))
-    monkeypatch.setattr(parsed, "_FINGERPRINT", None)
-    second = parsed.fingerprint()
-    monkeypatch.setattr(parsed, "_FINGERPRINT", None)
-    assert second != first
+    assert fresh() != after_grammar
 
 
 def test_the_fingerprint_covers_every_module_the_parser_imports():
