@@ -225,3 +225,17 @@ def test_a_program_read_from_kept_parses_never_imports_the_parser(cache):
     assert len(list(cache.glob("*.pickle"))) == 2  # the program and std/vllm
     again = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, env=env())
     assert again.stdout.split() == ["False", "False"], again.stderr
+
+
+def test_processes_writing_the_same_entries_at_once_leave_whole_ones(cache):
+    probe = ("import serq, sys\n"
+             "p = serq.load('programs/multi-turn/vllm.sq')\n"
+             "print(len(p.stages))")
+    procs = [subprocess.Popen([sys.executable, "-c", probe], cwd=ROOT, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=env()) for _ in range(4)]
+    outs = [p.communicate() for p in procs]
+    assert all(p.returncode == 0 for p in procs), [err for _out, err in outs]
+    assert len({out for out, _err in outs}) == 1
+    assert len(list(cache.glob("*.pickle"))) == 2 and not list(cache.glob("*.tmp"))
+    for path in ("programs/multi-turn/vllm.sq", str(Path(library.BUNDLED) / "vllm.sq")):
+        assert parsed.load(source_of(ROOT / path)) is not None  # each entry whole and readable
