@@ -8,9 +8,10 @@ own sources; reading it back takes about a millisecond, and a ``serq`` whose
 every file is kept never imports the parser.
 
 Never stale: an entry's name hashes the text with :func:`fingerprint` (the
-contents of every source file the syntax tree depends on: the front end,
-:mod:`serq.errors`, :mod:`serq.node`, … and the parser libraries' files by
-size and modification time, as Python's bytecode cache checks a source), and
+interpreter's version, the contents of every source file the syntax tree
+depends on: the front end, :mod:`serq.errors`, :mod:`serq.node`, … and the
+parser libraries' files by size and modification time, as Python's bytecode
+cache checks a source), and
 the entry holds both again, compared in full when read.  An entry that does
 not match, or cannot be read, is a miss: the file is parsed and the entry
 written anew.  Files with errors are not kept (their errors come from the
@@ -31,6 +32,7 @@ import hashlib
 import importlib.util
 import os
 import pickle
+import sys
 import tempfile
 from typing import Any
 
@@ -71,6 +73,7 @@ def fingerprint() -> bytes:
     global _FINGERPRINT
     if _FINGERPRINT is None:
         h = hashlib.sha256(MAGIC)
+        h.update(sys.version.encode())  # (the lexer's `re` follows the interpreter's Unicode tables)
         front = os.path.join(_ROOT, "frontend")
         names = [os.path.join(_ROOT, n) for n in OWN]
         names += sorted(os.path.join(front, n) for n in os.listdir(front) if n.endswith(".py"))

@@ -103,6 +103,14 @@ def test_editing_the_front_end_changes_the_fingerprint(tmp_path, monkeypatch):
     assert fresh() != after_grammar
 
 
+def test_another_python_has_another_fingerprint(monkeypatch):
+    monkeypatch.setattr(parsed, "_FINGERPRINT", None)
+    here = parsed.fingerprint()
+    monkeypatch.setattr(parsed, "_FINGERPRINT", None)
+    monkeypatch.setattr(sys, "version", sys.version + " (another build)")
+    assert parsed.fingerprint() != here
+
+
 def test_the_fingerprint_covers_every_module_the_parser_imports():
     probe = ("import sys, json, serq.frontend.parse\n"
              "print(json.dumps(sorted(m.__file__ for n, m in sys.modules.items() if n.split('.')[0] == 'serq')))")
