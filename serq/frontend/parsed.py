@@ -11,8 +11,8 @@ Never stale: an entry's name hashes the text with :func:`fingerprint` (the
 interpreter's version, the contents of every source file the syntax tree
 depends on: the front end, :mod:`serq.errors`, :mod:`serq.node`, … and the
 parser libraries' files by size and modification time, as Python's bytecode
-cache checks a source), and
-the entry holds both again, compared in full when read.  An entry that does
+cache checks a source), and the entry holds both again, compared in full
+when read.  An entry that does
 not match, or cannot be read, is a miss: the file is parsed and the entry
 written anew.  Files with errors are not kept (their errors come from the
 parser, every time).  Entries are written atomically (a temporary file, then
