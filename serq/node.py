@@ -21,7 +21,7 @@ from typing import Any, TypeVar, dataclass_transform
 
 T = TypeVar("T")
 
-_NAMES: dict[type, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {}
+_NAMES: dict[type, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {}
 #: the module and ``__init__`` source of every ``@node`` class made so far, in order
 #: (:func:`write_inits` writes serq's own into ``serq/_node_inits.py``)
 SOURCES: list[tuple[str, str]] = []
@@ -89,8 +89,10 @@ def node(cls: type[T]) -> type[T]:
     return made  # type: ignore[no-any-return]
 
 
-def _names(cls: type) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
-    """The fields that take part in equality, in the hash and in the repr."""
+def _names(cls: type) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """The fields that take part in equality, in the hash and in the repr, and
+    every field (a pickle's state: a kept parse, serq/frontend/parsed.py, sets
+    thousands of nodes at each start)."""
     names = _NAMES.get(cls)
     if names is None:
         fs = fields(cls)
@@ -98,18 +100,8 @@ def _names(cls: type) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]
             tuple(f.name for f in fs if f.compare),
             tuple(f.name for f in fs if (f.compare if f.hash is None else f.hash)),
             tuple(f.name for f in fs if f.repr),
+            tuple(f.name for f in fs),
         )
-    return names
-
-
-_ALL: dict[type, tuple[str, ...]] = {}
-
-
-def _all_names(cls: type) -> tuple[str, ...]:
-    """Every field's name, in order (a pickle's state)."""
-    names = _ALL.get(cls)
-    if names is None:
-        names = _ALL[cls] = tuple(f.name for f in fields(cls))
     return names
 
 
@@ -138,11 +130,10 @@ class Node:
         raise FrozenInstanceError(f"cannot delete field {name!r}")
 
     def __getstate__(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, n) for n in _all_names(self.__class__))
+        return tuple(getattr(self, n) for n in _names(self.__class__)[3])
 
     def __setstate__(self, state: tuple[Any, ...]) -> None:
-        # (a kept parse, serq/frontend/parsed.py, sets thousands at each start)
-        for name, value in zip(_all_names(self.__class__), state):
+        for name, value in zip(_names(self.__class__)[3], state):
             object.__setattr__(self, name, value)
 
 
