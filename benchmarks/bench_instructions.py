@@ -3,9 +3,10 @@
     python benchmarks/bench_instructions.py OLD NEW CASE...
 
 ``OLD`` and ``NEW`` are folders holding a checkout each (``git worktree add
-/tmp/old COMMIT``); a ``CASE`` is ``PROGRAM[@HORIZON]`` (horizon 500 by
-default, warm-up a tenth of it), the program's path relative to the
-checkouts.  Each case runs ``serq.run`` in a fresh process under valgrind's
+/tmp/old COMMIT``); a ``CASE`` is ``PROGRAM[:NAME=VALUE,...][@HORIZON]``
+(horizon 500 by default, warm-up a tenth of it; the ``NAME=VALUE`` pairs are
+``--set`` values, as ``bench_ab.py`` takes them), the program's path relative
+to the checkouts.  Each case runs ``serq.run`` in a fresh process under valgrind's
 cachegrind (``--cache-sim=no``: it only counts) twice per checkout, at the
 horizon and at a horizon of 1, and prints the difference — the instructions of
 the simulated time, start-up, imports and parsing left out — for both and their
@@ -33,7 +34,7 @@ import sys
 CODE = r'''
 import sys, serq
 prog, horizon = sys.argv[1], float(sys.argv[2])
-loaded = serq.load(prog)
+loaded = serq.load(prog, sets=[tuple(kv.split("=", 1)) for kv in sys.argv[3:]])
 serq.run(loaded, seed=1, horizon=horizon, warmup=horizon / 10)
 '''
 
@@ -48,11 +49,11 @@ def write_bytecode(where: str) -> None:
                    stdout=subprocess.DEVNULL)
 
 
-def instructions(where: str, prog: str, horizon: str) -> int:
+def instructions(where: str, prog: str, horizon: str, sets: list[str]) -> int:
     """The instructions a fresh process of checkout ``where`` executes running ``prog`` to ``horizon``
-    (call :func:`write_bytecode` on the checkout first)."""
+    with the ``NAME=VALUE`` values ``sets`` (call :func:`write_bytecode` on the checkout first)."""
     out = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
-                          sys.executable, "-c", CODE, prog, horizon], cwd=where,
+                          sys.executable, "-c", CODE, prog, horizon, *sets], cwd=where,
                          env={"PYTHONPATH": where, "PATH": "/usr/bin:/bin"}, capture_output=True, text=True)
     if out.returncode:
         sys.exit(out.stderr)
@@ -71,9 +72,11 @@ def main(argv: list[str]) -> None:
     for where in (old, new):
         write_bytecode(where)
     for case in argv[2:]:
-        prog, _, horizon = case.partition("@")
+        spec, _, horizon = case.partition("@")
         horizon = horizon or "500"
-        counts = {side: instructions(where, prog, horizon) - instructions(where, prog, "1")
+        prog, _, given = spec.partition(":")
+        sets = given.split(",") if given else []
+        counts = {side: instructions(where, prog, horizon, sets) - instructions(where, prog, "1", sets)
                   for side, where in (("old", old), ("new", new))}
         print(f"{case:40s} old {counts['old'] / 1e9:7.3f}e9  new {counts['new'] / 1e9:7.3f}e9  "
               f"new/old {counts['new'] / counts['old']:.3f}", flush=True)

@@ -330,9 +330,15 @@ class LogHistogram:
             cn = c * n
             total = fold(repeat(x, cn), total) if cn < _SHORT else fold_same(x, cn, total)
             m += c
+        self.add_summed(runs, n, lo, max([x for x, _c in runs]), m, total)
+
+    def add_summed(self, runs: list[list], n: int, lo: float, hi: float, m: int, total: float) -> None:
+        """:meth:`add_runs` with its sums made by the caller: ``m`` values in
+        ``runs`` (none empty), the smallest ``lo``, the largest ``hi``, and
+        ``total``, the total with each added ``n`` times in turn."""
         self.total = total
         self.count += n * m
-        self._fill(lambda: runs, n, lo, max([x for x, _c in runs]), m, runs[-1][0])
+        self._fill(lambda: runs, n, lo, hi, m, runs[-1][0])
 
     def _fill(self, pairs: Callable[[], Iterable[Any]], n: int, lo: float, hi: float, m: int,
               last_x: float) -> None:

@@ -159,27 +159,35 @@ class DecodeRun:
         else:
             c, n, t0, _t_last = self._segs[-1]
             before_last = t0 if n == 1 else fold_same(c, n - 1, t0)  # the end of iteration k
-        stats = engine.sim.stats_on
-        itl = engine.itl
-        for job, tokens in assign:
+        itl = engine.itl if engine.sim.stats_on else None
+        final = self.final
+        x0 = 0.0
+        same = 0  # gaps to the first end not recorded yet: `same` of them, each `x0` (as `_iter_end`)
+        for i, (job, tokens) in enumerate(assign):
             job.work = minus(job.work, tokens, k)
             s = job.session
             if s.first_tok is None:
                 s.first_tok = first
                 s.n_after += k - 1
             else:
-                if stats:
-                    itl.add(first - s.last_tok)
+                if itl is not None:  # (the jobs that had a token at the last iteration's end share one)
+                    x = first - s.last_tok
+                    if x == x0:
+                        same += 1
+                    else:
+                        if same:
+                            itl.add_repeat(x0, same)
+                        x0, same = x, 1
                 s.n_after += k
             s.last_tok = before_last
-        final = self.final
-        for i, (job, _tokens) in enumerate(assign):
             req = job.hold
             if req is not None:
                 if final is None:
                     req.pos[job.k] = plus_ones(req.pos[job.k], k)
                 else:  # the last iteration's tokens may be a fraction
                     req.pos[job.k] = plus_ones(req.pos[job.k], k - 1) + final[i]
+        if same:
+            itl.add_repeat(x0, same)  # type: ignore[union-attr]
 
     def _grow(self, engine: "StepEngine", assign: list[tuple["Job", float]], upto: int | None = None) -> None:
         """The growths of iterations 2 … m at their starts, in turn (those not
@@ -346,6 +354,8 @@ class DecodeRun:
             return
         sim = engine.sim
         stats = sim.stats_on
+        if stats and k > 1 and self.first >= sim.warmup and self._account_in_one(engine, segs, jobs, k):
+            return
         # the iterations' lengths, k of them, as [length, how many in a row]
         lengths = _length_runs(segs)
         lo: float | None = None  # the smallest of the first k − 1, when taken
@@ -372,6 +382,59 @@ class DecodeRun:
             engine.dec_cost = _fold_runs(segs, engine.dec_cost)
         engine.iterations += k
         sim.events += k
+
+    def _account_in_one(self, engine: "StepEngine", segs: list[list], jobs: int, k: int) -> bool:
+        """:meth:`_account` of the usual run (statistics on, after the warm-up,
+        more than one iteration replayed, every end in one binade) in one pass
+        over ``segs``: each segment's length (:func:`_length_runs`), its gaps,
+        spans and costs folded into their sums as the separate passes fold
+        them — each sum takes the same additions in the same order.  False,
+        with nothing changed, when some segment's iterations do not all have
+        one length (then the separate passes list them one by one)."""
+        t_first = segs[0][2]
+        if not (t_first >= _NORMAL and frexp(t_first)[1] == frexp(segs[-1][3])[1]):
+            return False
+        u = ulp(t_first)
+        itl = engine.itl
+        nf = float(jobs)
+        total = itl.total  # the gaps' sum: each job's gap at every commit but the last
+        t_only, t_dec, dec_cost = engine.t_decode_only, engine.t_decoders, engine.dec_cost
+        gaps: list[list] = []
+        lo = hi = x = 0.0
+        m = 0
+        last = len(segs) - 1
+        for j, (c, n, t0, _t1) in enumerate(segs):
+            if n > 1 and fmod(c, u) * 2.0 == u:
+                return False  # (before anything is written)
+            x = (t0 + c) - t0
+            g = n if j < last else n - 1
+            if g:
+                gn = g * jobs
+                total = fold(repeat(x, gn), total) if gn < _SHORT else fold_same(x, gn, total)
+                if m == 0:
+                    lo = hi = x
+                elif x < lo:
+                    lo = x
+                elif x > hi:
+                    hi = x
+                m += g
+                gaps.append([x, g])
+            if x > 0.0:  # a span (the run starts after the warm-up: its lengths)
+                if n < _SHORT:
+                    t_only = fold(repeat(x, n), t_only)
+                    t_dec = fold(repeat(nf * x, n), t_dec)
+                else:
+                    t_only = fold_same(x, n, t_only)
+                    t_dec = fold_same(nf * x, n, t_dec)
+            dec_cost = fold(repeat(c, n), dec_cost) if n < _SHORT else fold_same(c, n, dec_cost)
+        itl.add_summed(gaps, jobs, lo, hi, m, total)
+        engine.t_decode_only, engine.t_decoders, engine.dec_cost = t_only, t_dec, dec_cost
+        engine.dec_iters += k
+        d = engine.dec_sum  # whole numbers: one addition is exact below 2**53
+        engine.dec_sum = d + k * nf if d.is_integer() and d + k * nf < 2.0 ** 52 else reduce(add, repeat(nf, k), d)
+        engine.iterations += k
+        engine.sim.events += k
+        return True
 
     def _spans(self, sim: Any, lengths: list[list], lo: float | None, k: int) -> list[list]:
         """The spans the step statistics add for iterations 2 … m, as runs

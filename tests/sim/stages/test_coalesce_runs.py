@@ -7,11 +7,15 @@ from __future__ import annotations
 import math
 import random
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 import serq
 from serq.sim.stages import StepEngine
+
+if TYPE_CHECKING:
+    from serq.sim.stages.decode_run import DecodeRun
 
 ROOT = Path(__file__).resolve().parents[3]
 VLLM = ROOT / "programs/multi-turn/vllm.sq"
@@ -346,6 +350,73 @@ def test_a_runs_lengths_are_the_differences_of_its_ends(seed: int) -> None:
     ends = run.end_list()
     lengths = [x for x, c in _length_runs(run.segs) for _ in range(c)]
     assert lengths == [b - a for a, b in zip(ends, ends[1:])]
+
+
+def _accounted(run: "DecodeRun", jobs: int, seed: int, warmup: float, one_pass: bool) -> tuple:
+    """The state a replay's `_account` leaves on a stand-in engine (its sums and
+    gap histogram started from values of ``seed``), in one pass or not."""
+    from types import SimpleNamespace
+
+    from serq.sim.stages.decode_run import DecodeRun
+    from serq.sim.stats import LogHistogram
+
+    rng = random.Random(seed)
+    itl = LogHistogram()
+    for _ in range(rng.randint(0, 5)):
+        itl.add(rng.uniform(1e-3, 1e-2))
+    sim = SimpleNamespace(stats_on=True, warmup=warmup, events=0, horizon=math.inf)
+    engine = SimpleNamespace(sim=sim, itl=itl, t_decode_only=rng.uniform(0.0, 50.0),
+                             t_decoders=rng.uniform(0.0, 500.0), dec_cost=rng.uniform(0.0, 50.0),
+                             dec_iters=rng.randint(0, 99), dec_sum=float(rng.randint(0, 999)), iterations=0)
+    k = run.length - 1
+    if one_pass:
+        run._account(engine, jobs, k)
+    else:
+        original = DecodeRun._account_in_one
+        DecodeRun._account_in_one = lambda *_a: False  # type: ignore[method-assign]
+        try:
+            run._account(engine, jobs, k)
+        finally:
+            DecodeRun._account_in_one = original  # type: ignore[method-assign]
+    hist = (itl.count, itl.total, sorted(itl._buckets.items()))
+    return (hist, engine.t_decode_only, engine.t_decoders, engine.dec_cost, engine.dec_iters, engine.dec_sum,
+            engine.iterations, sim.events)
+
+
+def test_a_runs_statistics_in_one_pass_are_those_of_the_separate_passes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`DecodeRun._account_in_one` (a replay's gaps, spans and costs folded in
+    one pass over the segments) leaves every sum, count and bucket as the
+    separate passes do, to the bit: runs of one or many jobs, segments short
+    and long (past `_SHORT`, folded at once), lengths of zero (costs far
+    below the clock's ulp), ends that cross binades and costs halfway between
+    two ulps (it declines those), warm-ups before and inside the run."""
+    from serq.sim.stages.decode_run import DecodeRun
+
+    one_pass = DecodeRun._account_in_one
+    taken: list[bool] = []
+
+    def counted(*args: object) -> bool:
+        taken.append(one_pass(*args))  # type: ignore[arg-type]
+        return taken[-1]
+
+    monkeypatch.setattr(DecodeRun, "_account_in_one", counted)
+    for seed in range(300):
+        rng = random.Random(seed)
+        first = rng.choice([rng.uniform(1.0, 3.0), rng.uniform(1000.0, 1100.0), 2.0 ** rng.randint(-3, 12) - 1e-3,
+                            1024.0 + 3 * 2.0 ** -42])
+        costs = [rng.uniform(1e-5, 1e-3), 2.0 ** -12, 0.1, 1e-4 * rng.randint(1, 9), 1e-17,
+                 2.0 ** -42 * rng.randint(1, 3) + 2.0 ** -43]
+        near = rng.random() < 0.5  # costs close together: the lengths share a bucket, its least and greatest
+        pieces = [(rng.uniform(2e-4, 2.02e-4) if near else rng.choice(costs),
+                   rng.choice([1, 2, rng.randint(1, 30), rng.randint(40, 200)])) for _ in range(rng.randint(1, 12))]
+        run = _planned(first, pieces)
+        if run.length < 3:
+            continue
+        jobs = rng.choice([1, 2, 3, 15])
+        warmup = rng.choice([0.0, 0.0, first, first + 1e-3])
+        one = _accounted(run, jobs, seed, warmup, one_pass=True)
+        assert one == _accounted(run, jobs, seed, warmup, one_pass=False), seed
+    assert taken.count(True) > 50 and taken.count(False) > 10, taken.count(False)  # (both ways, many times)
 
 
 @pytest.mark.parametrize("seed", range(6))
