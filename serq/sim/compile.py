@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from simpy.exceptions import Interrupt
 
-from .. import ir
+from .. import expr, ir
 from ..errors import SerqError, SerqRuntimeError, Site
 from ..expr import Frame, code_of, compile_expr, source
 from .pool import REJECTED, HoldSpec
@@ -188,9 +188,30 @@ class Compiler:
             if j - i >= 2:
                 self._observes(block[i:j], depth)  # type: ignore[arg-type]
                 i = j
+            elif i + 1 < len(block) and _chainable(block[i], block[i + 1]):
+                self._prefill_then_decode(block[i], block[i + 1], depth)  # type: ignore[arg-type]
+                i += 2
             else:
                 self._stmt(block[i], depth)
                 i += 1
+
+    def _prefill_then_decode(self, pre: ir.Run, dec: ir.Run, d: int) -> None:
+        """A prefill and the decode right after it on the same step stage
+        (:func:`_chainable`): the decode's tokens read before the prefill (they
+        read nothing that changes while it runs), and the engine submits the
+        decode itself at the prefill's end (``StepEngine.submit_then``), so the
+        session wakes once; when it did not (``s.chained`` false), the session
+        submits it as the statement alone would."""
+        stage = self._stagex(pre.stage)
+        growing = self._poolx(pre.growing) if pre.growing is not None else "None"
+        emit = self._emit
+        emit(d, f"_then = {self._x(dec.work)}")
+        emit(d, f"yield {stage}.submit_then(s, {self._x(pre.work)}, 'prefill', {growing}, "
+                f"{self._label(pre.label)}, _then)")
+        self._woke(d)
+        emit(d, "if not s.chained:")
+        emit(d + 1, f"yield {stage}.submit(s, _then, 'decode', {growing}, {self._label(dec.label)})")
+        self._woke(d + 1)
 
     def _observes(self, obs: list[ir.Observe], d: int) -> None:
         """Consecutive ``observe``s: their values in order, then one test of
@@ -352,3 +373,29 @@ class Compiler:
         index = self.fn(ref.index)
         table = Members(members, f"{self.sim.program.pools[ref.pool].name}[…]")
         return lambda s: table[index(s)]
+
+
+#: What the decode of a chained pair may read (:func:`_chainable`): numbers, the session's
+#: attributes and pure arithmetic on them — nothing that moves while the session waits.
+_STILL = (ir.Num, ir.Attr, ir.Unary, ir.Binary, ir.Cond)
+_STILL_CALLS = frozenset(("min", "max", "abs", "floor", "ceil", "sum"))
+
+
+def _chainable(a: ir.Stmt, b: ir.Stmt) -> bool:
+    """Whether ``a`` is a prefill and ``b`` the decode after it that the
+    engine may submit itself (``StepEngine.submit_then``): one step stage and
+    one pool grown, neither picked by an expression (it would be evaluated
+    once, not twice), and the decode's tokens read only numbers and the
+    session's attributes, which nothing changes while the session waits for
+    its prefill (a preemption throws it out of the wait, and the prefill's
+    decode is not submitted)."""
+    if not (isinstance(a, ir.Run) and isinstance(b, ir.Run) and a.mode == "prefill" and b.mode == "decode"):
+        return False
+    if a.also or b.also or a.stage != b.stage or a.stage.index is not None or a.growing != b.growing:
+        return False
+    if a.growing is not None and a.growing.index is not None:
+        return False
+    for x in expr.walk(b.work):
+        if not isinstance(x, _STILL) and not (isinstance(x, ir.Call) and x.fn in _STILL_CALLS):
+            return False
+    return True

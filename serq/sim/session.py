@@ -66,7 +66,7 @@ class Session:
         "sim", "serial", "a", "_srng", "_wrng", "proc", "holds", "job", "queued_at", "ending", "ended",
         "adm_seq", "preempt_pos", "stuck", "requeued", "turns", "trace", "trace_pos",
         "sent", "first_tok", "last_tok", "n_after", "stall", "resumed", "woke_at", "woke_n", "rkey",
-        "up", "handle", "n_kids", "waits", "task", "leases", "tok_stage", "candidates",
+        "up", "handle", "n_kids", "waits", "task", "leases", "tok_stage", "candidates", "chained",
     )
 
     def __init__(self, sim: "Simulator", serial: int, keys: tuple[int, int, int] | None = None) -> None:
@@ -109,6 +109,8 @@ class Session:
         self.woke_at = -1.0  # the instant of its latest wake-ups, and how many there were
         self.woke_n = 0
         self.candidates = 0  # the last `choose`'s: the loop guard counts them
+        #: the engine submitted the decode after a prefill itself (StepEngine.submit_then)
+        self.chained = False
         self.leases: list[HoldRequest] | None = None  # its leased allocations, oldest first
         self.tok_stage: Any = None  # the engine whose prefill gave the turn's first token
 

@@ -27,7 +27,7 @@ class Job:
 
     __slots__ = (
         "session", "work", "size", "prefill", "hold", "k", "enqueued", "started", "ev", "done", "seq",
-        "first", "timer",
+        "first", "timer", "then",
     )
 
     def __init__(self, session: "Session", work: float, ev: Event | None, now: float) -> None:
@@ -44,6 +44,9 @@ class Job:
         self.seq = 0
         self.first = True  # a prefill's end is the turn's first token (§4.8)
         self.timer: Any = None
+        #: a prefill's decode, when the engine submits it itself at the prefill's end: its work
+        #: (:meth:`StepEngine.submit_then`), else None
+        self.then: float | None = None
 
 
     @property

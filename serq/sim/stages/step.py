@@ -174,6 +174,9 @@ class StepEngine(Stage):
         # notifications: called only when overridden (the default engine pays nothing)
         self._on_finish = self.on_finish if "on_finish" in over else None
         self._on_remove = self.on_remove if "on_remove" in over else None
+        #: whether a prefill's decode may be submitted by the engine (`submit_then`): no hook and
+        #: none of the methods that take a job in or out replaced
+        self._chains = not over and all(getattr(cls, m) is getattr(StepEngine, m) for m in _CHAIN_METHODS)
 
     # -- probes ---------------------------------------------------------------------------
 
@@ -227,14 +230,45 @@ class StepEngine(Stage):
             lazy.cut(self)
         job = Job(s, work, Event(self.env), self.env.now)
         job.prefill = mode == "prefill"
-        sim = self.sim
-        sim.stirred.add(self.settle_no)  # it may start at the next settle
-        sim.stirs += 1
         if growing is not None:
             found = s.innermost(growing)
             if found is None:
                 raise SerqRuntimeError(f"{label}: `growing {growing.label}` outside a hold of `{growing.label}`")
             job.hold, job.k = found
+        return self._enter(job)
+
+    def submit_then(self, s: "Session", work: float, mode: str, growing: Any, label: str, then: float) -> Event:
+        """:meth:`submit` of a prefill whose session goes on, at its end, to
+        submit a decode of ``then`` tokens to this stage, growing the same
+        pool, and does nothing else between (the compiler's pairs: ``then`` reads
+        nothing that may change meanwhile).  When the prefill ends and ``then``
+        is a positive number of tokens, the engine submits the decode itself,
+        with the event the session waits on, and sets ``s.chained``: the
+        session wakes once, at the decode's end.  Else it wakes at the
+        prefill's end and submits the decode as usual (a decode of 0 tokens,
+        or an amount that is an error, is then the usual one)."""
+        s.chained = False
+        ev = self.submit(s, work, mode, growing, label)
+        if work != 0.0 and self._chains:
+            s.job[1].then = then  # type: ignore[index]
+        return ev
+
+    def _chain(self, prefill: Job, work: float) -> None:
+        """The decode of ``work`` tokens that follows ``prefill`` (just ended,
+        its session not woken): submitted now, as the session would, with the
+        session's event and the prefill's hold."""
+        s = prefill.session
+        job = Job(s, work, prefill.ev, self.env.now)
+        job.hold, job.k = prefill.hold, prefill.k
+        s.chained = True
+        self._enter(job)
+
+    def _enter(self, job: Job) -> Event:
+        """A submitted job joins the residents; the event its session waits on."""
+        s = job.session
+        sim = self.sim
+        sim.stirred.add(self.settle_no)  # it may start at the next settle
+        sim.stirs += 1
         # residents stay in the order of their sessions' admissions (vLLM's `running`)
         key = s.adm_seq
         res = self.residents
@@ -762,12 +796,21 @@ class StepEngine(Stage):
             if job.prefill:
                 s.prefill_done(now, self)
             s.job = None
+            then = job.then
+            if then is not None and 0.0 < then < math.inf:  # (`submit_then`) its decode, submitted here
+                self._chain(job, then)
+                continue
             self.wake(job)
 
     def gap(self, x: float) -> None:
         """An inter-token gap ending on this stage (§4.8)."""
         if self.sim.stats_on:
             self.itl.add(x)
+
+
+#: The methods through which a job comes and goes: an engine class that replaces one does not
+#: submit a prefill's decode itself (`StepEngine.submit_then`).
+_CHAIN_METHODS = ("submit", "_enter", "finished", "wake", "count", "remove", "_iter_end")
 
 
 def _steady(e: ir.Expr) -> bool:
