@@ -1,6 +1,8 @@
 """The per-turn shortcuts (issue 42, item 4) give the numbers of the code they
 replace: a ``turn`` block reads the workload stream once into a local, and
-its draws are still the (serial, turn, WORKLOAD) stream's, in statement order."""
+its draws are still the (serial, turn, WORKLOAD) stream's, in statement order;
+a prefill and the decode after it are one submission when nothing the decode's
+tokens read can change meanwhile, and the report is the two statements'."""
 
 from __future__ import annotations
 
