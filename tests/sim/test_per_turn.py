@@ -6,6 +6,8 @@ tokens read can change meanwhile, and the report is the two statements'."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 import serq
@@ -49,7 +51,7 @@ def test_a_turns_draws_are_its_workload_streams_in_order() -> None:
 
 # -- a prefill and its decode, one submission (StepEngine.submit_then) -------------------------
 
-VLLM = "programs/multi-turn/vllm.sq"
+VLLM = str(Path(__file__).resolve().parents[2] / "programs/multi-turn/vllm.sq")
 
 #: one engine, a prefill then a decode growing one pool; DECODE is the decode's tokens
 CHAIN = """
