@@ -10,6 +10,7 @@ without coalesced decode runs on the bundled multi-turn agent; ``sjf`` is
 from __future__ import annotations
 
 import csv
+import functools
 import subprocess
 import sys
 from pathlib import Path
@@ -252,22 +253,22 @@ def test_none_admits_nothing_this_iteration(tmp_path: Path) -> None:
 BUNDLED = ["fcfs", "sjf", "lpm", "fair", "priority:n", "slo"]
 
 
-@pytest.fixture(scope="module")
-def vllm_reports() -> dict[tuple[str, str, int], tuple[str, str, int]]:
-    """(policy, Lambda, seed) → (coalesced report, plain report, coalesced share in ‰)."""
+@functools.lru_cache(maxsize=None)
+def _policy_reports(name: str) -> dict[tuple[str, int], tuple[str, str, int]]:
+    """(Lambda, seed) → (coalesced report, plain report, coalesced share in ‰) of one policy,
+    made once a process (one policy's at a time: the test workers share them out)."""
     out = {}
+    cls = resolve(name)
+    counted = _counting(cls)
+    plain = type("Plain", (cls,), {"coalesce": False})
     for lam in ("0.4", "0.6"):
         program = serq.load(VLLM, sets={"Lambda": lam})
-        for name in BUNDLED:
-            cls = resolve(name)
-            counted = _counting(cls)
-            plain = type("Plain", (cls,), {"coalesce": False})
-            for seed in (1, 2):
-                counted.coalesced = 0
-                fast = serq.run(program, seed=seed, horizon=400, warmup=40, engines={"engine": counted})
-                slow = serq.run(program, seed=seed, horizon=400, warmup=40, engines={"engine": plain})
-                share = 1000 * counted.coalesced // fast.stage("engine").iterations
-                out[(name, lam, seed)] = (fast.to_json(), slow.to_json(), share)
+        for seed in (1, 2):
+            counted.coalesced = 0
+            fast = serq.run(program, seed=seed, horizon=300, warmup=30, engines={"engine": counted})
+            slow = serq.run(program, seed=seed, horizon=300, warmup=30, engines={"engine": plain})
+            share = 1000 * counted.coalesced // fast.stage("engine").iterations
+            out[(lam, seed)] = (fast.to_json(), slow.to_json(), share)
     return out
 
 
@@ -281,21 +282,21 @@ def _counting(cls: type) -> Any:
 
 
 @pytest.mark.parametrize("name", BUNDLED)
-def test_each_policy_reports_the_same_coalesced_and_plain(name: str, vllm_reports: dict) -> None:
+def test_each_policy_reports_the_same_coalesced_and_plain(name: str) -> None:
     for lam in ("0.4", "0.6"):
         for seed in (1, 2):
-            fast, slow, _share = vllm_reports[(name, lam, seed)]
+            fast, slow, _share = _policy_reports(name)[(lam, seed)]
             assert fast == slow, (name, lam, seed)
 
 
 @pytest.mark.parametrize("name", BUNDLED[1:])
-def test_each_policy_keeps_coalesced_runs_and_chooses_differently(name: str, vllm_reports: dict) -> None:
+def test_each_policy_keeps_coalesced_runs_and_chooses_differently(name: str) -> None:
+    mine, default = _policy_reports(name), _policy_reports("fcfs")
     for lam in ("0.4", "0.6"):
         for seed in (1, 2):
-            share = vllm_reports[(name, lam, seed)][2]
-            default = vllm_reports[("fcfs", lam, seed)][2]
-            assert share >= default - 20, (name, lam, seed, share, default)  # within 2 % of the default's
-    assert vllm_reports[(name, "0.6", 1)][0] != vllm_reports[("fcfs", "0.6", 1)][0]
+            share = mine[(lam, seed)][2]
+            assert share >= default[(lam, seed)][2] - 20, (name, lam, seed, share)  # within 2 % of the default's
+    assert mine[("0.6", 1)][0] != default[("0.6", 1)][0]
 
 
 def test_a_custom_admit_next_keeps_coalesced_runs_while_nothing_fits() -> None:
