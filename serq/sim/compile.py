@@ -376,26 +376,23 @@ class Compiler:
 
 
 #: What the decode of a chained pair may read (:func:`_chainable`): numbers, the session's
-#: attributes and pure arithmetic on them — nothing that moves while the session waits.
-_STILL = (ir.Num, ir.Attr, ir.Unary, ir.Binary, ir.Cond)
-_STILL_CALLS = frozenset(("min", "max", "abs", "floor", "ceil", "sum"))
+#: attributes and pure functions of them (each total: none raises) — nothing that moves while
+#: the session waits.
+_STILL = (ir.Num, ir.Attr, ir.Unary, ir.Binary, ir.Cond, ir.Call)
 
 
 def _chainable(a: ir.Stmt, b: ir.Stmt) -> bool:
     """Whether ``a`` is a prefill and ``b`` the decode after it that the
     engine may submit itself (``StepEngine.submit_then``): one step stage and
     one pool grown, neither picked by an expression (it would be evaluated
-    once, not twice), and the decode's tokens read only numbers and the
-    session's attributes, which nothing changes while the session waits for
-    its prefill (a preemption throws it out of the wait, and the prefill's
-    decode is not submitted)."""
+    once, not twice), and the decode's tokens read only numbers, the
+    session's attributes and pure functions of them; nothing changes those
+    while the session waits for its prefill (a preemption throws it out of
+    the wait, and the prefill's decode is not submitted)."""
     if not (isinstance(a, ir.Run) and isinstance(b, ir.Run) and a.mode == "prefill" and b.mode == "decode"):
         return False
     if a.also or b.also or a.stage != b.stage or a.stage.index is not None or a.growing != b.growing:
         return False
     if a.growing is not None and a.growing.index is not None:
         return False
-    for x in expr.walk(b.work):
-        if not isinstance(x, _STILL) and not (isinstance(x, ir.Call) and x.fn in _STILL_CALLS):
-            return False
-    return True
+    return all(isinstance(x, _STILL) for x in expr.walk(b.work))

@@ -93,7 +93,8 @@ def test_a_decode_that_reads_what_moves_while_the_prefill_runs_is_submitted_by_t
     for decode in ("o + ~exp(5)", "o + now", "o + used(kv)", "o + queue(engine)"):
         body = _body(serq.load(_chain_program(decode)))
         assert "submit_then" not in body, decode
-    assert "submit_then" in _body(serq.load(_chain_program("max(0, floor(o) - 1)")))
+    for decode in ("max(0, floor(o) - 1)", "ln(exp(o / 100)) * pow(o, 1) / sqrt(o * o) * 100"):
+        assert "submit_then" in _body(serq.load(_chain_program(decode))), decode
 
 
 def _counted_chains(monkeypatch, program: serq.Program, **kw):  # type: ignore[no-untyped-def]

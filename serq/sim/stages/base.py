@@ -44,8 +44,8 @@ class Job:
         self.seq = 0
         self.first = True  # a prefill's end is the turn's first token (§4.8)
         self.timer: Any = None
-        #: a prefill's decode, when the engine submits it itself at the prefill's end: its work
-        #: (:meth:`StepEngine.submit_then`), else None
+        #: a prefill's decode, when the engine submits it itself at the prefill's end: its work,
+        #: a positive number of tokens (:meth:`StepEngine.submit_then`), else None
         self.then: float | None = None
 
 

@@ -354,8 +354,21 @@ class DecodeRun:
             return
         sim = engine.sim
         stats = sim.stats_on
-        if stats and k > 1 and self.first >= sim.warmup and self._account_in_one(engine, segs, jobs, k):
-            return
+        if not (stats and k > 1 and self.first >= sim.warmup and self._sums_in_one(engine, segs, jobs)):
+            self._sums_by_passes(engine, segs, jobs, k)
+        if stats:
+            engine.dec_iters += k
+            nf = float(jobs)
+            d = engine.dec_sum  # whole numbers: one addition is exact below 2**53
+            engine.dec_sum = d + k * nf if d.is_integer() and d + k * nf < 2.0 ** 52 else reduce(add, repeat(nf, k), d)
+        engine.iterations += k
+        sim.events += k
+
+    def _sums_by_passes(self, engine: "StepEngine", segs: list[list], jobs: int, k: int) -> None:
+        """The sums :meth:`_account` adds (the gaps, the spans, the costs), a
+        pass over the lengths for each."""
+        sim = engine.sim
+        stats = sim.stats_on
         # the iterations' lengths, k of them, as [length, how many in a row]
         lengths = _length_runs(segs)
         lo: float | None = None  # the smallest of the first k − 1, when taken
@@ -376,21 +389,15 @@ class DecodeRun:
                 engine.t_decode_only = _fold_runs(spans, engine.t_decode_only)
                 engine.t_decoders = _fold_runs([[nf * x, c] for x, c in spans], engine.t_decoders)
         if stats:
-            engine.dec_iters += k
-            d = engine.dec_sum  # whole numbers: one addition is exact below 2**53
-            engine.dec_sum = d + k * nf if d.is_integer() and d + k * nf < 2.0 ** 52 else reduce(add, repeat(nf, k), d)
             engine.dec_cost = _fold_runs(segs, engine.dec_cost)
-        engine.iterations += k
-        sim.events += k
 
-    def _account_in_one(self, engine: "StepEngine", segs: list[list], jobs: int, k: int) -> bool:
-        """:meth:`_account` of the usual run (statistics on, after the warm-up,
-        more than one iteration replayed, every end in one binade) in one pass
-        over ``segs``: each segment's length (:func:`_length_runs`), its gaps,
-        spans and costs folded into their sums as the separate passes fold
-        them — each sum takes the same additions in the same order.  False,
-        with nothing changed, when some segment's iterations do not all have
-        one length (then the separate passes list them one by one)."""
+    def _sums_in_one(self, engine: "StepEngine", segs: list[list], jobs: int) -> bool:
+        """:meth:`_sums_by_passes` for the usual run (statistics on, after the
+        warm-up, more than one iteration replayed, every end in one binade) in
+        one pass over ``segs``: each segment's length (:func:`_length_runs`),
+        its gaps, spans and cost folded into their sums — each sum takes the
+        same additions in the same order.  False, with nothing changed, when
+        some segment's iterations do not all have one length."""
         t_first = segs[0][2]
         if not (t_first >= _NORMAL and frexp(t_first)[1] == frexp(segs[-1][3])[1]):
             return False
@@ -400,7 +407,7 @@ class DecodeRun:
         total = itl.total  # the gaps' sum: each job's gap at every commit but the last
         t_only, t_dec, dec_cost = engine.t_decode_only, engine.t_decoders, engine.dec_cost
         gaps: list[list] = []
-        lo = hi = x = 0.0
+        lo = hi = 0.0
         m = 0
         last = len(segs) - 1
         for j, (c, n, t0, _t1) in enumerate(segs):
@@ -429,11 +436,6 @@ class DecodeRun:
             dec_cost = fold(repeat(c, n), dec_cost) if n < _SHORT else fold_same(c, n, dec_cost)
         itl.add_summed(gaps, jobs, lo, hi, m, total)
         engine.t_decode_only, engine.t_decoders, engine.dec_cost = t_only, t_dec, dec_cost
-        engine.dec_iters += k
-        d = engine.dec_sum  # whole numbers: one addition is exact below 2**53
-        engine.dec_sum = d + k * nf if d.is_integer() and d + k * nf < 2.0 ** 52 else reduce(add, repeat(nf, k), d)
-        engine.iterations += k
-        engine.sim.events += k
         return True
 
     def _spans(self, sim: Any, lengths: list[list], lo: float | None, k: int) -> list[list]:

@@ -249,7 +249,7 @@ class StepEngine(Stage):
         or an amount that is an error, is then the usual one)."""
         s.chained = False
         ev = self.submit(s, work, mode, growing, label)
-        if work != 0.0 and self._chains:
+        if work != 0.0 and self._chains and 0.0 < then < math.inf:
             s.job[1].then = then  # type: ignore[index]
         return ev
 
@@ -796,9 +796,8 @@ class StepEngine(Stage):
             if job.prefill:
                 s.prefill_done(now, self)
             s.job = None
-            then = job.then
-            if then is not None and 0.0 < then < math.inf:  # (`submit_then`) its decode, submitted here
-                self._chain(job, then)
+            if job.then is not None:  # (`submit_then`) its decode, submitted here
+                self._chain(job, job.then)
                 continue
             self.wake(job)
 

@@ -372,19 +372,19 @@ def _accounted(run: "DecodeRun", jobs: int, seed: int, warmup: float, one_pass: 
     if one_pass:
         run._account(engine, jobs, k)
     else:
-        original = DecodeRun._account_in_one
-        DecodeRun._account_in_one = lambda *_a: False  # type: ignore[method-assign]
+        original = DecodeRun._sums_in_one
+        DecodeRun._sums_in_one = lambda *_a: False  # type: ignore[method-assign]
         try:
             run._account(engine, jobs, k)
         finally:
-            DecodeRun._account_in_one = original  # type: ignore[method-assign]
+            DecodeRun._sums_in_one = original  # type: ignore[method-assign]
     hist = (itl.count, itl.total, sorted(itl._buckets.items()))
     return (hist, engine.t_decode_only, engine.t_decoders, engine.dec_cost, engine.dec_iters, engine.dec_sum,
             engine.iterations, sim.events)
 
 
 def test_a_runs_statistics_in_one_pass_are_those_of_the_separate_passes(monkeypatch: pytest.MonkeyPatch) -> None:
-    """`DecodeRun._account_in_one` (a replay's gaps, spans and costs folded in
+    """`DecodeRun._sums_in_one` (a replay's gaps, spans and costs folded in
     one pass over the segments) leaves every sum, count and bucket as the
     separate passes do, to the bit: runs of one or many jobs, segments short
     and long (past `_SHORT`, folded at once), lengths of zero (costs far
@@ -392,14 +392,14 @@ def test_a_runs_statistics_in_one_pass_are_those_of_the_separate_passes(monkeypa
     two ulps (it declines those), warm-ups before and inside the run."""
     from serq.sim.stages.decode_run import DecodeRun
 
-    one_pass = DecodeRun._account_in_one
+    one_pass = DecodeRun._sums_in_one
     taken: list[bool] = []
 
     def counted(*args: object) -> bool:
         taken.append(one_pass(*args))  # type: ignore[arg-type]
         return taken[-1]
 
-    monkeypatch.setattr(DecodeRun, "_account_in_one", counted)
+    monkeypatch.setattr(DecodeRun, "_sums_in_one", counted)
     for seed in range(300):
         rng = random.Random(seed)
         first = rng.choice([rng.uniform(1.0, 3.0), rng.uniform(1000.0, 1100.0), 2.0 ** rng.randint(-3, 12) - 1e-3,
