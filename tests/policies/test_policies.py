@@ -251,6 +251,8 @@ def test_none_admits_nothing_this_iteration(tmp_path: Path) -> None:
 # -- coalesced runs ----------------------------------------------------------------------------
 
 BUNDLED = ["fcfs", "sjf", "lpm", "fair", "priority:n", "slo"]
+#: (Lambda, seed) of the runs each policy makes coalesced and plain: a light load and a loaded one
+CASES = (("0.4", 2), ("0.6", 1))
 
 
 @functools.lru_cache(maxsize=None)
@@ -261,14 +263,13 @@ def _policy_reports(name: str) -> dict[tuple[str, int], tuple[str, str, int]]:
     cls = resolve(name)
     counted = _counting(cls)
     plain = type("Plain", (cls,), {"coalesce": False})
-    for lam in ("0.4", "0.6"):
+    for lam, seed in CASES:
         program = serq.load(VLLM, sets={"Lambda": lam})
-        for seed in (1, 2):
-            counted.coalesced = 0
-            fast = serq.run(program, seed=seed, horizon=300, warmup=30, engines={"engine": counted})
-            slow = serq.run(program, seed=seed, horizon=300, warmup=30, engines={"engine": plain})
-            share = 1000 * counted.coalesced // fast.stage("engine").iterations
-            out[(lam, seed)] = (fast.to_json(), slow.to_json(), share)
+        counted.coalesced = 0
+        fast = serq.run(program, seed=seed, horizon=300, warmup=30, engines={"engine": counted})
+        slow = serq.run(program, seed=seed, horizon=300, warmup=30, engines={"engine": plain})
+        share = 1000 * counted.coalesced // fast.stage("engine").iterations
+        out[(lam, seed)] = (fast.to_json(), slow.to_json(), share)
     return out
 
 
@@ -283,19 +284,17 @@ def _counting(cls: type) -> Any:
 
 @pytest.mark.parametrize("name", BUNDLED)
 def test_each_policy_reports_the_same_coalesced_and_plain(name: str) -> None:
-    for lam in ("0.4", "0.6"):
-        for seed in (1, 2):
-            fast, slow, _share = _policy_reports(name)[(lam, seed)]
-            assert fast == slow, (name, lam, seed)
+    for case in CASES:
+        fast, slow, _share = _policy_reports(name)[case]
+        assert fast == slow, (name, case)
 
 
 @pytest.mark.parametrize("name", BUNDLED[1:])
 def test_each_policy_keeps_coalesced_runs_and_chooses_differently(name: str) -> None:
     mine, default = _policy_reports(name), _policy_reports("fcfs")
-    for lam in ("0.4", "0.6"):
-        for seed in (1, 2):
-            share = mine[(lam, seed)][2]
-            assert share >= default[(lam, seed)][2] - 20, (name, lam, seed, share)  # within 2 % of the default's
+    for case in CASES:
+        share = mine[case][2]
+        assert share >= default[case][2] - 20, (name, case, share)  # within 2 % of the default's
     assert mine[("0.6", 1)][0] != default[("0.6", 1)][0]
 
 

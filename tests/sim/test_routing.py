@@ -7,6 +7,7 @@ as their definitions say."""
 
 from __future__ import annotations
 
+import functools
 import math
 from pathlib import Path
 
@@ -39,10 +40,10 @@ run {{ horizon 40000; warmup 1000; seed 7; }}
 """
 
 
-def replicas(tmp_path: Path, **sets: float) -> serq.Report:
-    path = tmp_path / "replicas.sq"
-    path.write_text(REPLICAS.format(lib=ROOT / "lib" / "routers.sq"))
-    return serq.run(serq.load(path, sets=[(k, str(v)) for k, v in sets.items()]))
+@functools.lru_cache(maxsize=None)
+def replicas(router: int) -> serq.Report:
+    """The four replicas behind router ``router`` (96 000 requests): run once a test process."""
+    return serq.run(serq.load(REPLICAS.format(lib=ROOT / "lib" / "routers.sq"), sets=[("router", str(router))]))
 
 
 def erlang_c_response(lam: float, mu: float, c: int) -> float:
@@ -54,8 +55,8 @@ def erlang_c_response(lam: float, mu: float, c: int) -> float:
     return p_wait / (c * mu - lam) + 1 / mu
 
 
-def test_a_random_router_makes_four_mm1_queues(tmp_path: Path) -> None:
-    r = replicas(tmp_path, router=0)
+def test_a_random_router_makes_four_mm1_queues() -> None:
+    r = replicas(0)
     want = 1.0 / (1.0 - 2.4 / 4)  # each replica: Poisson 0.6 a second, M/M/1 at rho 0.6
     resp = r.observe("response")
     assert abs(resp.mean - want) <= resp.ci, (resp.mean, resp.ci, want)
@@ -65,19 +66,19 @@ def test_a_random_router_makes_four_mm1_queues(tmp_path: Path) -> None:
     assert r.observe("at").mean == pytest.approx(1.5, abs=0.03)  # uniform over 0 … 3
 
 
-def test_join_the_shortest_queue_beats_random_but_not_one_queue(tmp_path: Path) -> None:
-    random = replicas(tmp_path, router=0).observe("response")
-    jsq = replicas(tmp_path, router=2).observe("response")
+def test_join_the_shortest_queue_beats_random_but_not_one_queue() -> None:
+    random = replicas(0).observe("response")
+    jsq = replicas(2).observe("response")
     bound = erlang_c_response(2.4, 1.0, 4)  # 1.0748: one queue feeding four servers
     assert jsq.mean + jsq.ci < random.mean - random.ci
     assert jsq.mean - jsq.ci > bound
     assert jsq.mean < 1.25 * bound  # and close to it at this load
 
 
-def test_least_kv_and_power_of_two_sit_between(tmp_path: Path) -> None:
-    random = replicas(tmp_path, router=0).observe("response").mean
-    jsq = replicas(tmp_path, router=2).observe("response").mean
-    p2c = replicas(tmp_path, router=4).observe("response").mean
+def test_least_kv_and_power_of_two_sit_between() -> None:
+    random = replicas(0).observe("response").mean
+    jsq = replicas(2).observe("response").mean
+    p2c = replicas(4).observe("response").mean
     assert jsq < p2c < random
 
 
