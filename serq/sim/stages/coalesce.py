@@ -377,8 +377,9 @@ class RunPlanner:
                 m += 1
                 continue
             break
-        for n, i in enumerate(idx):  # the positions before the next iteration, as `_plan_each` leaves them
-            pos[i] = plus_ones(p0[n], m - 1)
+        if m == cap:  # the positions before the next iteration, as `_plan_each` leaves them (only
+            for n, i in enumerate(idx):  # `_finishing` reads them, and only after a run of `cap`)
+                pos[i] = plus_ones(p0[n], m - 1)
         run.length, run.end = m, t
         return cur
 
