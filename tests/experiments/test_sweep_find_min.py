@@ -32,7 +32,7 @@ session {{
   observe response = now - t0;
   end;
 }}
-run {{ horizon 8000; warmup 200; seed 1; }}
+run {{ horizon 4000; warmup 200; seed 1; }}
 """
 
 
@@ -51,8 +51,8 @@ def test_find_min_finds_the_fewest_replicas(replicas: str) -> None:
     steps = err.splitlines()
     assert all("bracket [" in line for line in steps)
     assert steps[0] == ("N = 1 fails the SLOs; bracket [1, 16] (not settled on seed 1, 2: its backlog grew all "
-                        "through the run, an overload or a queue still filling: a horizon of 32000 would tell)")
-    # (load 3 on one server: an overload; the run is 8000 s, four times that tells)
+                        "through the run, an overload or a queue still filling: a horizon of 16000 would tell)")
+    # (load 3 on one server: an overload; the run is 4000 s, four times that tells)
     assert steps[1] == "N = 16 meets the SLOs; bracket [1, 16]"
     # whole numbers only, and the bracket ends one apart
     values = [float(s.split(" ")[2]) for s in steps]

@@ -134,7 +134,7 @@ def _same(text: str, horizon: float, seed: int, monkeypatch: pytest.MonkeyPatch)
 @pytest.mark.parametrize("seed", [1, 2])
 def test_long_runs_planned_in_arrays_give_the_report_of_one_iteration_at_a_time(
         case: dict, seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    report, planned = _same(LONG.format(**{"prompt": UNIFORM, **case}), 150.0, seed, monkeypatch)
+    report, planned = _same(LONG.format(**{"prompt": UNIFORM, **case}), 100.0, seed, monkeypatch)
     assert planned > 5  # the array planner took these runs
     assert report.ended > 20
 
