@@ -1,6 +1,6 @@
 """The iterations a step engine launches one at a time, by kind (deterministic).
 
-    python benchmarks/bench_launches.py [--horizon 2000] CASE...
+    python benchmarks/bench_launches.py [--horizon 2000] [--times] CASE...
 
 A ``CASE`` is ``PROGRAM[:NAME=VALUE,...]`` (``--set`` values, as ``bench_ab.py``
 takes them).  Each runs ``serq.run`` at seed 1 (warm-up a tenth of the
@@ -12,24 +12,45 @@ engines ran and the turns the sessions started.  A launch is what a run costs
 outside its coalesced stretches (the planning walk over the batch, the
 iteration's cost, a timer, its end and commit): these counts say where the
 per-turn work of docs/speed.md goes, on any machine, in a few seconds.
+
+``--times`` runs each case once more, without the counters, with the wall
+seconds of the engine's parts added up (``time.perf_counter`` around each
+call; a call inside another is counted in both): planning an iteration
+(``start_iteration``, and in it the run planner's ``plan`` and the
+admissions' ``admit_next``) and ending one (``_iter_end``, and in it a run's
+``replay``), as shares of the whole ``serq.run``.  These are times, so they
+move with the machine; the wrappers add about 1 µs a call.
 """
 
 from __future__ import annotations
 
 import argparse
+import time
 from collections import Counter
 from typing import Any
 
 import serq
 from serq.sim.session import Session
+from serq.sim.stages.coalesce import RunPlanner
+from serq.sim.stages.decode_run import DecodeRun
 from serq.sim.stages.step import StepEngine
 
 KINDS = ("prefill alone", "mixed", "decodes, run", "decodes, alone")
 
 
-def count(case: str, horizon: float) -> None:
+#: (class, method, label) of the parts ``--times`` adds up, in the order printed
+PARTS = ((StepEngine, "start_iteration", "start_iteration"), (RunPlanner, "plan", "  plan"),
+         (StepEngine, "admit_next", "  admit_next"), (StepEngine, "_iter_end", "_iter_end"),
+         (DecodeRun, "replay", "  replay"))
+
+
+def load(case: str) -> Any:
     path, _, sets = case.partition(":")
-    program = serq.load(path, sets=[tuple(kv.split("=", 1)) for kv in sets.split(",") if kv])
+    return serq.load(path, sets=[tuple(kv.split("=", 1)) for kv in sets.split(",") if kv])
+
+
+def count(case: str, horizon: float) -> None:
+    program = load(case)
     launches: Counter[str] = Counter()
     walked: Counter[str] = Counter()
     turns = [0]
@@ -65,13 +86,44 @@ def count(case: str, horizon: float) -> None:
         print(f"    {kind:15s} {launches[kind]:>9,} launches  {walked[kind]:>10,} decoders walked")
 
 
+def times(case: str, horizon: float) -> None:
+    program = load(case)
+    serq.run(program, seed=1, horizon=5.0, warmup=0.0)  # (imports and first compiles)
+    spent: dict[str, float] = {label: 0.0 for _cls, _name, label in PARTS}
+    originals = [(cls, name, getattr(cls, name)) for cls, name, _label in PARTS]
+
+    def timed(fn: Any, label: str) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            t = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                spent[label] += time.perf_counter() - t
+        return call
+
+    for (cls, name, fn), (_c, _n, label) in zip(originals, PARTS):
+        setattr(cls, name, timed(fn, label))
+    try:
+        t0 = time.perf_counter()
+        serq.run(program, seed=1, horizon=horizon, warmup=horizon / 10)
+        total = time.perf_counter() - t0
+    finally:
+        for cls, name, fn in originals:
+            setattr(cls, name, fn)
+    print(f"    run {total:.3f} s: " + ", ".join(f"{label.strip()} {spent[label] / total:.1%}"
+                                             for _c, _n, label in PARTS))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("cases", nargs="+")
     ap.add_argument("--horizon", type=float, default=2000.0)
+    ap.add_argument("--times", action="store_true", help="also the engine's parts' share of the run's time")
     args = ap.parse_args()
     for case in args.cases:
         count(case, args.horizon)
+        if args.times:
+            times(case, args.horizon)
 
 
 if __name__ == "__main__":
