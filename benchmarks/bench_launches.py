@@ -38,10 +38,9 @@ from serq.sim.stages.step import StepEngine
 KINDS = ("prefill alone", "mixed", "decodes, run", "decodes, alone")
 
 
-#: (class, method, label) of the parts ``--times`` adds up, in the order printed
-PARTS = ((StepEngine, "start_iteration", "start_iteration"), (RunPlanner, "plan", "  plan"),
-         (StepEngine, "admit_next", "  admit_next"), (StepEngine, "_iter_end", "_iter_end"),
-         (DecodeRun, "replay", "  replay"))
+#: (class, method) of the parts ``--times`` adds up, in the order printed
+PARTS = ((StepEngine, "start_iteration"), (RunPlanner, "plan"), (StepEngine, "admit_next"),
+         (StepEngine, "_iter_end"), (DecodeRun, "replay"))
 
 
 def load(case: str) -> Any:
@@ -78,7 +77,7 @@ def count(case: str, horizon: float) -> None:
         report = serq.run(program, seed=1, horizon=horizon, warmup=horizon / 10)
     finally:
         StepEngine._launch, Session.do_turn = launch, do_turn  # type: ignore[method-assign]
-    iterations = sum(st.iterations or 0 for st in report.stages if getattr(st, "iterations", None))
+    iterations = sum(getattr(st, "iterations", None) or 0 for st in report.stages)
     total = sum(launches.values())
     print(f"{case}: {turns[0]:,} turns, {iterations:,} iterations, {total:,} launches "
           f"({total / max(turns[0], 1):.2f} a turn)")
@@ -89,20 +88,20 @@ def count(case: str, horizon: float) -> None:
 def times(case: str, horizon: float) -> None:
     program = load(case)
     serq.run(program, seed=1, horizon=5.0, warmup=0.0)  # (imports and first compiles)
-    spent: dict[str, float] = {label: 0.0 for _cls, _name, label in PARTS}
-    originals = [(cls, name, getattr(cls, name)) for cls, name, _label in PARTS]
+    spent = dict.fromkeys((name for _cls, name in PARTS), 0.0)
+    originals = [(cls, name, getattr(cls, name)) for cls, name in PARTS]
 
-    def timed(fn: Any, label: str) -> Any:
+    def timed(fn: Any, name: str) -> Any:
         def call(*args: Any, **kwargs: Any) -> Any:
             t = time.perf_counter()
             try:
                 return fn(*args, **kwargs)
             finally:
-                spent[label] += time.perf_counter() - t
+                spent[name] += time.perf_counter() - t
         return call
 
-    for (cls, name, fn), (_c, _n, label) in zip(originals, PARTS):
-        setattr(cls, name, timed(fn, label))
+    for cls, name, fn in originals:
+        setattr(cls, name, timed(fn, name))
     try:
         t0 = time.perf_counter()
         serq.run(program, seed=1, horizon=horizon, warmup=horizon / 10)
@@ -110,8 +109,7 @@ def times(case: str, horizon: float) -> None:
     finally:
         for cls, name, fn in originals:
             setattr(cls, name, fn)
-    print(f"    run {total:.3f} s: " + ", ".join(f"{label.strip()} {spent[label] / total:.1%}"
-                                             for _c, _n, label in PARTS))
+    print(f"    run {total:.3f} s: " + ", ".join(f"{name} {x / total:.1%}" for name, x in spent.items()))
 
 
 def main() -> None:

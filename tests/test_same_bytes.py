@@ -11,7 +11,8 @@ What a machine could change, and how each is held here:
   makes it run the plain ones, as an older processor would — every logarithm
   and exponential of a run comes from :mod:`serq.fpmath` instead.
 
-Each setting runs in its own process, as a user's would.
+The other settings each run in their own process, as a user's would; the digests they must
+give are made in the test process.
 """
 
 from __future__ import annotations
