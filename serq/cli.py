@@ -771,9 +771,23 @@ def roofline_cmd(
     _emit(json.dumps(result.to_json(), indent=2) if json_ else result.text(), "the constants")
 
 
-def _command() -> Any:
-    """The click command of :data:`app`, with the quick coercion of its options."""
-    command = typer.main.get_command(app)
+def _command(argv: list[str]) -> Any:
+    """The click command of :data:`app`, with the quick coercion of its options.
+    When ``argv[1]`` names a subcommand (``serq run …``), the group is built
+    with that one alone: typer reads every command's signature to build it,
+    and the others would take ~7 ms of each start for nothing (their help
+    and errors only show under ``serq --help`` or a mistyped name, which
+    build them all)."""
+    commands, groups = app.registered_commands, app.registered_groups
+    name = argv[1] if len(argv) > 1 else None
+    one = [c for c in commands if (c.name or typer.main.get_command_name(c.callback.__name__)) == name]  # type: ignore[union-attr]
+    sub = [g for g in groups if g.name == name]
+    try:
+        if one or sub:
+            app.registered_commands, app.registered_groups = one, sub
+        command = typer.main.get_command(app)
+    finally:
+        app.registered_commands, app.registered_groups = commands, groups
     quick_coercion(command)
     return command
 
@@ -781,7 +795,7 @@ def _command() -> Any:
 def main() -> None:
     """Entry point of the ``serq`` console script."""
     try:
-        code = _command()(standalone_mode=False)
+        code = _command(sys.argv)(standalone_mode=False)
     except ClickUsageError as err:  # unknown option, bad value, missing argument
         if type(err).__name__ == "NoArgsIsHelpError":  # bare `serq`, `serq trace`: the help, not an error
             typer.echo(err.format_message(), err=True)

@@ -134,3 +134,42 @@ def test_ctrl_c_says_how_far_the_run_got_and_writes_nothing(tmp_path: Path) -> N
 def test_the_api_raises_a_keyboard_interrupt_that_says_how_far() -> None:
     err = RunInterrupted(12.5, 300.0)
     assert isinstance(err, KeyboardInterrupt) and str(err) == "interrupted at t=12.5 of 300"
+
+
+def _full_command_streams(*argv: str) -> tuple[int, str, str]:
+    """`cli_streams` with the group built whole (every subcommand), as before
+    `serq.cli._command` built only the one named."""
+    from unittest import mock
+
+    from frontend_util import cli_streams
+
+    from serq import cli as serq_cli
+
+    whole = serq_cli._command
+
+    with mock.patch.object(serq_cli, "_command", lambda argv: whole(["serq"])):
+        return cli_streams(*argv)
+
+
+def _every_subcommand() -> list[tuple[str, ...]]:
+    import typer
+
+    from serq import cli as serq_cli
+
+    names = [(c.name or typer.main.get_command_name(c.callback.__name__),)  # type: ignore[union-attr]
+             for c in serq_cli.app.registered_commands]
+    return names + [(g.name,) for g in serq_cli.app.registered_groups]  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("name", _every_subcommand())
+def test_a_command_built_alone_helps_and_refuses_as_the_whole_group(name: tuple[str, ...]) -> None:
+    """`serq NAME …` builds the group with NAME alone (start-up, issue 42): its
+    help, its usage errors and its version flag's refusal are the same bytes."""
+    from frontend_util import cli_streams
+
+    from serq import cli as serq_cli
+
+    built = serq_cli._command(["serq", *name])
+    assert list(built.commands) == [name[0]]  # (one command: what this saves)
+    for args in [(*name, "--help"), (*name, "--bogus"), name, (*name, "-h", "x")]:
+        assert cli_streams(*args) == _full_command_streams(*args), args
