@@ -16,11 +16,12 @@ than :data:`EXCERPT_WIDTH` characters is shown as a window around the column,
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Iterable, Sequence
 
+from .node import record
 
-@dataclass(frozen=True, eq=False)
+
+@record(frozen=True, eq=False)
 class Source:
     """One program or library text, with the name errors use for it."""
 
@@ -43,7 +44,7 @@ class Source:
         return lines[line - 1] if 0 < line <= len(lines) else ""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Span:
     """A range of characters in a source: ``[start, end)``."""
 

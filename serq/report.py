@@ -22,11 +22,12 @@ import json
 import math
 import numbers
 import re
-from dataclasses import dataclass, field, fields
+from dataclasses import field, fields
 from pathlib import Path
-from typing import NamedTuple, Any, Iterable, Sequence
+from typing import Any, Iterable, NamedTuple, Sequence
 
 from .errors import SerqError, suggest
+from .node import record
 
 INF = math.inf
 NAN = math.nan
@@ -123,7 +124,7 @@ def row_label(name: str, index: int | None) -> str:
 # the data
 
 
-@dataclass
+@record
 class ObserveSummary:
     """The §8.3 statistics of one observe (or client row) after warm-up.
 
@@ -156,7 +157,7 @@ class ObserveSummary:
         }
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class GaugeSummary:
     """A gauge over [warm-up, end] (``gauge NAME = expr;``): ``mean`` its time
     average, ``ci`` the half-width of its 95 % batch-means interval (20 equal
@@ -177,7 +178,7 @@ class GaugeSummary:
                 "max": _finite(self.max)}
 
 
-@dataclass
+@record
 class StageSummary:
     """One stage (or stage-array member) of the stage and step tables (§5, §8.4).
 
@@ -218,7 +219,7 @@ class StageSummary:
         return _row_dict(self, ("completed", "iterations"))
 
 
-@dataclass
+@record
 class PoolSummary:
     """One pool (or pool-array member) of the pool table (§2.8)."""
 
@@ -284,7 +285,7 @@ class TaskRecord(NamedTuple):
     depth: int
 
 
-@dataclass
+@record
 class TaskSummary:
     """The task table of a program that spawns (docs/subagents.md, "Task
     statistics").  A task is a root and all its descendants; it completes
@@ -382,7 +383,7 @@ class StepLog(Sequence):  # type: ignore[type-arg]
         return "".join(out)
 
 
-@dataclass
+@record
 class Settling:
     """Whether a run reached its steady state (docs/report.md, "Did the run
     settle?"; computed by :mod:`serq.sim.settling`).  ``settled`` is ``None``
@@ -430,7 +431,7 @@ class Settling:
                 **clean(self.evidence)}
 
 
-@dataclass
+@record
 class ClaimResult:
     """What a run showed of one claim (docs/claims.md): ``result`` is ``holds``,
     ``fails``, ``witnessed``, ``not witnessed``, ``not evaluated`` or ``out of
@@ -461,7 +462,7 @@ class ClaimResult:
                 "checked": int(self.checked), "note": self.note}
 
 
-@dataclass
+@record
 class Report:
     """The result of a run.  ``observes`` and ``client`` keep report order;
     ``samples`` holds every observe's samples (recording order) for

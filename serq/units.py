@@ -15,10 +15,10 @@ negative.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from .node import record
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Column:
     """One figure of a report section: its JSON ``key``, the ``column`` the
     text report heads it with, its ``unit`` (``""``: a pure number), and for
@@ -130,7 +130,7 @@ TASK_COUNTS = (
 STATISTICS = ("count", "mean", "ci", "cv2", "p50", "p90", "p95", "p99")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Figure:
     """What :func:`describe` tells of a figure: a readable ``label``, its
     ``unit`` (``""`` unknown or a pure number) and whether it can be negative."""

@@ -1,19 +1,21 @@
 """``@node`` (serq/node.py) against ``dataclass(frozen=True, slots=True)``:
 the same constructor, equality, hash, repr, frozen guard, pickling,
 ``fields`` and ``replace``, on twin classes and on every class of the
-syntax tree and the IR."""
+syntax tree and the IR; ``@record`` against ``dataclass`` and
+``dataclass(frozen=True)`` the same way, on twins and on serq's records."""
 
 from __future__ import annotations
 
 import dataclasses
 import pickle
 from dataclasses import FrozenInstanceError, dataclass, field
+from pathlib import Path
 
 import pytest
 
 from serq import ir
 from serq.frontend import ast
-from serq.node import Node, node
+from serq.node import MAKERS, Node, node, record
 
 
 @node
@@ -75,8 +77,14 @@ def test_every_tree_and_ir_class_is_a_node() -> None:
 
 
 def _package_classes() -> list[type]:
-    return [c for m in (ir, ast) for c in vars(m).values()
-            if isinstance(c, type) and issubclass(c, Node) and c.__module__ == m.__name__]
+    """Every ``@node`` and ``@record`` class of serq's modules (those with
+    an ``__init__`` of their own: not a fallback to ``dataclass``)."""
+    import importlib
+
+    modules = [importlib.import_module(m) for m in MAKERS]
+    return [c for m in modules for c in vars(m).values()
+            if isinstance(c, type) and c.__module__ == m.__name__ and dataclasses.is_dataclass(c)
+            and not c.__dataclass_params__.init]
 
 
 def test_serq_node_inits_holds_every_class_s_init_as_written_now() -> None:
@@ -95,7 +103,7 @@ def test_a_precompiled_init_is_the_function_exec_makes() -> None:
     import serq.node
 
     classes = _package_classes()
-    assert len(classes) >= 90
+    assert len(classes) >= 110
     sources = dict.fromkeys(src for module, src in serq.node.SOURCES if module.startswith("serq."))
     for cls in classes:
         init = cls.__init__
@@ -114,3 +122,139 @@ def test_a_precompiled_init_is_the_function_exec_makes() -> None:
 def test_a_class_with_a_default_factory_gets_a_fresh_value_from_the_precompiled_init() -> None:
     a, b = ir.Program((), (), (), (), ()), ir.Program((), (), (), (), ())
     assert a.constants == {} and a.constants is not b.constants
+
+
+@record
+class MineMutable:
+    a: float
+    b: tuple = ()
+    c: list = field(default_factory=list, compare=False)
+    d: str = field(default="x", repr=False)
+
+
+@dataclass
+class TheirsMutable:
+    a: float
+    b: tuple = ()
+    c: list = field(default_factory=list, compare=False)
+    d: str = field(default="x", repr=False)
+
+
+@record(frozen=True)
+class MineFrozen:
+    a: float
+    b: tuple = ()
+    c: list = field(default_factory=list, compare=False)
+    d: str = field(default="x", repr=False)
+
+
+@dataclass(frozen=True)
+class TheirsFrozen:
+    a: float
+    b: tuple = ()
+    c: list = field(default_factory=list, compare=False)
+    d: str = field(default="x", repr=False)
+
+
+@pytest.mark.parametrize("mine,theirs", [(MineMutable, TheirsMutable), (MineFrozen, TheirsFrozen)])
+@pytest.mark.parametrize("args,kw", CASES)
+def test_a_record_behaves_as_a_dataclass(mine: type, theirs: type, args: tuple, kw: dict) -> None:
+    o, t = mine(*args, **kw), theirs(*args, **kw)
+    assert repr(o).replace(mine.__name__, "X") == repr(t).replace(theirs.__name__, "X")
+    assert (mine.__hash__ is None) == (theirs.__hash__ is None)
+    if theirs.__hash__ is not None:
+        assert hash(o) == hash(t)
+    o2 = mine(*args, **kw)
+    assert (o == o2) == (t == theirs(*args, **kw)) and (o == o) == (t == t)
+    assert mine(1.0, c=[1]) == mine(1.0, c=[2]) and mine(1.0) != mine(2.0) and mine(1.0) != theirs(1.0)
+    assert [f.name for f in dataclasses.fields(o)] == [f.name for f in dataclasses.fields(t)]
+    assert dataclasses.replace(o, a=5.0).a == 5.0 and dataclasses.asdict(o) == dataclasses.asdict(t)
+    assert pickle.loads(pickle.dumps(o)) == o or o.a != o.a
+    assert mine.__match_args__ == theirs.__match_args__ and mine(1.0).c is not mine(1.0).c
+    if mine is MineFrozen:
+        for act in (lambda x: setattr(x, "a", 2.0), lambda x: delattr(x, "a"), lambda x: setattr(x, "z", 1)):
+            with pytest.raises(FrozenInstanceError):
+                act(o)
+    else:
+        o.a = 3.0
+        assert o.a == 3.0
+    with pytest.raises(TypeError):
+        mine()
+    with pytest.raises(TypeError):
+        mine(1.0, z=2)
+
+
+def test_a_recursive_record_repr_stops_as_a_dataclass_s_does() -> None:
+    o, t = MineMutable(1.0, c=[]), TheirsMutable(1.0, c=[])
+    o.b, t.b = (o,), (t,)  # type: ignore[assignment]
+    assert repr(o).replace("MineMutable", "X") == repr(t).replace("TheirsMutable", "X")
+
+
+def test_a_record_that_needs_what_record_does_not_write_is_a_dataclass() -> None:
+    """``__post_init__``, a field out of ``__init__``, ``kw_only``, ``InitVar``,
+    an own ``__eq__``: ``dataclass`` makes the class, so it behaves as one."""
+    @record
+    class Post:
+        a: int
+        b: int = field(init=False, default=0)
+
+        def __post_init__(self) -> None:
+            self.b = self.a + 1
+
+    @record
+    class KwOnly:
+        a: int = field(kw_only=True)
+
+    @record(frozen=True)
+    class OwnEq:
+        a: int
+
+        def __eq__(self, other: object) -> bool:
+            return True
+
+        __hash__ = object.__hash__
+
+    assert Post(1).b == 2 and Post.__dataclass_params__.init
+    assert KwOnly(a=1).a == 1 and KwOnly.__dataclass_params__.init
+    with pytest.raises(TypeError):
+        KwOnly(1)  # type: ignore[misc]
+    assert OwnEq(1) == OwnEq(2) and OwnEq.__dataclass_params__.init
+
+
+def test_makers_lists_every_module_that_makes_nodes_or_records() -> None:
+    """``write_inits`` imports :data:`MAKERS` to write every class's ``__init__``:
+    a module that uses ``@node``/``@record`` and is not listed would have its
+    classes' ``__init__`` compiled at every start."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "serq"
+    using = set()
+    for path in root.rglob("*.py"):
+        text = path.read_text()
+        if path.name != "node.py" and ("\n@record" in text or "\n@node" in text):
+            using.add(".".join(path.relative_to(root.parent).with_suffix("").parts))
+    assert using == set(MAKERS)
+
+
+def test_serq_run_makes_no_dataclass_function_at_start_up() -> None:
+    """No ``compile`` of a dataclass's generated source while ``serq run`` loads and
+    runs mg1.sq (its records and nodes take theirs from serq/_node_inits.py)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, io, contextlib\n"
+            "seen = []\n"
+            "def hook(ev, args):\n"
+            "    f = sys._getframe(1) if ev == 'compile' else None\n"
+            "    while f and f.f_code.co_name != '_process_class': f = f.f_back\n"
+            "    if f and f.f_locals['cls'].__module__.startswith('serq'): seen.append(f.f_locals['cls'].__qualname__)\n"
+            "sys.addaudithook(hook)\n"
+            "sys.argv = ['serq', 'run', 'programs/single-turn/mg1.sq', '--horizon', '5', '--warmup', '0']\n"
+            "from serq.cli import main\n"
+            "try:\n"
+            "    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()): main()\n"
+            "except SystemExit: pass\n"
+            "print(sorted(set(seen)))\n")
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, check=True)
+    assert out.stdout.strip() == "[]", out.stdout

@@ -9,18 +9,25 @@ supported in this version"), retired words, unknown options, repeated clauses
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 from parsimonious.nodes import Node, NodeVisitor
 
+from .. import node as nodes
 from ..errors import SerqError, Source, Span
 from . import ast as A
 from .build_expr import ExprVisits, Keys, Tok, not_supported
 from .choices import let_with_choices
 from .diag import at, did_you_mean, error
 from .lexer import Tokens
-from .words import ADVANCED_ITEMS, ADVANCED_STMTS, LATER, MAX_MEMBERS, RETIRED, too_many_members
+from .words import (
+    ADVANCED_ITEMS,
+    ADVANCED_STMTS,
+    LATER,
+    MAX_MEMBERS,
+    RETIRED,
+    too_many_members,
+)
 
 _PASS = {
     "item", "let_value", "def_body", "pool_clause", "stage_kind", "step_clause", "wl_clause",
@@ -32,8 +39,8 @@ _TOKENS = {"name", "string", "semi", "comma", "colon", "dot", "lbrace", "rbrace"
            "cmp_op", "add_op", "mul_op", "prefix_op"}
 
 
-@dataclass(frozen=True, slots=True)
-class _Only:
+@nodes.node
+class _Only(nodes.Node):
     """``only (P) [order]`` after ``serve``: the predicate and the order, if one follows."""
 
     pred: A.Expr

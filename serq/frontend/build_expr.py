@@ -3,29 +3,28 @@ expression rules, and the small values the builder passes around."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from parsimonious.nodes import Node
 
+from .. import node as nodes
 from ..errors import SerqError, Source, Span
 from . import ast as A
 from .diag import error
 from .lexer import Tokens, number_value
 
-
 #: The most binary operators one chain (``a + b + …``) may hold: each is a level of the syntax tree.
 MAX_CHAIN = 1000
 
 
-@dataclass(frozen=True, slots=True)
-class Tok:
+@nodes.node
+class Tok(nodes.Node):
     text: str
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
-class Keys:
+@nodes.node
+class Keys(nodes.Node):
     exprs: tuple[A.Expr, ...]
     span: Span
 

@@ -5,14 +5,15 @@ it mentions each parameter, whether it says ``turn;`` or ``request;``)."""
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from ..node import record
 from . import ast as A
 from .diag import at, error
 from .words import RETIRED, is_language_word
 
 
-@dataclass
+@record
 class DefInfo:
     item: A.DefItem
     ordinal: int

@@ -3,13 +3,13 @@ expansion, and did-you-mean hints (language §7.1)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
 from ..errors import SerqError, Span, suggest
+from ..node import record
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ViaSpan(Span):
     """A span inside a definition's body, as expanded at one or more use sites:
     ``via`` lists (definition name, use-site span), innermost first."""

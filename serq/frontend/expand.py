@@ -14,10 +14,11 @@ declared above) is decided here, at the use site.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import cast
 
 from ..errors import Span
+from ..node import record
 from . import ast as A
 from .defs import DefInfo, Defs
 from .diag import ViaSpan, at, did_you_mean, error
@@ -35,7 +36,7 @@ _HEAD = {A.SetStmt: "set", A.ObserveStmt: "observe", A.TurnStmt: "turn", A.Reque
          A.EndStmt: "end", A.DropStmt: "drop", A.LoopStmt: "loop", A.ChooseStmt: "choose"}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Env:
     """Where statements are being expanded: parameter substitutions, the chain of
     definition uses, the ordinal of the item the use site is in, and its side:
@@ -49,7 +50,7 @@ class Env:
     queue: "Entry | None" = None  # inside a queue entry's body: which call of which entry
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Entry:
     """A call of a queue entry being expanded (docs/pd.md, "Queue stations"): the
     station, the entry, the member's index (None: one queue), and for a ``from``
@@ -67,7 +68,7 @@ class Entry:
         return f"{self.station.name}.{name}" if name in locals_ else name
 
 
-@dataclass
+@record
 class Expanded:
     """The program after expansion: declarations, and the session's blocks."""
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import dataclass
 
 from ..errors import SerqError, Source, Span
+from ..node import Node, node
 
 MAX_NESTING = 40
 
@@ -33,8 +33,8 @@ class TooManyTokens(SerqError):
     """More tokens than the program may hold; the span is the first one too many."""
 
 
-@dataclass(frozen=True, slots=True)
-class Token:
+@node
+class Token(Node):
     kind: str  # name, number, string, punct
     text: str
     start: int

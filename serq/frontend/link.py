@@ -9,12 +9,13 @@ at once; validation errors found on the way are raised at the end (§7).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Sequence
 
 from .. import ir
 from ..errors import SerqError, Source, Span, UsageError
 from ..expr import walk as expr_walk
+from ..node import record
 from . import ast as A
 from . import pretty
 from .choices import place
@@ -32,7 +33,7 @@ _PREFIX_DRAW = ("a prefix key or length may not draw: it names cached content an
 _TESTS = {"<", "<=", ">", ">=", "==", "!=", "&&", "||"}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Ctx:
     """Where statements are: the context prefix of their errors, and the pools
     of the enclosing holds (pool index, reference as written)."""

@@ -13,9 +13,10 @@ substituted and its own attributes named ``Q.x`` (:class:`Stations`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 
 from ..errors import Span
+from ..node import record
 from . import ast as A
 from .diag import at, error
 from .words import CONTEXT, OBSERVABLE
@@ -32,7 +33,7 @@ SERVING_WORDS = ("prefill", "decode", "tool", "transfer", "gateway", "link")
 BUILTINS = frozenset(("cached", "computed", "serial", "turn_no", "now", "self", "inf"))
 
 
-@dataclass
+@record
 class Station:
     """A declared queue and what its calls need."""
 
@@ -60,7 +61,7 @@ class Station:
         return A.Index(name, index, span, span) if self.family and index is not None else A.Name(name, span)
 
 
-@dataclass
+@record
 class Stations:
     """The queues and relations of a program, by name."""
 

@@ -11,24 +11,36 @@ in the order of language §7.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from .. import ir
 from ..errors import SerqError, Site, Span
 from ..expr import DISTRIBUTIONS, MAX_PHASES, PURE_FUNCTIONS, fold, try_fold, walk
+from ..node import record
 from . import ast as A
 from .diag import did_you_mean, error, unknown
 from .pretty import show
 from .words import (
-    CLAIM_AGGREGATES, CONTEXT, END, ESTIMATES, FUNCTIONS, GAUGE, GIVEN, ITERATION, MOMENT_TEXT, OLD_CONTEXT,
-    POOL_PROBES, RETIRED, SESSION,
+    CLAIM_AGGREGATES,
+    CONTEXT,
+    END,
+    ESTIMATES,
+    FUNCTIONS,
+    GAUGE,
+    GIVEN,
+    ITERATION,
+    MOMENT_TEXT,
+    OLD_CONTEXT,
+    POOL_PROBES,
+    RETIRED,
+    SESSION,
 )
 
 #: An aggregate, with those it is nested in, writes out at most this many terms.
 MAX_TERMS = ir.MAX_MEMBERS  # (one bound with families and `choose`)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Where:
     """Where an expression is read.  ``const`` names a constant position (its
     errors say "`let x`", "the horizon" …); ``draw`` is the message refusing a
@@ -43,7 +55,7 @@ class Where:
     only: str | None = None
 
 
-@dataclass
+@record
 class Decl:
     """A pool or stage as the resolver knows it."""
 

@@ -20,10 +20,10 @@ from __future__ import annotations
 import math
 import operator
 import re
-from dataclasses import dataclass
 from typing import Callable
 
 from ..errors import UsageError
+from ..node import record
 
 #: The client figures a target may read.
 FIGURES = ("ttft", "tpot", "response")
@@ -33,7 +33,7 @@ _OPS: dict[str, Callable[[float, float], bool]] = {
 _TARGET = re.compile(r"\s*(?:client\.)?([A-Za-z_]\w*)\s*(<=|>=|<|>)\s*([^\s,]+?)\s*(ms|s)?\s*")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Target:
     """``figure op bound`` (seconds) on one turn's client figure."""
 

@@ -28,10 +28,10 @@ import math
 import numbers
 import os
 import traceback
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ...errors import SerqError, SerqRuntimeError
+from ...node import record
 from ..cache import EPS
 from .base import Job
 
@@ -236,7 +236,7 @@ def _check_notice(hook: str) -> Callable[["StepEngine", Callable[[Job], Any]], C
     return check
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Hook:
     """One hook of the step engine (see the module's docstring)."""
 

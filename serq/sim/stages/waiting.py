@@ -22,6 +22,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ... import expr, ir
+from ...node import record
 
 if TYPE_CHECKING:
     from .step import StepEngine
@@ -48,7 +49,7 @@ def reads(e: ir.Expr, sim: Any, engine: "StepEngine") -> frozenset[int] | None:
     return found if found is None else found.fixed
 
 
-@dataclasses.dataclass(frozen=True)
+@record(frozen=True)
 class Picked:
     """What a header reads when some of it names family members by an index
     (``cachedin(kv[j])``, ``budget_left(engine[j])``): ``fixed``, the pools it
