@@ -23,12 +23,18 @@ written first (``compileall``), as a user's first run writes it, and the parses 
 folder of the benchmark's own (the first process of each command fills it).  The ``serq`` used is the console
 script next to this Python (``python -m serq`` if there is none).  Timings on
 a shared machine are noisy: the best of several runs is the number to quote.
+
+``--against DIR`` instead times four commands of this checkout beside another checkout's
+``serq/`` (``git worktree add DIR COMMIT``), each a ``python -P -c`` process that runs
+``serq.cli.console`` (what the console script runs) from its own ``PYTHONPATH``,
+alternated, best of ``--repeat`` after one round that fills each side's kept parses.
 """
 
 from __future__ import annotations
 
 import argparse
 import atexit
+import math
 import os
 import re
 import shutil
@@ -102,19 +108,52 @@ def import_costs(argv: list[str]) -> list[tuple[int, int, int, str]]:
     return rows
 
 
+#: ``serq`` as its console script runs it (no interpreter teardown), from the ``PYTHONPATH``'s tree
+_CONSOLE = "import sys; from serq.cli import console; sys.argv[0] = 'serq'; console()"
+
+
+def side_by_side(other: Path, repeat: int) -> None:
+    """``--against``: four commands, this checkout's ``serq/`` beside ``other``'s, alternated."""
+    if not (other / "serq" / "cli.py").exists():
+        raise SystemExit(f"bench_startup: {other} holds no serq/cli.py")
+    compile_bytecode(other)
+    commands = [["run", MG1, "--horizon", "5", "--warmup", "0"], ["check", MG1], ["check", VLLM],
+                ["run", VLLM, "--horizon", "0.01", "--warmup", "0", "--set", "Lambda=0.9"]]
+    trees = {"other": other.resolve(), "this": ROOT}
+    best: dict[tuple[int, str], float] = {}
+    for round_ in range(repeat + 1):
+        for n, argv in enumerate(commands):
+            for side, tree in trees.items():
+                env = dict(os.environ, PYTHONPATH=str(tree))
+                wall = best_wall([sys.executable, "-P", "-c", _CONSOLE, *argv], 1, env)
+                if round_:  # (the first round fills each side's kept parses)
+                    best[n, side] = min(best.get((n, side), math.inf), wall)
+    print(f"whole-process wall time, best of {repeat}, alternated: {other} | this checkout")
+    for n, argv in enumerate(commands):
+        print(f"  {best[n, 'other'] * 1e3:7.1f} ms | {best[n, 'this'] * 1e3:7.1f} ms  serq {' '.join(argv)}")
+
+
+def compile_bytecode(tree: Path) -> None:
+    """Write the bytecode of ``tree``'s ``serq/``: with PYTHONDONTWRITEBYTECODE set (as on some
+    machines) every process would compile each module edited since its .pyc was last written."""
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree / "serq")], cwd=ROOT,
+                   stdout=subprocess.DEVNULL, env={k: v for k, v in os.environ.items()
+                                                   if k != "PYTHONDONTWRITEBYTECODE"}, check=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=7, help="processes per command; the best is printed")
     ap.add_argument("--top", type=int, default=15, help="how many imports to list")
+    ap.add_argument("--against", type=Path, help="another checkout to time four commands beside")
     args = ap.parse_args()
     serq = serq_command()
-    # bytecode first: with PYTHONDONTWRITEBYTECODE set (as on some machines) every process
-    # would compile each serq module edited since its .pyc was last written
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "serq")], cwd=ROOT,
-                   stdout=subprocess.DEVNULL, env={k: v for k, v in os.environ.items()
-                                                   if k != "PYTHONDONTWRITEBYTECODE"}, check=True)
+    compile_bytecode(ROOT)
     os.environ["SERQ_CACHE_DIR"] = tempfile.mkdtemp(prefix="serq-bench-parsed-")
     atexit.register(shutil.rmtree, os.environ["SERQ_CACHE_DIR"], True)
+    if args.against is not None:
+        side_by_side(args.against, args.repeat)
+        return
     tiny = ["run", VLLM, "--horizon", "0.01", "--warmup", "0", "--set", "Lambda=0.9"]
     unkept = dict(os.environ, SERQ_CACHE_DIR="")  # (the cache off: every file parsed)
     cases: list[tuple[str, list[str], dict[str, str] | None]] = [
