@@ -173,7 +173,7 @@ def test_a_full_cache_gives_its_blocks_to_a_long_run_as_growth_by_growth(monkeyp
 
 
 def test_a_program_of_short_decodes_never_imports_numpy() -> None:
-    # the arrays pay for numpy's import only after 20 000 growths of long runs walked
+    # the arrays pay for numpy's import only after 2 000 growths of long runs walked
     import subprocess
     import sys
     code = ("import sys, serq; p = serq.load(sys.argv[1]); "
