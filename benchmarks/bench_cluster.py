@@ -4,6 +4,7 @@
                                        [--program programs/cluster/agents.sq]
                                        [--no-gauges] [--no-passing]
     python benchmarks/bench_cluster.py --scale 8,64,256 [--horizon 200] [--rounds 3]
+    python benchmarks/bench_cluster.py --parts 8,64 [--horizon 200]
 
 Runs the cluster program with ``N = n`` replicas (``Lambda`` per replica, so
 ``n`` times the traffic) and with ``N = 1`` (one replica at the same per-replica
@@ -24,6 +25,15 @@ start-up included), for each ``n`` in turn, ``--rounds`` times alternated, and
 prints each one's best wall and CPU time, the CPU time per replica and against
 the first ``n``'s (issue 42 asks N = 64 for at most 1.3× N = 8's per replica),
 and the process's peak memory (its maximum resident set).
+
+``--parts N1,N2,…`` runs ``serq.run`` once in this process for each ``n``, with
+the wall seconds of the parts whose cost per replica may grow with N added up
+(``time.perf_counter`` around each call, about 1 µs a call; a part inside
+another counts in both: ``bench_launches.py``'s ``timed_run``): the passing
+runs' catching up, admission and release (serq/sim/lazy.py), the router's
+index, the gauges' readings, the engines' iteration start and end.  Prints
+each part's milliseconds per replica, for each ``n``: where a larger cluster's
+extra cost per replica goes.
 """
 
 from __future__ import annotations
@@ -106,6 +116,26 @@ def scale(program: str, ns: list[int], router: int, horizon: float, rounds: int)
               f"  ({per / base:.2f}x N = {ns[0]})  peak memory {got['mb']:6.0f} MB")
 
 
+def parts(program: str, ns: list[int], router: int, horizon: float) -> None:
+    """``--parts``: each part's wall milliseconds per replica, for each N (see the module)."""
+    from bench_launches import timed_run
+
+    import serq
+    from serq.sim.choose_index import Index
+    from serq.sim.gauges import Gauges
+    from serq.sim.lazy import LazyRuns
+    from serq.sim.stages.step import StepEngine
+
+    spots = ((LazyRuns, "catch_up"), (LazyRuns, "admit"), (LazyRuns, "release"), (Index, "choose"),
+             (Gauges, "sample"), (StepEngine, "start_iteration"), (StepEngine, "_iter_end"))
+    print(f"{program}, router {router}, horizon {horizon:g}: wall ms a replica (one run each)")
+    print(f"{'N':>5} {'run':>8} " + " ".join(f"{name:>15}" for _cls, name in spots))
+    for n in ns:
+        loaded = serq.load(str(ROOT / program), sets=[("N", str(n)), ("router", str(router))])
+        total, spent = timed_run(loaded, horizon, spots)
+        print(f"{n:>5} {total / n * 1e3:8.1f} " + " ".join(f"{spent[name] / n * 1e3:15.1f}" for _c, name in spots))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=8)
@@ -116,6 +146,7 @@ def main() -> None:
     ap.add_argument("--no-gauges", action="store_true", help="the program without its gauge lines")
     ap.add_argument("--no-passing", action="store_true", help="runs end before the next event of any engine")
     ap.add_argument("--scale", help="N1,N2,…: whole `serq run` processes for each N (see the module)")
+    ap.add_argument("--parts", help="N1,N2,…: the parts' wall time a replica, for each N (see the module)")
     args = ap.parse_args()
     if args.scale:
         try:
@@ -123,6 +154,13 @@ def main() -> None:
         except ValueError:
             ap.error(f"--scale takes replica counts like 8,64,256, not {args.scale!r}")
         scale(args.program, ns, args.router, args.horizon, args.rounds)
+        return
+    if args.parts:
+        try:
+            ns = [int(x) for x in args.parts.split(",")]
+        except ValueError:
+            ap.error(f"--parts takes replica counts like 8,64, not {args.parts!r}")
+        parts(args.program, ns, args.router, args.horizon)
         return
     program = args.program
     stripped = None

@@ -85,11 +85,13 @@ def count(case: str, horizon: float) -> None:
         print(f"    {kind:15s} {launches[kind]:>9,} launches  {walked[kind]:>10,} decoders walked")
 
 
-def times(case: str, horizon: float) -> None:
-    program = load(case)
+def timed_run(program: Any, horizon: float, parts: tuple[tuple[type, str], ...]) -> tuple[float, dict[str, float]]:
+    """``serq.run`` of ``program`` (seed 1, warm-up a tenth of ``horizon``) with the wall
+    seconds of each ``(class, method)`` of ``parts`` added up (a call inside another counts
+    in both): the run's seconds and each part's, by method name."""
     serq.run(program, seed=1, horizon=5.0, warmup=0.0)  # (imports and first compiles)
-    spent = dict.fromkeys((name for _cls, name in PARTS), 0.0)
-    originals = [(cls, name, getattr(cls, name)) for cls, name in PARTS]
+    spent = dict.fromkeys((name for _cls, name in parts), 0.0)
+    originals = [(cls, name, getattr(cls, name)) for cls, name in parts]
 
     def timed(fn: Any, name: str) -> Any:
         def call(*args: Any, **kwargs: Any) -> Any:
@@ -109,6 +111,11 @@ def times(case: str, horizon: float) -> None:
     finally:
         for cls, name, fn in originals:
             setattr(cls, name, fn)
+    return total, spent
+
+
+def times(case: str, horizon: float) -> None:
+    total, spent = timed_run(load(case), horizon, PARTS)
     print(f"    run {total:.3f} s: " + ", ".join(f"{name} {x / total:.1%}" for name, x in spent.items()))
 
 
