@@ -22,6 +22,7 @@ the package, in ``serq/_node_inits.py`` (``python -m serq.node`` writes it).
 from __future__ import annotations
 
 import importlib
+import inspect
 import re
 from dataclasses import MISSING, Field, FrozenInstanceError, dataclass, field, fields
 from reprlib import recursive_repr
@@ -193,7 +194,7 @@ def _plain(cls: type) -> bool:
         return False
     if any("__dataclass_fields__" in vars(b) and "__record__" not in vars(b) for b in cls.__mro__[1:]):
         return False  # (a dataclass base: dataclass checks what it allows, frozen or not)
-    for name, note in own.get("__annotations__", {}).items():
+    for name, note in inspect.get_annotations(cls).items():  # (its own, on every Python)
         if "InitVar" in str(note) or "KW_ONLY" in str(note):
             return False
         value = own.get(name)

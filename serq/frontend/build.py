@@ -20,14 +20,7 @@ from .build_expr import ExprVisits, Keys, Tok, not_supported
 from .choices import let_with_choices
 from .diag import at, did_you_mean, error
 from .lexer import Tokens
-from .words import (
-    ADVANCED_ITEMS,
-    ADVANCED_STMTS,
-    LATER,
-    MAX_MEMBERS,
-    RETIRED,
-    too_many_members,
-)
+from .words import ADVANCED_ITEMS, ADVANCED_STMTS, LATER, MAX_MEMBERS, RETIRED, too_many_members
 
 _PASS = {
     "item", "let_value", "def_body", "pool_clause", "stage_kind", "step_clause", "wl_clause",

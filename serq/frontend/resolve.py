@@ -21,19 +21,8 @@ from . import ast as A
 from .diag import did_you_mean, error, unknown
 from .pretty import show
 from .words import (
-    CLAIM_AGGREGATES,
-    CONTEXT,
-    END,
-    ESTIMATES,
-    FUNCTIONS,
-    GAUGE,
-    GIVEN,
-    ITERATION,
-    MOMENT_TEXT,
-    OLD_CONTEXT,
-    POOL_PROBES,
-    RETIRED,
-    SESSION,
+    CLAIM_AGGREGATES, CONTEXT, END, ESTIMATES, FUNCTIONS, GAUGE, GIVEN, ITERATION, MOMENT_TEXT, OLD_CONTEXT,
+    POOL_PROBES, RETIRED, SESSION,
 )
 
 #: An aggregate, with those it is nested in, writes out at most this many terms.
