@@ -124,36 +124,14 @@ def test_a_class_with_a_default_factory_gets_a_fresh_value_from_the_precompiled_
     assert a.constants == {} and a.constants is not b.constants
 
 
-@record
-class MineMutable:
-    a: float
-    b: tuple = ()
-    c: list = field(default_factory=list, compare=False)
-    d: str = field(default="x", repr=False)
+def _twin(name: str) -> type:
+    """A class of the four fields every twin has (``c`` not compared, ``d`` not shown)."""
+    return type(name, (), {"__module__": __name__, "__annotations__": {"a": "float", "b": "tuple", "c": "list", "d": "str"},
+                           "b": (), "c": field(default_factory=list, compare=False), "d": field(default="x", repr=False)})
 
 
-@dataclass
-class TheirsMutable:
-    a: float
-    b: tuple = ()
-    c: list = field(default_factory=list, compare=False)
-    d: str = field(default="x", repr=False)
-
-
-@record(frozen=True)
-class MineFrozen:
-    a: float
-    b: tuple = ()
-    c: list = field(default_factory=list, compare=False)
-    d: str = field(default="x", repr=False)
-
-
-@dataclass(frozen=True)
-class TheirsFrozen:
-    a: float
-    b: tuple = ()
-    c: list = field(default_factory=list, compare=False)
-    d: str = field(default="x", repr=False)
+MineMutable, TheirsMutable = record(_twin("MineMutable")), dataclass(_twin("TheirsMutable"))
+MineFrozen, TheirsFrozen = record(frozen=True)(_twin("MineFrozen")), dataclass(frozen=True)(_twin("TheirsFrozen"))
 
 
 @pytest.mark.parametrize("mine,theirs", [(MineMutable, TheirsMutable), (MineFrozen, TheirsFrozen)])
