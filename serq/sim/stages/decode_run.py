@@ -19,7 +19,7 @@ import sys
 from bisect import bisect_left
 from functools import reduce
 from itertools import accumulate, islice, repeat
-from math import fmod, frexp, ulp
+from math import fmod, frexp, ldexp, ulp
 from operator import add, sub
 from typing import TYPE_CHECKING, Any
 
@@ -506,7 +506,8 @@ def plus_ones(p: float, k: int) -> float:
     it are exact; the step that leaves the binade may round (to the doubled
     ulp) and is taken alone.  A position crosses a few binades, not one a token."""
     q = p + k
-    if (q < _binade_top(p) and p < _TWO52) or exact_steps(p, k):  # (q rounds past the top iff p + k is past it)
+    # (q rounds past the binade's top 2^e iff p + k is past it; 2^e is 1.0 for p = 0, as frexp gives e = 0)
+    if (q < ldexp(1.0, frexp(p)[1]) and p < _TWO52) or exact_steps(p, k):
         return q
     q = p
     while k > 0:
@@ -525,18 +526,13 @@ def exact_below(p: float) -> int:
     whatever ``d`` below this (those that stay in ``p``'s binade)."""
     if not (p >= 0.0 and p < _TWO52):
         return 0
-    return math.ceil(_binade_top(p) - p)  # (the top minus p is exact)
+    return math.ceil(ldexp(1.0, frexp(p)[1]) - p)  # (the binade's top minus p is exact)
 
 
 def steps_known(p: float, cap: int) -> bool:
     """Whether :func:`plus_ones` of ``p`` up to ``cap + 2`` steps takes one
     addition a binade (a position of at least 0 that stays below ``2^52``)."""
     return p >= 0.0 and p + (cap + 3) < _TWO52
-
-
-def _binade_top(q: float) -> float:
-    """``2^e`` for ``q`` in ``[2^(e-1), 2^e)`` (1.0 for 0)."""
-    return math.ldexp(1.0, frexp(q)[1]) if q else 1.0
 
 
 def exact_steps(p: float, cap: int) -> bool:
