@@ -771,6 +771,11 @@ def roofline_cmd(
     _emit(json.dumps(result.to_json(), indent=2) if json_ else result.text(), "the constants")
 
 
+def command_name(info: Any) -> str:
+    """The name ``serq`` takes a registered subcommand by (typer's ``CommandInfo``)."""
+    return info.name or typer.main.get_command_name(info.callback.__name__)  # type: ignore[no-any-return]
+
+
 def _command(argv: list[str]) -> Any:
     """The click command of :data:`app`, with the quick coercion of its options.
     When ``argv[1]`` names a subcommand (``serq run …``), the group is built
@@ -780,7 +785,7 @@ def _command(argv: list[str]) -> Any:
     build them all)."""
     commands, groups = app.registered_commands, app.registered_groups
     name = argv[1] if len(argv) > 1 else None
-    one = [c for c in commands if (c.name or typer.main.get_command_name(c.callback.__name__)) == name]  # type: ignore[union-attr]
+    one = [c for c in commands if command_name(c) == name]
     sub = [g for g in groups if g.name == name]
     try:
         if one or sub:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import pickle
-from dataclasses import FrozenInstanceError, dataclass, field
+from dataclasses import FrozenInstanceError, InitVar, dataclass, field
 from pathlib import Path
 
 import pytest
@@ -196,15 +196,30 @@ def test_a_record_that_needs_what_record_does_not_write_is_a_dataclass() -> None
     assert KwOnly(a=1).a == 1 and KwOnly.__dataclass_params__.init
     with pytest.raises(TypeError):
         KwOnly(1)  # type: ignore[misc]
+    @record
+    class Init:
+        a: int
+        scale: InitVar[int] = 1
+
+        def __post_init__(self, scale: int) -> None:
+            self.a *= scale
+
+    @record
+    class NotInInit:
+        a: int
+        b: list = field(init=False, default_factory=list)
+
     assert OwnEq(1) == OwnEq(2) and OwnEq.__dataclass_params__.init
+    assert Init(2, 3).a == 6 and Init.__dataclass_params__.init
+    assert NotInInit(1).b == [] and NotInInit.__dataclass_params__.init
+    with pytest.raises(TypeError):
+        NotInInit(1, [2])  # type: ignore[call-arg]
 
 
 def test_makers_lists_every_module_that_makes_nodes_or_records() -> None:
     """``write_inits`` imports :data:`MAKERS` to write every class's ``__init__``:
     a module that uses ``@node``/``@record`` and is not listed would have its
     classes' ``__init__`` compiled at every start."""
-    from pathlib import Path
-
     root = Path(__file__).resolve().parents[1] / "serq"
     using = set()
     for path in root.rglob("*.py"):

@@ -49,9 +49,9 @@ if TYPE_CHECKING:
 #: event, times its jobs, over the block) is planned in arrays (serq/sim/stages/vector.py): the
 #: arrays cost about as much as 30 growths walked, and a run is often cut short by an event.
 MIN_ARRAY_GROWTHS = 96
-#: The growths of long runs an engine walks before it imports numpy to plan them in arrays. The
-#: import (~0.1 s) pays for itself over ~10 000 growths walked (~10 µs each once positions cross
-#: binades); an engine that has walked 2 000 has more to come, and the seed's programs never do.
+#: The growths of long runs an engine walks before it imports numpy to plan them in arrays: the
+#: import (~0.09 s) against 4–6 µs more a growth walked; 2 000 measured faster than 20 000 on the
+#: long-output programs (docs/speed.md), and the seed's programs never reach it.
 _WALK_FIRST = 2_000.0
 #: ``RunPlanner.vcost`` before the first long run compiles it.
 _UNCOMPILED = object()
@@ -481,7 +481,7 @@ class RunPlanner:
         if growths < MIN_ARRAY_GROWTHS:
             return False
         if self.vcost is _UNCOMPILED and "serq.sim.stages.vector" not in sys.modules:
-            # importing numpy costs ~0.1 s: walk the first growths (programs of short decodes never import it)
+            # (programs of short decodes never import numpy)
             self.walked += growths
             return self.walked >= _WALK_FIRST
         return True
