@@ -474,19 +474,39 @@ def _account(run: Any, engine: Any, jobs: int, k: int, costs: np.ndarray, ends: 
     sim.events += k
 
 
+#: At most this many distinct stretches of gaps are bucketed one by one in Python (a logarithm
+#: each) rather than in arrays.
+_FEW = 24
+
+
 def add_array(h: Any, xs: np.ndarray, n: int) -> None:
     """``LogHistogram.add_runs`` of the values ``xs``, each recorded ``n``
     times in a row: the total takes the same additions in the same order, the
     buckets the same counts, smallest and largest, in the order they first
-    appear (serq/sim/stats.py)."""
+    appear (serq/sim/stats.py).  A run's gaps come in stretches of one value
+    (the iterations between two growths), so the buckets are worked out for
+    each stretch's value, not for every gap."""
     if not xs.size or n <= 0:
         return
     h.total = _fold(h.total, xs if n == 1 else np.repeat(xs, n))
-    h.count += n * int(xs.size)
-    keys = np.full(xs.size, _ZERO_KEY, dtype=np.int64)
-    finite = (xs > 0.0) & (xs != math.inf)
+    size = int(xs.size)
+    h.count += n * size
+    starts = np.flatnonzero(xs[1:] != xs[:-1]) + 1  # where a new value starts (a NaN: each its own)
+    if starts.size:
+        starts = np.concatenate(([0], starts))
+        vals = xs[starts]
+        counts = np.diff(np.append(starts, size))
+    else:
+        vals, counts = xs[:1], np.array([size], dtype=np.int64)
+    if vals.size <= _FEW:  # a few values: LogHistogram's own fill (one bucket, or a lookup each)
+        v = vals.tolist()
+        lo, hi = min(v), max(v)
+        h._fill(lambda: zip(v, counts.tolist()), n, lo, hi, size, v[-1])
+        return
+    keys = np.full(vals.size, _ZERO_KEY, dtype=np.int64)
+    finite = (vals > 0.0) & (vals != math.inf)
     if finite.any():
-        fx = xs[finite]
+        fx = vals[finite]
         y = np.log(fx) / _LOG_W  # as `_bucket`: a quotient within 1e-9 of an edge is decided by serQ's log
         kf = np.floor(y)
         frac = y - kf
@@ -494,27 +514,29 @@ def add_array(h: Any, xs: np.ndarray, n: int) -> None:
         for i in np.flatnonzero(~((frac > 1e-9) & (frac < 0.999999999))).tolist():
             kk[i] = _bucket(float(fx[i]))
         keys[finite] = kk
-    keys[xs == math.inf] = _INF_KEY
+    keys[vals == math.inf] = _INF_KEY
     if keys.size > 1 and np.all(keys[1:] >= keys[:-1]):  # (a run whose lengths grow: keys in order)
         first = np.flatnonzero(np.append(True, keys[1:] != keys[:-1]))
         uniq = keys[first]
-        counts = np.diff(np.append(first, keys.size))
-        lo = np.minimum.reduceat(xs, first)
-        hi = np.maximum.reduceat(xs, first)
+        per = np.add.reduceat(counts, first)
+        lo = np.minimum.reduceat(vals, first)
+        hi = np.maximum.reduceat(vals, first)
     else:
-        uniq, first, inverse, counts = np.unique(keys, return_index=True, return_inverse=True, return_counts=True)
+        uniq, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+        per = np.zeros(uniq.size, dtype=np.int64)
+        np.add.at(per, inverse, counts)
         lo = np.full(uniq.size, math.inf)
         hi = np.full(uniq.size, -math.inf)
-        np.minimum.at(lo, inverse, xs)
-        np.maximum.at(hi, inverse, xs)
+        np.minimum.at(lo, inverse, vals)
+        np.maximum.at(hi, inverse, vals)
     buckets = h._buckets
     for j in np.argsort(first, kind="stable").tolist():
         key = int(uniq[j])
         b = buckets.get(key)
         x_lo, x_hi = float(lo[j]), float(hi[j])
         if b is None:
-            b = buckets[key] = [0, float(xs[first[j]]), float(xs[first[j]])]
-        b[0] += int(counts[j]) * n
+            b = buckets[key] = [0, float(vals[first[j]]), float(vals[first[j]])]
+        b[0] += int(per[j]) * n
         if x_lo < b[1]:
             b[1] = x_lo
         if x_hi > b[2]:

@@ -183,17 +183,26 @@ def test_a_program_of_short_decodes_never_imports_numpy() -> None:
     assert out.stdout.strip() == "False"
 
 
-@pytest.mark.parametrize("shape", ["growing", "shuffled", "edges"])
+@pytest.mark.parametrize("shape", ["growing", "shuffled", "edges", "stretches", "few stretches", "one value"])
 @pytest.mark.parametrize("n", [1, 3])
 def test_a_runs_gaps_fill_the_histogram_as_one_by_one(shape: str, n: int) -> None:
-    # vector.add_array (keys in order: run-length groups; else np.unique) against LogHistogram.add,
-    # each value n times in a row: the same total, count, buckets (count, smallest, largest)
-    # and the same last value and bucket
+    # vector.add_array (stretches of one value bucketed once; keys in order: run-length groups;
+    # else np.unique; a few stretches: LogHistogram's fill) against LogHistogram.add, each value
+    # n times in a row: the same total, count, buckets (count, smallest, largest) and the same
+    # last value and bucket
     from serq.sim.stats import LogHistogram
     rng = np.random.default_rng(7)
     xs = np.sort(rng.uniform(1e-4, 3e-3, 500))
     if shape == "shuffled":
         xs = rng.permutation(xs)
+    elif shape in ("stretches", "few stretches"):  # a run's gaps: a value per stretch between growths,
+        k = 60 if shape == "stretches" else 5      # across bucket edges, one stretch out of order
+        vals = np.sort(rng.uniform(2.8e-4, 3.4e-4, k))
+        vals[k // 2] = 2.5e-4
+        xs = np.repeat(vals, rng.integers(1, 40, k))
+        assert vector._FEW < 60 and 5 <= vector._FEW
+    elif shape == "one value":
+        xs = np.full(300, 3e-4)
     elif shape == "edges":  # zeros, an infinity, values close to bucket edges, repeats, out of order at the end
         edge = math.exp(_LOG_W * 40)
         xs = np.concatenate(([0.0, 0.0], np.nextafter(edge, 0.0) * np.ones(3), [edge, edge * (1 + 1e-12)],
