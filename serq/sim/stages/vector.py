@@ -172,7 +172,6 @@ def plan(planner: "RunPlanner", cost: float, vcost: VectorCost | None, view: Any
     b = pool.block
     if b is None or not (1.0 <= b < 2.0**31 and b == int(b)):
         return None
-    bi = int(b)
     p0 = [planner.pos[i] for i in idx]
     a0 = [planner.alloc[i] for i in idx]
     if not all(0.0 <= p and p + cap < _TWO52 for p in p0) or not all(
@@ -182,15 +181,9 @@ def plan(planner: "RunPlanner", cost: float, vcost: VectorCost | None, view: Any
     # each job's growths, g0, g0 + b, … up to cap, if each takes one block: checked as the walk tests them
     gs: list[np.ndarray] = []
     for n, g0 in enumerate(firsts):
-        g = g0 + bi * np.arange(max(0, (cap - g0) // bi + 1), dtype=np.int64)
-        if g.size:
-            a_before = a0[n] + b * np.arange(g.size, dtype=np.float64)
-            units = (positions(p0[n], g - 2) + 1.0) - a_before
-            need = np.ceil((a_before + units) / b - EPS) * b - a_before
-            if not (np.all(units > EPS) and np.all(need == b)):
-                return None
-            if g.size > 1 and np.any((positions(p0[n], g[1:] - 3) + 1.0) - a_before[1:] > EPS):
-                return None  # a growth between two the period predicts
+        g = growths(p0[n], a0[n], g0, b, cap)
+        if g is None:
+            return None
         gs.append(g)
     g_all = np.concatenate(gs)
     if not g_all.size:
@@ -265,6 +258,38 @@ def plan(planner: "RunPlanner", cost: float, vcost: VectorCost | None, view: Any
         planner.used[id(pool)] = float(u_before[done - 1]) + b
     run.length, run.end = m, float(ends[m - 1])
     return float(seg_costs[-1]) if s.size else cost
+
+
+def growths(p: float, a: float, g0: int, b: float, cap: int) -> np.ndarray | None:
+    """The iterations ``g0``, ``g0 + b``, … up to ``cap`` at which a job grows
+    (position ``p`` before iteration 2, allocation ``a``, a whole number
+    below 2^52, block ``b``, whole), if each growth takes one block and none
+    comes between two of them, as the walk tests it; None when not.
+    When every ``p + d`` is exact (:func:`.decode_run.exact_steps`), each
+    growth's units ``(p + (g − 2) + 1) − (a + j·b)`` is the same exact float
+    (the numbers are multiples of ``p``'s ulp below 2^53 and ``g − j·b`` does
+    not change), and so is the test between two growths: both are worked
+    out once, not over the array (tests/sim/stages/test_vector_runs.py
+    holds the two ways equal)."""
+    bi = int(b)
+    g = g0 + bi * np.arange(max(0, (cap - g0) // bi + 1), dtype=np.int64)
+    if not g.size:
+        return g
+    a_before = a + b * np.arange(g.size, dtype=np.float64)
+    if exact_steps(p, cap):
+        units: Any = ((p + float(g0 - 2)) + 1.0) - a
+        if not units > EPS:
+            return None
+        between = ((p + float(g0 + bi - 3)) + 1.0) - (a + b) > EPS if g.size > 1 else False
+    else:
+        units = (positions(p, g - 2) + 1.0) - a_before
+        if not np.all(units > EPS):
+            return None
+        between = g.size > 1 and bool(np.any((positions(p, g[1:] - 3) + 1.0) - a_before[1:] > EPS))
+    need = np.ceil((a_before + units) / b - EPS) * b - a_before
+    if not np.all(need == b) or between:
+        return None  # (between: a growth between two the period predicts)
+    return g
 
 
 class Cols:

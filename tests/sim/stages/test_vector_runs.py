@@ -85,6 +85,46 @@ def test_positions_are_plus_ones_at_every_step(seed: int) -> None:
         assert got[:3] == [reduce(add, repeat(1.0, int(k)), p) for k in d[:3]]
 
 
+
+def _growths_over_arrays(p: float, a: float, g0: int, b: float, cap: int) -> list[int] | None:
+    # vector.growths without its shortcut for exact positions: every growth's units and the test
+    # between two growths over the arrays, from positions (which test_positions_… holds to plus_ones)
+    g = g0 + int(b) * np.arange(max(0, (cap - g0) // int(b) + 1), dtype=np.int64)
+    if not g.size:
+        return []
+    a_before = a + b * np.arange(g.size, dtype=np.float64)
+    units = (vector.positions(p, g - 2) + 1.0) - a_before
+    need = np.ceil((a_before + units) / b - 1e-9) * b - a_before
+    if not (np.all(units > 1e-9) and np.all(need == b)):
+        return None
+    if g.size > 1 and np.any((vector.positions(p, g[1:] - 3) + 1.0) - a_before[1:] > 1e-9):
+        return None
+    return g.tolist()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_jobs_growths_are_found_as_over_the_arrays(seed: int) -> None:
+    # vector.growths works out a job's units once when every position is exact: the same growths
+    # (or the same refusal) as over the arrays, for positions with few and many fraction bits,
+    # near a binade's top, allocations on and off the block, and growths that take two blocks
+    rng = random.Random(seed)
+    found = refused = 0
+    for _ in range(300):
+        b = rng.choice([16.0, 16.0, 1.0, 3.0, 256.0])
+        whole = float(rng.randrange(0, 9000))
+        p = rng.choice([whole + rng.randrange(1 << 10) / 1024, whole + rng.random(), whole,
+                        2048.0 - rng.randrange(1, 64) + rng.randrange(1 << 12) / 4096, 2.0**40 + rng.random() * 2**12])
+        a = rng.choice([b * math.ceil(p / b), b * math.ceil(p / b) + b, float(math.ceil(p)), b * math.floor(p / b)])
+        cap = rng.randrange(2, 30000)
+        g0 = max(2, min(cap + 1, int(a - p + 2.0)))
+        want = _growths_over_arrays(p, a, g0, b, cap)
+        got = vector.growths(p, a, g0, b, cap)
+        assert (None if got is None else got.tolist()) == want, (p, a, g0, b, cap)
+        found += want is not None and len(want) > 1
+        refused += want is None
+    assert found > 50 and refused > 20  # (both ways taken)
+
+
 LONG = """
 pool kv {{ cap {cap}; block 16; evict lru; preempt lifo; }}
 pool reqs {{ cap {slots}; admit via engine; }}
