@@ -32,8 +32,10 @@ from .order import total_key
 from .prefix import SharedCache
 from .stats import TimeAverage
 
-#: A run's growths of one pool this many or more are replayed in arrays (stages/vector.py: grow_pool).
-_ARRAY_GROWTHS = 128
+#: A run's growths of one pool this many or more are replayed in arrays (stages/vector.py: grow_pool),
+#: once numpy is imported (128 until 2026-12-06; 32 took 1-5 % off the long-output programs and
+#: 16 measured as 32: docs/speed.md).
+_ARRAY_GROWTHS = 32
 
 if TYPE_CHECKING:
     from .session import Session

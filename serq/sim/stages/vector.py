@@ -281,6 +281,15 @@ def growths(p: float, a: float, g0: int, b: float, cap: int) -> np.ndarray | Non
         if not units > EPS:
             return None
         between = ((p + float(g0 + bi - 3)) + 1.0) - (a + b) > EPS if g.size > 1 else False
+        if between:
+            return None
+        f = units / b
+        if (bi & (bi - 1) == 0 and a % b == 0.0 and 1e-6 <= f <= 1.0
+                and float(a_before[-1]) / b + 1.0 < 2.0**30):
+            # each need is ceil(K + f − EPS)·b − K·b with K = a_j / b a whole number below 2^30 and
+            # K + f exact (b a power of two): K + f − EPS rounds above K (its ulp is below 2^-22)
+            # and not above K + 1, so every need is one block
+            return g
     else:
         units = (positions(p, g - 2) + 1.0) - a_before
         if not np.all(units > EPS):
@@ -596,7 +605,8 @@ def grow_blocks(pool: Any, b: float, t: np.ndarray) -> bool:
     last = ua.last
     if (pool.gauged or pool.timeline is not None or cache.spill is not None or b != cache.block
             or not (ca.last == last and qa.last == last and ha.last == last)
-            or not cache.whole_blocks(pool.used, [b] * n, pool.cap)):
+            or not (pool.used + n * b <= _BIG and cache.whole_blocks(pool.used, [b], pool.cap))):
+        # (`whole_blocks(used, [b] * n, cap)`: n whole blocks from `used` stay exact up to _BIG)
         return False
     cap = pool.cap
     used = pool.used
