@@ -440,30 +440,46 @@ def _ends(first: float, costs: np.ndarray, lengths: np.ndarray, limit: float,
     stop = min(limit, horizon)
     cheapest = float(costs[lengths > 0].min()) if total else 1.0
     guess = total if not (stop < math.inf) else int(min(total, (stop - first) / cheapest * 1.001 + 64))
+    # an end past the run: at `limit` or later, or past the horizon (the ends only grow: costs are > 0)
+    past = min(limit, math.nextafter(horizon, math.inf))
     acc = first
-    pieces = [np.array([first])]
+    pieces: list[np.ndarray] = []
     lo = 0
     while True:
         hi = min(total, max(guess, lo + 1024))
-        part = np.add.accumulate(np.concatenate(([acc], per[lo:hi])))[1:]
-        pieces.append(part)
-        bad = (part >= limit) | (part > horizon)
-        if bad.any():
-            return np.concatenate(pieces), lo + 1 + int(np.argmax(bad))
+        buf = np.empty(hi - lo + 1)  # the last end so far, then this piece's, summed in place
+        buf[0] = acc
+        buf[1:] = per[lo:hi]
+        np.add.accumulate(buf, out=buf)
+        part = buf[1:]
+        pieces.append(part if pieces else buf)
+        j = int(np.searchsorted(part, past))
+        if j < part.size:
+            return (buf if len(pieces) == 1 else np.concatenate(pieces)), lo + 1 + j
         lo = hi
         if lo >= total:
-            return np.concatenate(pieces), total + 1
+            return (buf if len(pieces) == 1 else np.concatenate(pieces)), total + 1
         acc = float(part[-1])
         guess = lo + (lo or 1024)
 
 
 # -- the statistics of a run, in arrays ---------------------------------------------------------
 
-def _fold(acc: float, xs: np.ndarray) -> float:
-    """``acc`` plus each of ``xs`` in turn (``functools.reduce(add, xs, acc)``)."""
-    if not xs.size:
+def _fold(acc: float, xs: np.ndarray, n: int = 1) -> float:
+    """``acc`` plus each of ``xs`` in turn, ``n`` times each
+    (``functools.reduce(add, xs, acc)`` of ``numpy.repeat(xs, n)``): one
+    buffer, filled and summed in place."""
+    size = int(xs.size)
+    if not size:
         return acc
-    return float(np.add.accumulate(np.concatenate(([acc], xs)))[-1])
+    buf = np.empty(size * n + 1)
+    buf[0] = acc
+    if n == 1:
+        buf[1:] = xs
+    else:
+        buf[1:].reshape(size, n)[...] = xs[:, None]  # (each value n times in a row, without a copy between)
+    np.add.accumulate(buf, out=buf)
+    return float(buf[-1])
 
 
 def account(run: Any, engine: Any, jobs: int, k: int) -> None:
@@ -522,7 +538,7 @@ def add_array(h: Any, xs: np.ndarray, n: int) -> None:
     each stretch's value, not for every gap."""
     if not xs.size or n <= 0:
         return
-    h.total = _fold(h.total, xs if n == 1 else np.repeat(xs, n))
+    h.total = _fold(h.total, xs, n)
     size = int(xs.size)
     h.count += n * size
     starts = np.flatnonzero(xs[1:] != xs[:-1]) + 1  # where a new value starts (a NaN: each its own)
