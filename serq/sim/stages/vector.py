@@ -275,8 +275,8 @@ def growths(p: float, a: float, g0: int, b: float, cap: int) -> np.ndarray | Non
     g = g0 + bi * np.arange(max(0, (cap - g0) // bi + 1), dtype=np.int64)
     if not g.size:
         return g
-    a_before = a + b * np.arange(g.size, dtype=np.float64)
-    if exact_steps(p, cap):
+    exact = exact_steps(p, cap)
+    if exact:
         units: Any = ((p + float(g0 - 2)) + 1.0) - a
         if not units > EPS:
             return None
@@ -284,13 +284,13 @@ def growths(p: float, a: float, g0: int, b: float, cap: int) -> np.ndarray | Non
         if between:
             return None
         f = units / b
-        if (bi & (bi - 1) == 0 and a % b == 0.0 and 1e-6 <= f <= 1.0
-                and float(a_before[-1]) / b + 1.0 < 2.0**30):
+        if bi & (bi - 1) == 0 and a % b == 0.0 and 1e-6 <= f <= 1.0 and a / b + g.size < 2.0**30:
             # each need is ceil(K + f − EPS)·b − K·b with K = a_j / b a whole number below 2^30 and
             # K + f exact (b a power of two): K + f − EPS rounds above K (its ulp is below 2^-22)
             # and not above K + 1, so every need is one block
             return g
-    else:
+    a_before = a + b * np.arange(g.size, dtype=np.float64)
+    if not exact:
         units = (positions(p, g - 2) + 1.0) - a_before
         if not np.all(units > EPS):
             return None

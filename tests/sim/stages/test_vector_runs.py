@@ -85,7 +85,6 @@ def test_positions_are_plus_ones_at_every_step(seed: int) -> None:
         assert got[:3] == [reduce(add, repeat(1.0, int(k)), p) for k in d[:3]]
 
 
-
 def _growths_over_arrays(p: float, a: float, g0: int, b: float, cap: int) -> list[int] | None:
     # vector.growths without its shortcut for exact positions: every growth's units and the test
     # between two growths over the arrays, from positions (which test_positions_… holds to plus_ones)
