@@ -447,8 +447,13 @@ class PrefixCache:
         every size, block, ``cap``, ``used`` and need a whole number whose sums
         stay exact (``used`` stays an integer ≤ _BIG as whole needs are added)."""
         if not (self.kind == LRU and self.spill is None and not self._dead_heap and self._ints and self._int_block
-                and _exact(cap) and _exact(used) and min(needs) >= 0.0
-                and used + math.fsum(needs) <= _BIG and _whole(needs)):
+                and _exact(cap) and _exact(used)):
+            return False
+        if len(needs) == 1:  # (one growth: a cluster's replays, one at a time)
+            need = needs[0]
+            if not (need >= 0.0 and used + need <= _BIG and _whole(needs)):
+                return False
+        elif not (min(needs) >= 0.0 and used + math.fsum(needs) <= _BIG and _whole(needs)):
             return False
         self._cap = cap
         self._cap_exact = True

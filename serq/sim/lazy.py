@@ -320,17 +320,27 @@ class LazyRuns:
         pools plain meanwhile (the replay's own reads and changes)."""
         run = engine.run
         assert run is not None
-        by_id = self.sim.pool_by_id
-        pools = [by_id[pid] for pid in run.grows]
-        for pool in pools:
-            pool.__class__ = Pool
         g = run.grown
-        try:
-            run.grow_until(engine, t)
-        finally:
-            for pool in pools:
+        grows = run.grows
+        if len(grows) == 1:  # (the usual run: its jobs grow one pool; a cluster replays a growth or
+            pool = self.sim.pool_by_id[next(iter(grows))]  # two at a time, so this is hot)
+            pool.__class__ = Pool
+            try:
+                run.grow_until(engine, t)
+            finally:
                 if pool.watchers:
                     pool.__class__ = WatchedPool
+        else:
+            by_id = self.sim.pool_by_id
+            pools = [by_id[pid] for pid in grows]
+            for pool in pools:
+                pool.__class__ = Pool
+            try:
+                run.grow_until(engine, t)
+            finally:
+                for pool in pools:
+                    if pool.watchers:
+                        pool.__class__ = WatchedPool
         if run.grown != g and run.passing:
             self._next_growth(engine, run)
 
