@@ -320,27 +320,20 @@ class LazyRuns:
         pools plain meanwhile (the replay's own reads and changes)."""
         run = engine.run
         assert run is not None
-        g = run.grown
+        by_id = self.sim.pool_by_id
         grows = run.grows
-        if len(grows) == 1:  # (the usual run: its jobs grow one pool; a cluster replays a growth or
-            pool = self.sim.pool_by_id[next(iter(grows))]  # two at a time, so this is hot)
+        # (the usual run grows one pool: a tuple of it, not a comprehension; a cluster replays a
+        # growth or two at a time, so this is hot)
+        pools = (by_id[next(iter(grows))],) if len(grows) == 1 else [by_id[pid] for pid in grows]
+        for pool in pools:
             pool.__class__ = Pool
-            try:
-                run.grow_until(engine, t)
-            finally:
+        g = run.grown
+        try:
+            run.grow_until(engine, t)
+        finally:
+            for pool in pools:
                 if pool.watchers:
                     pool.__class__ = WatchedPool
-        else:
-            by_id = self.sim.pool_by_id
-            pools = [by_id[pid] for pid in grows]
-            for pool in pools:
-                pool.__class__ = Pool
-            try:
-                run.grow_until(engine, t)
-            finally:
-                for pool in pools:
-                    if pool.watchers:
-                        pool.__class__ = WatchedPool
         if run.grown != g and run.passing:
             self._next_growth(engine, run)
 
