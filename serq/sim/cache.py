@@ -449,11 +449,9 @@ class PrefixCache:
         if not (self.kind == LRU and self.spill is None and not self._dead_heap and self._ints and self._int_block
                 and _exact(cap) and _exact(used)):
             return False
-        if len(needs) == 1:  # (one growth: a cluster's replays, one at a time)
-            need = needs[0]
-            if not (need >= 0.0 and used + need <= _BIG and _whole(needs)):
-                return False
-        elif not (min(needs) >= 0.0 and used + math.fsum(needs) <= _BIG and _whole(needs)):
+        # (one growth, as a cluster replays them, without `min` and `fsum`)
+        least, total = (needs[0], needs[0]) if len(needs) == 1 else (min(needs), math.fsum(needs))
+        if not (least >= 0.0 and used + total <= _BIG and _whole(needs)):
             return False
         self._cap = cap
         self._cap_exact = True

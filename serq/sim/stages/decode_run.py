@@ -255,19 +255,11 @@ class DecodeRun:
             self._grow(engine, engine.assign, cols.events_before(self.grown, t))
             return
         events = self.events
-        lo = hi = self.grown
+        hi = self.grown
         n = len(events)
         while hi < n and events[hi][3] < t:
             hi += 1
-        assign = engine.assign
-        if len(assign) == 1 and self.head is None:  # (`_grow`'s run of one job, without its tests:
-            if hi > lo:  # a cluster replays a growth or two at a time)
-                self.grown = hi
-                job = assign[0][0]
-                if job.hold is not None:
-                    _grow_one(job.hold, job.k, events[lo:hi])
-            return
-        self._grow(engine, assign, hi)
+        self._grow(engine, engine.assign, hi)
 
     def end_list(self) -> list[float]:
         """The end of every iteration, in order (the last is ``end``)."""

@@ -278,11 +278,8 @@ def growths(p: float, a: float, g0: int, b: float, cap: int) -> np.ndarray | Non
     exact = exact_steps(p, cap)
     if exact:
         units: Any = ((p + float(g0 - 2)) + 1.0) - a
-        if not units > EPS:
-            return None
-        between = ((p + float(g0 + bi - 3)) + 1.0) - (a + b) > EPS if g.size > 1 else False
-        if between:
-            return None
+        if not units > EPS or (g.size > 1 and ((p + float(g0 + bi - 3)) + 1.0) - (a + b) > EPS):
+            return None  # (no growth at g0, or one between two the period predicts)
         f = units / b
         if bi & (bi - 1) == 0 and a % b == 0.0 and 1e-6 <= f <= 1.0 and a / b + g.size < 2.0**30:
             # each need is ceil(K + f − EPS)·b − K·b with K = a_j / b a whole number below 2^30 and
@@ -292,13 +289,11 @@ def growths(p: float, a: float, g0: int, b: float, cap: int) -> np.ndarray | Non
     a_before = a + b * np.arange(g.size, dtype=np.float64)
     if not exact:
         units = (positions(p, g - 2) + 1.0) - a_before
-        if not np.all(units > EPS):
-            return None
-        between = g.size > 1 and bool(np.any((positions(p, g[1:] - 3) + 1.0) - a_before[1:] > EPS))
+        if not np.all(units > EPS) or (
+                g.size > 1 and bool(np.any((positions(p, g[1:] - 3) + 1.0) - a_before[1:] > EPS))):
+            return None  # (as above)
     need = np.ceil((a_before + units) / b - EPS) * b - a_before
-    if not np.all(need == b) or between:
-        return None  # (between: a growth between two the period predicts)
-    return g
+    return g if np.all(need == b) else None
 
 
 class Cols:
