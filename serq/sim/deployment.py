@@ -85,8 +85,8 @@ def build(sim: "Simulator", engines: Mapping[str, type]) -> None:
     for engine in sim.engines:
         if engine.memory is not None:
             engine.memory.engines.append(engine)
-    if p.gauges:
-        _gauges(sim, frame)
+    if p.gauges:  # (compiled once the simulator knows how they are read: `gauges`)
+        _gauge_flags(sim)
 
 
 def _spills(sim: "Simulator", decl: ir.PoolDecl, members: list[Pool], frame: Frame) -> None:
@@ -110,10 +110,55 @@ def _spills(sim: "Simulator", decl: ir.PoolDecl, members: list[Pool], frame: Fra
         pool.cache.spill.locate(sp)
 
 
+def gauges(sim: "Simulator", logged: bool) -> None:
+    """The program's gauges, compiled: read as the run goes, or (``logged``)
+    from a log of the pools' changes (serq/sim/gauges.py), compiled on
+    stand-ins of the pools that the log sets."""
+    frame = Frame(sim.ns, attrs="c.a", ctx="c", session=None, stream="_mrng",
+                  resolve_pool=partial(pool_source, sim), resolve_stage=partial(stage_source, sim))
+    if not logged:
+        _gauges(sim, frame)
+        return
+    from types import SimpleNamespace
+
+    from .gauges import Gauges, Shadow
+
+    shadow = SimpleNamespace(program=sim.program, pools=[[Shadow(p) for p in ms] for ms in sim.pools], gauges=None)
+    shadow.all_pools = [m for ms in shadow.pools for m in ms]
+    _gauges(shadow, frame.derive(resolve_pool=partial(pool_source, shadow)))  # type: ignore[arg-type]
+    sim.gauges = Gauges(sim, [g.name for g in sim.program.gauges], None)  # type: ignore[arg-type]
+    sim.gauges.always = False
+    sim.gauges.log_to(shadow.gauges, {id(p): sh for p, sh in zip(sim.all_pools, shadow.all_pools) if p.gauge_read})
+
+
+def gauges_read_stages(p: ir.Program) -> bool:
+    """Whether some gauge reads a stage (then every instant is read)."""
+    from ..expr import walk
+
+    return any(isinstance(x, ir.Probe) and isinstance(x.target, ir.StageRef) for g in p.gauges for x in walk(g.expr))
+
+
+def _gauge_flags(sim: "Simulator") -> None:
+    """Tell the pools the gauges read (``Pool.gauge_read``; ``Pool.gauged``:
+    what a growth changes, so a coalesced run's growths there are read one by
+    one, at their times)."""
+    from ..expr import walk
+
+    p = sim.program
+    for g in p.gauges:
+        for x in walk(g.expr):
+            if isinstance(x, ir.Probe) and isinstance(x.target, ir.PoolRef):
+                index = x.target.index
+                assert index is None or isinstance(index, ir.Num)  # a gauge's index is a number (checked)
+                pool = sim.pools[x.target.pool][0 if index is None else int(index.value)]
+                pool.gauge_read = True
+                if x.fn not in ("holders", "queued"):  # (a growth changes neither)
+                    pool.gauged = True
+
+
 def _gauges(sim: "Simulator", frame: Frame) -> None:
-    """The program's gauges, compiled on the deployment's state; the pools they
-    read are told (``Pool.gauged``: a coalesced run's growths there are read
-    one by one, at their times)."""
+    """The program's gauges, compiled on the deployment's state (or on the
+    stand-ins of ``gauges``)."""
     from ..expr import walk
     from .gauges import Gauges
 
@@ -128,28 +173,23 @@ def _gauges(sim: "Simulator", frame: Frame) -> None:
         return eval(code_of(text, "<serq gauges>", "eval"), frame.ns)  # noqa: S307 - our own generated code
 
     sim.gauges = Gauges(sim, [g.name for g in p.gauges], compiled(list(p.gauges)))
+    # a gauge that reads only pools is read again only once one of them changed (``Pool.record``)
+    _gauge_flags(sim)
+    sim.gauges.always = gauges_read_stages(p)
     readers: dict[int, list[int]] = {}  # pool (id) → the gauges that read what a growth changes there
     anyhow: dict[int, list[int]] = {}  # pool (id) → the gauges that read it at all
     for i, g in enumerate(p.gauges):
         for x in walk(g.expr):
             if isinstance(x, ir.Probe) and isinstance(x.target, ir.PoolRef):
                 index = x.target.index
-                assert index is None or isinstance(index, ir.Num)  # a gauge's index is a number (checked)
-                member = 0 if index is None else int(index.value)
-                pool = sim.pools[x.target.pool][member]
-                pool.gauge_read = True
+                pool = sim.pools[x.target.pool][0 if index is None else int(index.value)]  # type: ignore[union-attr]
                 every = anyhow.setdefault(id(pool), [])
                 if i not in every:
                     every.append(i)
-                if x.fn in ("holders", "queued"):
-                    continue  # (a growth changes neither)
-                pool.gauged = True
-                got = readers.setdefault(id(pool), [])
-                if i not in got:
-                    got.append(i)
-    # a gauge that reads only pools is read again only once one of them changed (``Pool.record``)
-    sim.gauges.always = any(isinstance(x, ir.Probe) and isinstance(x.target, ir.StageRef)
-                            for g in p.gauges for x in walk(g.expr))
+                if x.fn not in ("holders", "queued"):  # (a growth changes neither)
+                    got = readers.setdefault(id(pool), [])
+                    if i not in got:
+                        got.append(i)
     parts: dict[tuple[int, ...], Any] = {}  # (members of a family mostly share one set of gauges)
 
     def part(gauges: list[int]) -> tuple[Any, tuple[int, ...]]:

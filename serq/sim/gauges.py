@@ -15,11 +15,27 @@ average over [warm-up, end], a 95 % batch-means interval over 20 equal windows
 of that span (Student t, 19 degrees of freedom, as the observes'), and the
 least and greatest value held for a positive time inside the span.  Sums are
 ``math.fsum``, so the figures are the same bits on every machine.
+
+With many step engines (``LOG_ENGINES``) whose runs pass over other events
+(serq/sim/lazy.py) and gauges that read only pools, the gauges are read from a
+log instead
+(:meth:`Gauges.log_to`): each change of a pool a gauge reads is logged — its
+``used``, holders and queue after the change, at its time: at the end of an
+instant, or at a replayed growth — and the log is read in time order later,
+on stand-in pools (:class:`Shadow`), by the same compiled gauges.  A pool's
+own entries are logged in its time order (a run's growths there are replayed
+before anything else reads or changes it), so the passing runs' growths need
+not be replayed before every instant for the gauges to read them in time
+order with every other pool's changes; the readings, and so the change points,
+are the same.  The log is read up to the earliest growth still to be replayed
+whenever it is long, and to the end with the report.
 """
 
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..report import GaugeSummary
@@ -29,6 +45,15 @@ if TYPE_CHECKING:
     from .simulator import Simulator
 
 NAN = math.nan
+
+#: Off switch for comparisons (tests and benchmarks): the gauges are read as the run goes.
+LOGGED = True
+#: the log is kept from this many step engines on: with fewer, replaying the passing runs'
+#: growths before every instant costs less than the log's own bookkeeping (docs/speed.md)
+LOG_ENGINES = 8
+#: read the log (up to the earliest growth still to be replayed) once it holds this many entries
+LOG_READ = 8192
+_time = itemgetter(0)
 
 
 class Gauges:
@@ -54,6 +79,12 @@ class Gauges:
         #: while passing runs' growths are replayed run by run (serq/sim/lazy.py): the gauged
         #: pools' states after each growth, and before the first, kept to be read in time order
         self.capture: Any = None
+        #: the log of the pools' changes (entries ``(time, shadow, used, holders, queued)``), when
+        #: the gauges are read from one (:meth:`log_to`); None: they are read as the run goes
+        self.log: list[tuple[float, Shadow, float, int, int]] | None = None
+        self.shadows: dict[int, Shadow] = {}
+        self.reader: Gauges | None = None  # the gauges compiled on the shadows, which read the log
+        self.read_to = -math.inf  # the log is read up to here (its entries before it are gone)
 
     def sample(self, now: float) -> None:
         """Read every gauge on the state as it is, as the value from ``now`` on
@@ -147,8 +178,159 @@ class Gauges:
             if engine is not None:
                 engine.iterating = was
 
+    # -- read from a log (see the module) -----------------------------------------------------
+
+    def log_to(self, reader: "Gauges", shadows: dict[int, "Shadow"]) -> None:
+        """Read the gauges from a log from now on: ``reader``, the gauges
+        compiled on ``shadows`` (each gauge-read pool's stand-in, by the pool's
+        id), reads it; its change points are these gauges'."""
+        self.reader = reader
+        self.shadows = shadows
+        self.points = reader.points
+        self.log = []
+        self.sample = self._log_changes  # type: ignore[method-assign]
+
+    def _log_changes(self, now: float) -> None:
+        """:meth:`sample` into the log: the pools changed since the latest
+        reading (every pool a gauge reads, at the first) as they are at ``now``."""
+        moved, self.moved = self.moved, None
+        if moved is None:
+            return
+        log = self.log
+        assert log is not None
+        shadows = self.shadows
+        movers = self.movers
+        if moved is not self:
+            pools = (moved,)
+        elif self.last is None:
+            pools = tuple(sh.pool for sh in shadows.values())
+            self.last = ()  # (no longer the first)
+        else:
+            pools = tuple(movers)  # (a pool twice is logged twice at one time: the later stands)
+        movers.clear()
+        for pool in pools:  # (`used` of a watched pool replays its runs' growths up to now first)
+            log.append((now, shadows[id(pool)], pool.used, len(pool.holders), len(pool.put_queue)))
+        if len(log) >= LOG_READ:
+            self.read_log(self._readable(now))
+
+    def log_growths(self, pool: Any, times: list[float], after: list[tuple[float, float]]) -> None:
+        """A coalesced run's growths of ``pool`` at ``times`` into the log
+        (``after``: its ``used`` and cached total after each; the holders and
+        the queue do not change in a run)."""
+        log = self.log
+        assert log is not None
+        sh = self.shadows[id(pool)]
+        nh, nq = len(pool.holders), len(pool.put_queue)
+        log.extend([(t, sh, u, nh, nq) for t, (u, _total) in zip(times, after)])
+
+    def _readable(self, now: float) -> float:
+        """How far the log is complete: every entry before the result is in it.
+        Only a run's growths are logged late, when they are replayed: the
+        earliest growth not replayed yet of any run in flight, or ``now``."""
+        bound = now
+        for engine in self.sim.engines:
+            run = engine.run
+            if run is not None:
+                g = run.grown
+                if g < run.n_events():
+                    t = run.event_start(g)
+                    if t < bound:
+                        bound = t
+        return bound
+
+    def read_log(self, upto: float) -> None:
+        """Read the log's entries before ``upto``, in time order: each time's
+        changes put on the shadows, then the gauges read once (as
+        :meth:`sample` reads the pools at the end of an instant, or after a
+        growth)."""
+        log = self.log
+        reader = self.reader
+        assert log is not None and reader is not None
+        log.sort(key=_time)  # (stable: one pool's entries at one time stay in the order logged)
+        n = bisect_left(log, upto, key=_time)
+        if not n:
+            return
+        if log[0][0] < self.read_to:  # (an entry logged after the log was read past its time)
+            raise AssertionError(f"gauge log: an entry at {log[0][0]!r} after the log was read to {self.read_to!r}")
+        entries = log[:n]
+        del log[:n]
+        sample = reader.sample
+        points = reader.points
+        i = 0
+        while i < n:
+            now, sh, used, nh, nq = entries[i]
+            if (reader.moved is None and sh.gauged and (i + 1 == n or entries[i + 1][0] != now)
+                    and len(sh.holders) == nh and len(sh.put_queue) == nq and reader.last is not None):
+                # only the pool's `used` changed (a growth, mostly): the gauges that read it, as
+                # `sample_part` reads them; one gauge (the usual) as `sample_growths` does, over
+                # the pool's entries that follow alone at their times, each changing `used` alone
+                part = sh.gauge_part
+                idx = part[1]
+                if len(idx) != 1:
+                    sh.used = used
+                    reader.sample_part(part, now)
+                    i += 1
+                    continue
+                read = part[0]
+                k = idx[0]
+                pts = points[k]
+                last = reader.last
+                x0 = last[k]
+                d = sh.__dict__
+                while True:
+                    d["used"] = used
+                    x = read(None)[0]
+                    if not x0 == x:  # (a NaN is never equal: recorded each time, as `sample_part`)
+                        _record(pts, float(x), now)
+                        x0 = x
+                    i += 1
+                    if i == n:
+                        break
+                    now, sh2, used, nh2, nq2 = entries[i]
+                    if sh2 is not sh or nh2 != nh or nq2 != nq or (i + 1 < n and entries[i + 1][0] == now):
+                        break
+                if x0 is not last[k]:
+                    reader.last = last[:k] + (x0,) + last[k + 1:]
+                continue
+            while i < n:
+                t, sh, used, nh, nq = entries[i]
+                if t != now:
+                    break
+                sh.used = used
+                if len(sh.holders) != nh:
+                    sh.holders = range(nh)
+                if len(sh.put_queue) != nq:
+                    sh.put_queue = range(nq)
+                moved = reader.moved  # `Pool.record`, for the shadow
+                if moved is not sh:
+                    reader.moved = sh if moved is None else reader
+                    reader.movers.append(sh)
+                i += 1
+            sample(now)
+        self.read_to = upto
+
     def summaries(self, start: float, end: float) -> list[GaugeSummary]:
+        if self.log is not None:  # the rest of the log (a run ends by the horizon: its growths are in)
+            self.read_log(math.inf)
         return [summarize(name, pts, start, end) for name, pts in zip(self.names, self.points)]
+
+
+class Shadow:
+    """A pool as the log says it was, for the gauges compiled on it: its
+    ``used``, and its holders and queue (``range`` objects of their counts:
+    a gauge reads only their lengths)."""
+
+    def __init__(self, pool: Any) -> None:
+        self.pool = pool
+        self.label = pool.label
+        self.cap = pool.cap
+        self.used = pool.used
+        self.holders = range(len(pool.holders))
+        self.put_queue = range(len(pool.put_queue))
+        self.gauge_read = False
+        self.gauged = False
+        self.gauge_part: Any = None
+        self.gauge_any: Any = None
 
 
 def _record(pts: list[tuple[float, float]], v: float, now: float) -> None:

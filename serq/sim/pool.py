@@ -454,6 +454,9 @@ class Pool(BaseResource):
         with other runs'; else they are read now, each on the pool's ``used`` as
         it was then (:meth:`Gauges.sample_growths`)."""
         gauges = self.sim.gauges
+        if gauges.log is not None:  # (read from a log, later: serq/sim/gauges.py)
+            gauges.log_growths(self, times, after)
+            return
         capture = gauges.capture
         if capture is not None:
             states, first = capture

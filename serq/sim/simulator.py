@@ -24,6 +24,7 @@ from .. import ir
 from ..errors import RunInterrupted, SerqError, SerqRuntimeError
 from ..expr import base_namespace
 from . import choose, choose_index, deployment, lazy, rng
+from . import gauges as gauges_mod
 from .arrivals import Arrivals, arrivals_of
 from .compile import Compiler
 from .goodput import Target
@@ -166,6 +167,15 @@ class Simulator:
         self.lazy: Any = None
         if lazy.wanted(self):
             self.lazy = self.env.lazy = lazy.LazyRuns(self)
+        if program.gauges:
+            # with passing runs on many engines, gauges that read only pools read a log of the pools'
+            # changes: the runs' growths need not be replayed before every instant for them
+            # (serq/sim/gauges.py)
+            logged = (self.lazy is not None and gauges_mod.LOGGED and len(self.engines) >= gauges_mod.LOG_ENGINES
+                      and not deployment.gauges_read_stages(program))
+            deployment.gauges(self, logged)
+            if logged:
+                self.lazy.merged = False
         #: the timeline's recorder (serq/sim/timeline.py), with ``timeline=DT``; None: none is kept
         self.timeline: Any = None
         if timeline is not None:

@@ -1,0 +1,94 @@
+"""Gauges read from a log of the pools' changes (serq/sim/gauges.py): with
+passing runs (serq/sim/lazy.py) the change points are those of the gauges read
+as the run goes, however often the log is read, and the runs' growths are no
+longer replayed before every instant for them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import serq
+from serq.sim import gauges, lazy
+from serq.sim.simulator import Simulator
+
+ROOT = Path(__file__).resolve().parents[2]
+AGENTS = ROOT / "programs/cluster/agents.sq"
+LLMD = ROOT / "programs/pd/llmd.sq"
+
+
+def points(program: Any, horizon: float) -> tuple[str, dict[str, tuple]]:
+    r = serq.run(program, seed=1, horizon=horizon, warmup=horizon / 10)
+    return r.to_json(), {name: r.gauge(name).points for name in r.gauges}
+
+
+@pytest.mark.parametrize("path, sets, horizon", [
+    (AGENTS, {"N": "8"}, 60.0),
+    (AGENTS, {"N": "8", "router": "affinity", "Lambda": "0.6"}, 40.0),
+    (LLMD, {}, 60.0),
+])
+@pytest.mark.parametrize("every", [5, 300, gauges.LOG_READ])
+def test_the_log_gives_the_change_points_read_as_the_run_goes(path: Path, sets: dict[str, str], horizon: float,
+                                                              every: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    program = serq.load(path, sets=sets)
+    monkeypatch.setattr(gauges, "LOG_ENGINES", 2)  # (llmd.sq has four engines)
+    monkeypatch.setattr(gauges, "LOG_READ", every)  # read the log often, or rarely
+    logged = points(program, horizon)
+    monkeypatch.setattr(gauges, "LOGGED", False)
+    live = points(program, horizon)
+    assert logged == live
+    assert sum(len(p) for p in logged[1].values()) > 2000  # (the gauges do move)
+
+
+def simulator(path: Path, sets: dict[str, str], horizon: float) -> Simulator:
+    program = serq.load(path, sets=sets)
+    sim = Simulator(program, seed=1, horizon=horizon, warmup=horizon / 10)
+    sim.run()
+    return sim
+
+
+def test_a_cluster_logs_and_replays_its_growths_only_when_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    caught: list[float] = []
+    catch_up = lazy.LazyRuns.catch_up
+
+    def counted(self: Any, t: float) -> None:
+        if self.soonest < t:
+            caught.append(t)
+        catch_up(self, t)
+    monkeypatch.setattr(lazy.LazyRuns, "catch_up", counted)
+    sim = simulator(AGENTS, {"N": "8"}, 40.0)
+    assert sim.gauges.log and sim.gauges.read_to > 0.0  # (read in part as the run went)
+    assert not sim.lazy.merged and sim.lazy.admitted > 500
+    logged = len(caught)
+    caught.clear()
+    monkeypatch.setattr(gauges, "LOGGED", False)
+    sim = simulator(AGENTS, {"N": "8"}, 40.0)
+    assert sim.gauges.log is None and sim.lazy.merged
+    assert len(caught) > 20 * max(logged, 1)  # before every instant, as the gauges read them then
+
+
+def test_a_few_engines_read_their_gauges_as_the_run_goes() -> None:
+    # (four engines replay their runs' growths before each instant for less than the log costs)
+    assert gauges.LOG_ENGINES == 8
+    sim = simulator(AGENTS, {"N": "7"}, 5.0)
+    assert sim.lazy is not None and sim.gauges.log is None and sim.lazy.merged
+    sim = simulator(AGENTS, {"N": "8"}, 5.0)
+    assert sim.gauges.log is not None and not sim.lazy.merged
+
+
+def test_a_gauge_that_reads_a_stage_is_read_as_the_run_goes(tmp_path: Path) -> None:
+    path = tmp_path / "agents.sq"
+    path.write_text(AGENTS.read_text() + "gauge q0 = queue(engine[0]);\n")
+    sim = simulator(path, {"N": "8"}, 10.0)
+    assert sim.lazy is not None and sim.gauges.log is None and sim.lazy.merged
+
+
+def test_a_log_read_past_an_entry_it_has_not_got_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the log is read only up to the earliest growth still to be replayed: reading it up to now
+    # instead would put a later replayed growth before readings already made
+    monkeypatch.setattr(gauges, "LOG_READ", 5)
+    monkeypatch.setattr(gauges.Gauges, "_readable", lambda self, now: now)
+    with pytest.raises(AssertionError, match="gauge log: an entry at"):
+        simulator(AGENTS, {"N": "8"}, 40.0)
