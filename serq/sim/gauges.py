@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
+from itertools import repeat
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -53,7 +54,7 @@ LOGGED = True
 LOG_ENGINES = 8
 #: read the log (up to the earliest growth still to be replayed) once it holds this many entries
 LOG_READ = 8192
-_time = itemgetter(0)
+_time = _first = itemgetter(0)
 
 
 class Gauges:
@@ -219,9 +220,8 @@ class Gauges:
         the queue do not change in a run)."""
         log = self.log
         assert log is not None
-        sh = self.shadows[id(pool)]
-        nh, nq = len(pool.holders), len(pool.put_queue)
-        log.extend([(t, sh, u, nh, nq) for t, (u, _total) in zip(times, after)])
+        log.extend(zip(times, repeat(self.shadows[id(pool)]), map(_first, after), repeat(len(pool.holders)),
+                       repeat(len(pool.put_queue))))
 
     def _readable(self, now: float) -> float:
         """How far the log is complete: every entry before the result is in it.

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_left
 from collections import deque
-from heapq import heappop, heappush
+from heapq import heapify, heappop, heappush
 from itertools import islice, repeat
 from typing import TYPE_CHECKING, Any
 
@@ -297,9 +297,16 @@ class LazyRuns:
         if g < run.n_events():
             t = run.event_start(g)
             self.pushed += 1
-            heappush(self.growths, (t, self.pushed, g, run, engine))
+            heap = self.growths
+            heappush(heap, (t, self.pushed, g, run, engine))
             if t < self.soonest:
                 self.soonest = t
+            if len(heap) > 64 + 4 * len(self.engines):  # stale entries (a run's replayed, cut or ended
+                # growths) leave only when a catch-up passes their times, which without gauges read
+                # before every instant may be long after: the live ones (one a run) are kept, and the
+                # runs the stale ones hold are let go
+                heap[:] = [e for e in heap if _live(e)]
+                heapify(heap)
 
     def _due(self, t: float) -> list["StepEngine"]:
         """The engines whose passing runs have a growth to replay before ``t``,

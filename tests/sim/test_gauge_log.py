@@ -92,3 +92,13 @@ def test_a_log_read_past_an_entry_it_has_not_got_is_an_error(monkeypatch: pytest
     monkeypatch.setattr(gauges.Gauges, "_readable", lambda self, now: now)
     with pytest.raises(AssertionError, match="gauge log: an entry at"):
         simulator(AGENTS, {"N": "8"}, 40.0)
+
+
+def test_the_growths_queued_to_replay_stay_few_without_a_catch_up_at_every_instant() -> None:
+    # each passing run has one next growth queued; the stale entries of runs replayed, cut or
+    # ended are dropped (they hold the runs: a 64-replica run kept 300 MB of them)
+    sim = simulator(AGENTS, {"N": "16"}, 60.0)
+    heap = sim.lazy.growths
+    assert sim.lazy.admitted > 1500
+    assert len(heap) <= 64 + 4 * len(sim.lazy.engines)
+    assert len({id(entry[3]) for entry in heap}) == len(heap)
