@@ -9,8 +9,12 @@ reading after one pool changed evaluates again the terms that read that pool
 (and those of any pool changed since the latest reading that is still to be
 read), then the aggregate over the kept values (the same function over the
 same values, in order: the same float), then the gauges' expressions with the
-aggregates' values in their place.  Gauges that read a stage are read at
-every instant and keep the plain functions.
+aggregates' values in their place.  Where one term changed, a ``max`` or
+``min`` follows it from its value before, and a ``sum`` does while all its
+terms are small whole numbers (counts, whole blocks): each is then exact, and
+only an aggregate that cannot tell so (its largest term fell, a fraction) is
+read over all its terms.  Gauges that read a stage are read at every instant
+and keep the plain functions.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from math import copysign
 from typing import TYPE_CHECKING, Any, Callable
 
 from .. import ir
-from ..expr import AGGREGATES, Frame, children, code_of, f_maxn, f_minn, is_aggregate, source, walk
+from ..expr import AGGREGATES, Frame, children, code_of, f_maxn, f_minn, f_sumn, is_aggregate, source, walk
 
 if TYPE_CHECKING:
     from .simulator import Simulator
@@ -70,16 +74,28 @@ def install(sim: "Simulator", raw: Frame) -> None:
     def tops(idx: tuple[int, ...]) -> Callable[[Any], tuple]:
         return eval(code_of(f"lambda c: ({', '.join(texts[i] for i in idx)},)", "<serq gauges>", "eval"), ns)  # noqa: S307
 
+    # a sum follows one term's change while every term is a small whole number (`_odd`: how
+    # many are not): each partial sum is exact then, so the sum less the old term plus the new
+    # is the left-to-right sum of the new terms; a sum of more than MAX_SUMMED terms is read whole
+    summed = [kinds[k] is f_sumn and len(fns) <= MAX_SUMMED for k, fns in enumerate(terms)]
+    odd = [0] * len(terms)
+
+    def count_odd(k: int) -> None:
+        if summed[k]:
+            odd[k] = sum(map(_odd, kept[k]))
+
     def fresh_all() -> None:
         for k, fns in enumerate(terms):
             vals = kept[k]
             vals[:] = [f(None) for f in fns]  # (in place: each pool's entries hold these lists)
             values[k] = kinds[k](*vals)
+            count_odd(k)
 
     # each pool's terms: (the aggregate, its kept values, the term's place, its function, how the
     # aggregate follows one term's change: _STEPS), and the aggregates to take again after them
     of_pool: dict[int, tuple[list[tuple[int, list[float], int, Callable[[Any], float], Any]], list[int]]] = {
-        pid: ([(k, kept[k], r, terms[k][r], _STEPS.get(kinds[k])) for k, r in pairs], sorted({k for k, _r in pairs}))
+        pid: ([(k, kept[k], r, terms[k][r], _SUM if summed[k] else _STEPS.get(kinds[k])) for k, r in pairs],
+              sorted({k for k, _r in pairs}))
         for pid, pairs in by_pool.items()}
     started: list[bool] = []  # (empty until the first reading, which reads every term)
 
@@ -90,7 +106,13 @@ def install(sim: "Simulator", raw: Frame) -> None:
             for k, vals, r, f, step in got[0]:
                 old = vals[r]
                 new = vals[r] = f(None)
-                if step is not None and k not in whole:
+                if step is _SUM:  # (every term whole before and after: the sum before was exact too)
+                    was = _odd(old)
+                    o = odd[k] = odd[k] + _odd(new) - was
+                    if not (o or was) and k not in whole:
+                        values[k] = values[k] - old + new
+                        continue
+                elif step is not None and k not in whole:
                     v = step(values[k], old, new)
                     if v is not None:
                         values[k] = v
@@ -120,16 +142,12 @@ def install(sim: "Simulator", raw: Frame) -> None:
             pids.add(pid)
         if moved is not None and moved is not gauges:
             pids.add(id(moved))
-        if len(pids) == 1:
-            again(pids.pop())
-            return
-        touched = set()
+        # each pool's terms in turn, each aggregate followed by one term's change where its step
+        # tells (each step leaves the aggregate the fold of the terms as kept then, so the order of
+        # the pools does not matter), not read whole over its N terms: two pools of a replica
+        # changing at one instant (a request's slot and memory) would make the gauges cost N²
         for q in pids:
-            for k, r in by_pool.get(q, ()):
-                kept[k][r] = terms[k][r](None)
-                touched.add(k)
-        for k in sorted(touched):
-            values[k] = kinds[k](*kept[k])
+            again(q)
 
     every = tops(tuple(range(len(texts))))
 
@@ -173,10 +191,22 @@ def _min_after(cur: float, old: float, new: float) -> float | None:
     return None if got is None else -got
 
 
+#: a sum's step (``install``: while its terms are small whole numbers)
+_SUM: Any = object()
+
 #: how an aggregate follows a change of one term without reading the others (a cluster's gauge
-#: over N replicas then costs O(1) at most changes, not O(N)); a sum reads them all (in order)
-_STEPS: dict[Callable[..., float], Callable[[float, float, float], float | None]] = {
-    f_maxn: _max_after, f_minn: _min_after}
+#: over N replicas then costs O(1) at most changes, not O(N)); a sum's is ``_SUM``, in ``install``
+_STEPS: dict[Callable[..., float], Any] = {f_maxn: _max_after, f_minn: _min_after}
+
+#: a sum of more terms than this is read whole (with terms up to 2⁴⁰, its partial sums stay under 2⁵²)
+MAX_SUMMED = 4096
+
+
+def _odd(x: Any) -> int:
+    """1 unless ``x`` is a whole number from 0 to 2⁴⁰ (a float, and not −0.0), else 0."""
+    if type(x) is float and 0.0 <= x <= 1099511627776.0 and x.is_integer() and (x or copysign(1.0, x) > 0.0):
+        return 0
+    return 1
 
 
 def _reader(fresh: Callable[[int | None], None], pid: int, top: Callable[[Any], tuple]) -> Callable[[Any], tuple]:

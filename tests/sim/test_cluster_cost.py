@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import serq
-from serq.sim import gauge_terms, lazy
+from serq.sim import gauge_terms, gauges, lazy
 from serq.sim.results import build_report
 from serq.sim.simulator import Simulator
 
@@ -126,3 +126,27 @@ def test_an_aggregate_followed_one_term_at_a_time_is_the_fold_to_the_bit(fold: s
             assert struct.pack("<d", got) == struct.pack("<d", want) or (got != got and want != want)
             cur = got
     assert 200 < wholes < 4000  # (of 6 000 changes: most are followed without reading every term)
+
+
+@pytest.mark.parametrize("logged", [True, False])
+def test_a_sum_follows_one_terms_change_only_while_its_terms_are_whole(
+        logged: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sums over twelve replicas, kept term by term: of whole numbers (followed by one term's
+    change), of halves (whole or not as the holders move: read whole while one is not) and of
+    thirds (never whole), against the sums read whole at every change, change point for change
+    point."""
+    monkeypatch.setattr(gauges, "LOGGED", logged)
+    path = tmp_path / "sums.sq"
+    path.write_text(AGENTS.read_text() + "gauge kv_total = sum r in N (used(kv[r]));\n"
+                    "gauge half_held = sum r in N (holders(reqs[r]) / 2 + queued(reqs[r]));\n"
+                    "gauge kv_thirds = sum r in N (used(kv[r]) / 3);\n")
+    sets = [("N", "12"), ("Lambda", "0.6")]
+    kept = _run(path, sets, 30.0)
+    monkeypatch.setattr(gauge_terms, "MIN_TERMS", 10**9)
+    whole = _run(path, sets, 30.0)
+    assert build_report(kept).to_json() == build_report(whole).to_json()
+    assert kept.gauges.points == whole.gauges.points
+    names = kept.gauges.names
+    half = kept.gauges.points[names.index("half_held")]
+    assert len(half) > 200 and any(not v.is_integer() for _t, v in half) and any(v.is_integer() for _t, v in half)
+    assert len(kept.gauges.points[names.index("kv_total")]) > 1000
