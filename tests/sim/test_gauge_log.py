@@ -13,6 +13,7 @@ import pytest
 import serq
 from serq.sim import gauges, lazy
 from serq.sim.simulator import Simulator
+from tests.sim.test_lazy_runs import GRID, SYSTEM, same
 
 ROOT = Path(__file__).resolve().parents[2]
 AGENTS = ROOT / "programs/cluster/agents.sq"
@@ -102,3 +103,19 @@ def test_the_growths_queued_to_replay_stay_few_without_a_catch_up_at_every_insta
     assert sim.lazy.admitted > 1500
     assert len(heap) <= 64 + 4 * len(sim.lazy.engines)
     assert len({id(entry[3]) for entry in heap}) == len(heap)
+
+
+@pytest.mark.parametrize("path, sets, horizon", [
+    *[(AGENTS, {"N": 3, "router": router, "Lambda": 0.6}, 60.0) for router in range(6)],
+    (AGENTS, {"N": 4, "router": 3, "Lambda": 0.6, "blocks": 1500}, 60.0),  # tight KV: evictions, preemptions
+    (AGENTS, {"N": 3, "router": 2, "Lambda": 0.9, "max_seqs": 4}, 60.0),   # long queues
+    (SYSTEM, {"N": 3, "router": 6, "Lambda": 6, "blocks": 1200}, 30.0),    # shared prefix caches
+    (GRID, {"router": 3, "Lambda": 4}, 60.0),                              # ends that tie
+])
+def test_logged_gauges_of_few_engines_give_the_report_of_one_iteration_at_a_time(
+        path: Path, sets: dict[str, Any], horizon: float, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the clusters of tests/sim/test_lazy_runs.py, their gauges read from the log (they have
+    # too few engines for it by default), against every iteration one by one
+    monkeypatch.setattr(gauges, "LOG_ENGINES", 2)
+    report = same(path, sets, horizon)
+    assert sum(len(report.gauge(name).points) for name in report.gauges) > 300
