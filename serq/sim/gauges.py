@@ -18,17 +18,17 @@ least and greatest value held for a positive time inside the span.  Sums are
 
 With many step engines (``LOG_ENGINES``) whose runs pass over other events
 (serq/sim/lazy.py) and gauges that read only pools, the gauges are read from a
-log instead
-(:meth:`Gauges.log_to`): each change of a pool a gauge reads is logged — its
-``used``, holders and queue after the change, at its time: at the end of an
-instant, or at a replayed growth — and the log is read in time order later,
-on stand-in pools (:class:`Shadow`), by the same compiled gauges.  A pool's
-own entries are logged in its time order (a run's growths there are replayed
-before anything else reads or changes it), so the passing runs' growths need
-not be replayed before every instant for the gauges to read them in time
-order with every other pool's changes; the readings, and so the change points,
-are the same.  The log is read up to the earliest growth still to be replayed
-whenever it is long, and to the end with the report.
+log instead (:meth:`Gauges.log_to`).  Each change of a pool a gauge reads is
+logged with its time — the pool's ``used``, holders and queue at the end of an
+instant, its ``used`` after a replayed growth — and the log is read in time
+order later by the same gauges, compiled on stand-ins of the pools
+(:class:`Shadow`).  A pool's own entries go in in its time order (a run's
+growths there are replayed before anything else reads or changes it), so the
+passing runs' growths need not be replayed before every instant for the
+gauges to read them in time order with every other pool's changes; the
+readings, and so the change points, are the same.  The log is read up to the
+earliest growth still to be replayed whenever it is long, and to its end with
+the report.
 """
 
 from __future__ import annotations
