@@ -14,8 +14,8 @@ import excluded: a run imports it once its sessions pass 32 768 — 2048 before
 2026-12-05 — which a cluster's may and a single's does not) and prints both,
 the ratio of the cluster to ``n`` single runs (issue 22 asks for at most 1.2), events and iterations of each, and the share
 of iterations that ran inside coalesced decode runs.  ``--no-gauges`` runs the program without its
-``gauge`` lines (a gauge over all replicas is read at every change of any of
-them: its cost grows as N²); ``--no-passing`` makes runs end before the next
+``gauge`` lines (what the gauges cost: docs/speed.md, "A cluster's gauges, from a
+log"); ``--no-passing`` makes runs end before the next
 event again, as before they could pass over other engines' events
 (``serq.sim.lazy.ENABLED``).
 
