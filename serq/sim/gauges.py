@@ -87,6 +87,14 @@ class Gauges:
         self.reader: Gauges | None = None  # the gauges compiled on the shadows, which read the log
         self.read_to = -math.inf  # the log is read up to here (its entries before it are gone)
 
+    def mark(self, pool: Any) -> None:
+        """``pool``, which a gauge reads, changed (``Pool.record``): read the
+        gauges that read it at the end of the instant."""
+        moved = self.moved
+        if moved is not pool:
+            self.moved = pool if moved is None else self
+            self.movers.append(pool)  # (which ones: serq/sim/gauge_terms.py)
+
     def sample(self, now: float) -> None:
         """Read every gauge on the state as it is, as the value from ``now`` on
         (nothing to do when no value moved since the latest reading; only the
@@ -202,12 +210,11 @@ class Gauges:
         shadows = self.shadows
         movers = self.movers
         if moved is not self:
-            pools = (moved,)
-        elif self.last is None:
-            pools = tuple(sh.pool for sh in shadows.values())
-            self.last = ()  # (no longer the first)
-        else:
-            pools = tuple(movers)  # (a pool twice is logged twice at one time: the later stands)
+            pools: Any = (moved,)
+        elif movers:  # (a pool twice is logged twice at one time: the later stands)
+            pools = tuple(movers)
+        else:  # the first reading (`mark` makes `moved` this object only with two movers or more)
+            pools = [sh.pool for sh in shadows.values()]
         movers.clear()
         for pool in pools:  # (`used` of a watched pool replays its runs' growths up to now first)
             log.append((now, shadows[id(pool)], pool.used, len(pool.holders), len(pool.put_queue)))
@@ -255,6 +262,7 @@ class Gauges:
         entries = log[:n]
         del log[:n]
         sample = reader.sample
+        mark = reader.mark
         points = reader.points
         i = 0
         while i < n:
@@ -262,8 +270,10 @@ class Gauges:
             if (reader.moved is None and sh.gauged and (i + 1 == n or entries[i + 1][0] != now)
                     and len(sh.holders) == nh and len(sh.put_queue) == nq and reader.last is not None):
                 # only the pool's `used` changed (a growth, mostly): the gauges that read it, as
-                # `sample_part` reads them; one gauge (the usual) as `sample_growths` does, over
+                # `sample_part` reads them; one gauge (the usual) in `sample_growths`' loop, over
                 # the pool's entries that follow alone at their times, each changing `used` alone
+                # (written out: in a cluster those stretches are a growth or two, and a call of
+                # `sample_growths` for each cost 2 % of `agents.sq`'s instructions at N = 32)
                 part = sh.gauge_part
                 idx = part[1]
                 if len(idx) != 1:
@@ -301,10 +311,7 @@ class Gauges:
                     sh.holders = range(nh)
                 if len(sh.put_queue) != nq:
                     sh.put_queue = range(nq)
-                moved = reader.moved  # `Pool.record`, for the shadow
-                if moved is not sh:
-                    reader.moved = sh if moved is None else reader
-                    reader.movers.append(sh)
+                mark(sh)  # (as `Pool.record` does)
                 i += 1
             sample(now)
         self.read_to = upto

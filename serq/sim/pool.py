@@ -315,7 +315,7 @@ class Pool(BaseResource):
         """Sample the time-averaged signals (after any change)."""
         if now is None:
             now = self.sim.env.now
-        if self.gauge_read:
+        if self.gauge_read:  # (`Gauges.mark`, written out: it is hot)
             gauges = self.sim.gauges
             moved = gauges.moved
             if moved is not self:
