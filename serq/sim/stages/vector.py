@@ -67,6 +67,8 @@ def compile_cost(e: ir.Expr) -> VectorCost | None:
     def cost(view: Any, kv: np.ndarray) -> np.ndarray:
         with np.errstate(all="ignore"):
             out = fn(view, kv)
+        if type(out) is np.ndarray and out.dtype == np.float64 and out.shape == kv.shape:
+            return out  # (the usual cost: one that reads kv_decode)
         return np.broadcast_to(np.asarray(out, dtype=np.float64), kv.shape)
     return cost
 
@@ -132,7 +134,7 @@ def positions(p: float, d: np.ndarray) -> np.ndarray:
     """``plus_ones(p, k)`` for each ``k`` of the int array ``d``: ``p`` plus
     1.0 ``k`` times in turn, from the binades the position crosses (the steps
     of :func:`.decode_run.plus_ones`, each binade's start kept)."""
-    k_max = int(d.max()) if d.size else 0
+    k_max = int(d.max()) if d.size else 0  # (d.max(): the method, not numpy's wrapper, in this file's hot paths)
     if exact_steps(p, k_max):
         return p + d.astype(np.float64)
     starts = [0]
@@ -147,7 +149,7 @@ def positions(p: float, d: np.ndarray) -> np.ndarray:
         starts.append(done)
         bases.append(q)
     st = np.asarray(starts, dtype=np.int64)
-    i = np.searchsorted(st, d, side="right") - 1
+    i = st.searchsorted(d, side="right") - 1
     return np.asarray(bases)[i] + (d - st[i]).astype(np.float64)
 
 
@@ -185,70 +187,101 @@ def plan(planner: "RunPlanner", cost: float, vcost: VectorCost | None, view: Any
         if g is None:
             return None
         gs.append(g)
-    g_all = np.concatenate(gs)
+    one = len(gs) == 1  # (the usual run: one job, its growths in order, one a growth iteration)
+    if one:
+        g_all = gs[0]
+        who = np.zeros(g_all.size, dtype=np.int64)
+    else:
+        g_all = np.concatenate(gs)
+        who = np.arange(len(gs)).repeat([g.size for g in gs])
     if not g_all.size:
         return None  # no growth: the walk's one fold
-    who = np.concatenate([np.full(g.size, n, dtype=np.int64) for n, g in enumerate(gs)])
-    if len(gs) > 1:
+    if not one:
         order = np.lexsort((who, g_all))  # by iteration, then in serving order (the walk's heap)
         g_all, who = g_all[order], who[order]
-    fu = np.full(g_all.size, b)
+    fu = np.empty(g_all.size)
+    fu.fill(b)
     fu[0] = u0
     u_before = np.add.accumulate(fu)  # the pool's used before each growth: the walk's `used += need`
     room = u_before + b > pcap
     if spilled is not None:
         room |= (u_before + spilled) + b > pcap
-    g_stop = int(g_all[int(np.argmax(room))]) if room.any() else cap + 1  # the run ends before it
-    grow_at = g_all[:int(np.searchsorted(g_all, g_stop))]  # the iterations with growths (sorted)
-    if len(gs) > 1 and grow_at.size > 1:
-        grow_at = grow_at[np.append(True, grow_at[1:] != grow_at[:-1])]  # (jobs growing at once: one)
+    r = int(room.argmax())
+    g_stop = int(g_all[r]) if room[r] else cap + 1  # the run ends before it
+    grow_at = g_all[:int(g_all.searchsorted(g_stop))]  # the iterations with growths (sorted)
+    if not one and grow_at.size > 1:
+        new = np.empty(grow_at.size, dtype=bool)
+        new[0] = True
+        np.not_equal(grow_at[1:], grow_at[:-1], out=new[1:])
+        grow_at = grow_at[new]  # (jobs growing at once: one)
+    n_grow = grow_at.size
     if vcost is not None:  # the cost from each growth iteration on: kv_decode summed as reduce(add, kv, 0.0)
         tracked = pool is planner.kv_pool
-        kv_sum = np.zeros(grow_at.size)
+        kv_sum: Any = 0.0
         at = {i: n for n, i in enumerate(idx)}
         for i, kv in enumerate(planner.kv):
             jn = at.get(i)
-            if tracked and jn is not None:
-                kv_sum = kv_sum + (a0[jn] + b * np.searchsorted(gs[jn], grow_at, side="right").astype(np.float64))
+            if tracked and jn is not None:  # its allocation once it has grown at each growth iteration
+                grown = np.arange(1, n_grow + 1) if one else gs[jn].searchsorted(grow_at, side="right")
+                kv_sum = kv_sum + (a0[jn] + b * grown)
             else:
                 kv_sum = kv_sum + kv
-        costs = np.array(vcost(view, kv_sum), dtype=np.float64)
-        bad = ~((costs > 0.0) & np.isfinite(costs))
-        if bad.any():
-            e = int(np.argmax(bad))
+        if type(kv_sum) is not np.ndarray:
+            kv_sum = np.full(n_grow, kv_sum)
+        costs = vcost(view, kv_sum)
+        if not (costs.min() > 0.0 and costs.max() < math.inf) if n_grow else False:  # (a NaN fails both)
+            e = int((~((costs > 0.0) & np.isfinite(costs))).argmax())
             g_stop = int(grow_at[e])
             grow_at, costs = grow_at[:e], costs[:e]
+            n_grow = e
     else:
-        costs = np.full(grow_at.size, cost)
+        costs = np.full(n_grow, cost)
     last = g_stop - 1 if g_stop <= cap else cap
     # iterations 2 … first growth − 1 at `cost`, then from each growth iteration to the next at its cost
-    starts = np.concatenate(([2], grow_at)).astype(np.int64)
-    stops = np.append(starts[1:] - 1, last)
-    chunk_costs = np.concatenate(([cost], costs))
+    starts = np.empty(n_grow + 1, dtype=np.int64)
+    starts[0] = 2
+    starts[1:] = grow_at
+    stops = np.empty(n_grow + 1, dtype=np.int64)
+    np.subtract(grow_at, 1, out=stops[:-1])
+    stops[-1] = last
+    chunk_costs = np.empty(n_grow + 1)
+    chunk_costs[0] = cost
+    chunk_costs[1:] = costs
     ends, m = _ends(run.first, chunk_costs, stops - starts + 1, limit, horizon)
-    kept = int(np.searchsorted(starts, m, side="right"))  # chunks with an iteration in the run
-    s, e = starts[:kept], np.minimum(stops[:kept], m)
-    n_it, seg_costs = e - s + 1, chunk_costs[:kept]
-    ok = n_it > 0
-    s, e, n_it, seg_costs = s[ok], e[ok], n_it[ok], seg_costs[ok]
+    kept = int(starts.searchsorted(m, side="right"))  # chunks with an iteration in the run
+    # (every chunk but the first has an iteration: the growth iterations are distinct and ≤ last;
+    # the first has none when the first growth is iteration 2)
+    lo = 1 if kept and starts[0] > stops[0] else 0
+    s, e = starts[lo:kept], stops[lo:kept]
+    if e.size and e[-1] > m:
+        e = e.copy()
+        e[-1] = m
+    n_it, seg_costs = e - s + 1, chunk_costs[lo:kept]
     t0 = t1 = seg_costs
     if s.size:
         t0, t1 = ends[s - 2], ends[e - 1]
-        new = np.ones(s.size, dtype=bool)
-        new[1:] = seg_costs[1:] != seg_costs[:-1]  # equal costs in a row: one segment (`add_iters`)
-        if not new.all():
-            firsts_ = np.flatnonzero(new)
-            lasts = np.append(firsts_[1:] - 1, s.size - 1)
-            n_it = np.add.reduceat(n_it, firsts_)
-            seg_costs, t0, t1 = seg_costs[firsts_], t0[firsts_], t1[lasts]
+        if s.size > 1:
+            same = seg_costs[1:] == seg_costs[:-1]  # equal costs in a row: one segment (`add_iters`)
+            if same.any():
+                new = np.empty(s.size, dtype=bool)
+                new[0] = True
+                np.logical_not(same, out=new[1:])
+                firsts_ = new.nonzero()[0]
+                lasts = np.append(firsts_[1:] - 1, s.size - 1)
+                n_it = np.add.reduceat(n_it, firsts_)
+                seg_costs, t0, t1 = seg_costs[firsts_], t0[firsts_], t1[lasts]
     # the growths of iterations 2 … m: one event per growth iteration, its jobs in serving order
-    done = int(np.searchsorted(g_all, min(m, g_stop - 1), side="right"))
+    done = int(g_all.searchsorted(min(m, g_stop - 1), side="right"))
     g_done = g_all[:done]
     assert not run._segs and not run._events  # (the walk has written nothing yet)
-    run.cols = Cols(seg_costs, n_it, t0, t1, ends[:m], g_done - 2, np.asarray(idx, dtype=np.int64)[who[:done]],
-                    ends[g_done - 2], float(b), left)
+    rows = np.full(done, idx[0], dtype=np.int64) if one else np.asarray(idx, dtype=np.int64)[who[:done]]
+    run.cols = Cols(seg_costs, n_it, t0, t1, ends[:m], g_done - 2, rows, ends[g_done - 2], float(b), left,
+                    distinct=one)
     # the state the walk leaves: positions before the next iteration, allocations, kv, used
-    counts = np.bincount(who[:done], minlength=len(idx)).tolist() if done else [0] * len(idx)
+    if one:
+        counts = [done]
+    else:
+        counts = np.bincount(who[:done], minlength=len(idx)).tolist() if done else [0] * len(idx)
     for n, i in enumerate(idx):
         planner.pos[i] = plus_ones(p0[n], m - 1)
         planner.alloc[i] = a0[n] + b * counts[n]
@@ -272,7 +305,7 @@ def growths(p: float, a: float, g0: int, b: float, cap: int) -> np.ndarray | Non
     out once, not over the array (tests/sim/stages/test_vector_runs.py
     holds the two ways equal)."""
     bi = int(b)
-    g = g0 + bi * np.arange(max(0, (cap - g0) // bi + 1), dtype=np.int64)
+    g = np.arange(g0, g0 + bi * max(0, (cap - g0) // bi + 1), bi, dtype=np.int64)
     if not g.size:
         return g
     exact = exact_steps(p, cap)
@@ -289,11 +322,11 @@ def growths(p: float, a: float, g0: int, b: float, cap: int) -> np.ndarray | Non
     a_before = a + b * np.arange(g.size, dtype=np.float64)
     if not exact:
         units = (positions(p, g - 2) + 1.0) - a_before
-        if not np.all(units > EPS) or (
-                g.size > 1 and bool(np.any((positions(p, g[1:] - 3) + 1.0) - a_before[1:] > EPS))):
+        if not (units > EPS).all() or (
+                g.size > 1 and bool(((positions(p, g[1:] - 3) + 1.0) - a_before[1:] > EPS).any())):
             return None  # (as above)
     need = np.ceil((a_before + units) / b - EPS) * b - a_before
-    return g if np.all(need == b) else None
+    return g if (need == b).all() else None
 
 
 class Cols:
@@ -309,12 +342,18 @@ class Cols:
     __slots__ = ("costs", "counts", "t0", "t1", "ends", "g", "who", "at", "need", "left", "first")
 
     def __init__(self, costs: np.ndarray, counts: np.ndarray, t0: np.ndarray, t1: np.ndarray, ends: np.ndarray,
-                 g: np.ndarray, who: np.ndarray, at: np.ndarray, need: float, left: float | None) -> None:
+                 g: np.ndarray, who: np.ndarray, at: np.ndarray, need: float, left: float | None,
+                 distinct: bool = False) -> None:
+        """``distinct``: every row is an iteration of its own (``g`` strictly increasing)."""
         self.costs, self.counts, self.t0, self.t1, self.ends = costs, counts, t0, t1, ends
         self.g, self.who, self.at, self.need, self.left = g, who, at, need, left
-        new = np.ones(g.size, dtype=bool)
-        new[1:] = g[1:] != g[:-1]
-        self.first = np.append(np.flatnonzero(new), g.size)
+        if distinct:
+            self.first = np.arange(g.size + 1)
+        else:
+            new = np.empty(g.size + 1, dtype=bool)
+            new[0] = new[-1] = True
+            np.not_equal(g[1:], g[:-1], out=new[1:-1])
+            self.first = new.nonzero()[0]
 
     def n_events(self) -> int:
         return self.first.size - 1
@@ -430,10 +469,10 @@ def _ends(first: float, costs: np.ndarray, lengths: np.ndarray, limit: float,
     ``ends[0]`` is ``first``) as the iterations one by one add their costs,
     and how many of them end before ``limit`` and by ``horizon``.  Computed a
     piece at a time, as far as the limit needs."""
-    per = np.repeat(costs, lengths)
+    per = costs.repeat(lengths)
     total = per.size
     stop = min(limit, horizon)
-    cheapest = float(costs[lengths > 0].min()) if total else 1.0
+    cheapest = float(costs.min()) if total else 1.0  # (of every chunk's, even an empty one's: a guess)
     guess = total if not (stop < math.inf) else int(min(total, (stop - first) / cheapest * 1.001 + 64))
     # an end past the run: at `limit` or later, or past the horizon (the ends only grow: costs are > 0)
     past = min(limit, math.nextafter(horizon, math.inf))
@@ -448,7 +487,7 @@ def _ends(first: float, costs: np.ndarray, lengths: np.ndarray, limit: float,
         np.add.accumulate(buf, out=buf)
         part = buf[1:]
         pieces.append(part if pieces else buf)
-        j = int(np.searchsorted(part, past))
+        j = int(part.searchsorted(past))
         if j < part.size:
             return (buf if len(pieces) == 1 else np.concatenate(pieces)), lo + 1 + j
         lo = hi
@@ -503,9 +542,6 @@ def _account(run: Any, engine: Any, jobs: int, k: int, costs: np.ndarray, ends: 
         spans = np.minimum(ends[1:], sim.horizon) - np.maximum(ends[:k], sim.warmup)
     if spans.size and not spans.min() > 0.0:
         spans = spans[spans > 0.0]
-    if spans.size:
-        engine.t_decode_only = _fold(engine.t_decode_only, spans)
-        engine.t_decoders = _fold(engine.t_decoders, spans if jobs == 1 else float(jobs) * spans)
     if stats:
         nf = float(jobs)
         engine.dec_iters += k
@@ -514,7 +550,23 @@ def _account(run: Any, engine: Any, jobs: int, k: int, costs: np.ndarray, ends: 
             engine.dec_sum = d + k * nf
         else:
             engine.dec_sum = _fold(d, np.full(k, nf))
-        engine.dec_cost = _fold(engine.dec_cost, costs)
+    n = spans.size
+    if n and stats and n == costs.size:  # the three sums in one accumulate, a row each (each in turn)
+        buf = np.empty((3, n + 1))
+        buf[0, 0], buf[1, 0], buf[2, 0] = engine.t_decode_only, engine.t_decoders, engine.dec_cost
+        buf[0, 1:] = spans
+        if jobs == 1:
+            buf[1, 1:] = spans
+        else:
+            np.multiply(float(jobs), spans, out=buf[1, 1:])
+        buf[2, 1:] = costs
+        engine.t_decode_only, engine.t_decoders, engine.dec_cost = np.add.accumulate(buf, axis=1)[:, -1].tolist()
+    else:
+        if n:
+            engine.t_decode_only = _fold(engine.t_decode_only, spans)
+            engine.t_decoders = _fold(engine.t_decoders, spans if jobs == 1 else float(jobs) * spans)
+        if stats:
+            engine.dec_cost = _fold(engine.dec_cost, costs)
     engine.iterations += k
     sim.events += k
 
@@ -536,11 +588,13 @@ def add_array(h: Any, xs: np.ndarray, n: int) -> None:
     h.total = _fold(h.total, xs, n)
     size = int(xs.size)
     h.count += n * size
-    starts = np.flatnonzero(xs[1:] != xs[:-1]) + 1  # where a new value starts (a NaN: each its own)
-    if starts.size:
-        starts = np.concatenate(([0], starts))
-        vals = xs[starts]
-        counts = np.diff(np.append(starts, size))
+    bounds = np.empty(size + 1, dtype=bool)  # where a new value starts (a NaN: each its own), and the end
+    bounds[0] = bounds[-1] = True
+    np.not_equal(xs[1:], xs[:-1], out=bounds[1:-1])
+    starts = bounds.nonzero()[0]
+    if starts.size > 2:
+        vals = xs[starts[:-1]]
+        counts = starts[1:] - starts[:-1]
     else:
         vals, counts = xs[:1], np.array([size], dtype=np.int64)
     if vals.size <= _FEW:  # a few values: LogHistogram's own fill (one bucket, or a lookup each)
@@ -556,12 +610,15 @@ def add_array(h: Any, xs: np.ndarray, n: int) -> None:
         kf = np.floor(y)
         frac = y - kf
         kk = kf.astype(np.int64)
-        for i in np.flatnonzero(~((frac > 1e-9) & (frac < 0.999999999))).tolist():
+        for i in (~((frac > 1e-9) & (frac < 0.999999999))).nonzero()[0].tolist():
             kk[i] = _bucket(float(fx[i]))
         keys[finite] = kk
     keys[vals == math.inf] = _INF_KEY
-    if keys.size > 1 and np.all(keys[1:] >= keys[:-1]):  # (a run whose lengths grow: keys in order)
-        first = np.flatnonzero(np.append(True, keys[1:] != keys[:-1]))
+    if keys.size > 1 and (keys[1:] >= keys[:-1]).all():  # (a run whose lengths grow: keys in order)
+        new = np.empty(keys.size, dtype=bool)
+        new[0] = True
+        np.not_equal(keys[1:], keys[:-1], out=new[1:])
+        first = new.nonzero()[0]
         uniq = keys[first]
         per = np.add.reduceat(counts, first)
         lo = np.minimum.reduceat(vals, first)
@@ -652,13 +709,21 @@ def grow_blocks(pool: Any, b: float, t: np.ndarray) -> bool:
         totals[j] = cache.make_room_whole(used, [b], cap)[0]  # an entry emptied, or the sums past exact
         used += b
         j += 1
-    dts = t - np.concatenate(([last], t[:-1]))
-    used_after = pool.used + b * np.arange(1, n + 1, dtype=np.float64)  # whole numbers: `used += need` in turn
+    dts = np.empty(n)
+    dts[0] = t[0] - last
+    np.subtract(t[1:], t[:-1], out=dts[1:])
     qn, hn = len(pool.put_queue), len(pool.holders)
-    ua.integral = _fold(ua.integral, np.concatenate(([ua.value], used_after[:-1])) * dts)
-    ca.integral = _fold(ca.integral, np.concatenate(([ca.value], totals[:-1])) * dts)
-    qa.integral = _fold(qa.integral, np.concatenate(([qa.value], np.full(n - 1, float(qn)))) * dts)
-    ha.integral = _fold(ha.integral, np.concatenate(([ha.value], np.full(n - 1, float(hn)))) * dts)
+    # each average's value before each growth times the time since the one before, added in turn to its
+    # integral: one row each, accumulated along the rows (each row in turn, as four folds)
+    buf = np.empty((4, n + 1))
+    buf[:, 0] = ua.integral, ca.integral, qa.integral, ha.integral
+    buf[:, 1] = ua.value, ca.value, qa.value, ha.value
+    buf[0, 2:] = pool.used + b * np.arange(1, n, dtype=np.float64)  # whole numbers: `used += need` in turn
+    buf[1, 2:] = totals[:-1]
+    buf[2, 2:] = float(qn)
+    buf[3, 2:] = float(hn)
+    buf[:, 1:] *= dts
+    ua.integral, ca.integral, qa.integral, ha.integral = np.add.accumulate(buf, axis=1)[:, -1].tolist()
     pool.used = used
     end = float(t[-1])
     ua.last = ca.last = qa.last = ha.last = end
