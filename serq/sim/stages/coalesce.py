@@ -48,7 +48,10 @@ if TYPE_CHECKING:
 #: A run that may take this many growths (its iterations allowed and with room before the next
 #: event, times its jobs, over the block) is planned in arrays (serq/sim/stages/vector.py): the
 #: arrays cost about as much as 30 growths walked, and a run is often cut short by an event.
-MIN_ARRAY_GROWTHS = 96
+#: Before numpy is imported a run must promise 96 to count towards its import (`_WALK_FIRST`),
+#: so that the seed's programs, whose runs are short, keep walking (docs/speed.md).
+MIN_ARRAY_GROWTHS = 48
+_MIN_BEFORE_IMPORT = 96
 #: The growths of long runs an engine walks before it imports numpy to plan them in arrays: the
 #: import (~0.09 s) against 4–6 µs more a growth walked; 2 000 measured faster than 20 000 on the
 #: long-output programs (docs/speed.md), and the seed's programs never reach it.
@@ -482,6 +485,8 @@ class RunPlanner:
             return False
         if self.vcost is _UNCOMPILED and "serq.sim.stages.vector" not in sys.modules:
             # (programs of short decodes never import numpy)
+            if growths < _MIN_BEFORE_IMPORT:
+                return False
             self.walked += growths
             return self.walked >= _WALK_FIRST
         return True
