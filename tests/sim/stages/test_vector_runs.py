@@ -328,3 +328,54 @@ def test_a_run_kept_in_arrays_is_cut_as_its_lists_are(seed: int) -> None:
     assert (arrays.length, arrays.end, arrays.grown, arrays.ends) == (lists.length, lists.end, lists.grown, lists.ends)
     assert arrays.end_list() == lists.end_list()
     assert arrays.segs == lists.segs and arrays.events == lists.events
+
+
+def _sums(seed: int) -> tuple[float, np.ndarray, int]:
+    # an accumulator and values as a run's sums see them (gaps and costs of a few stretches,
+    # the time averages' products), and the edges of the whole-ulp sum: the binade's top
+    # reached or passed, values halfway between two ulps, zeros, negatives, huge values
+    rnd = random.Random(seed)
+    kind = seed % 8
+    acc = rnd.choice([rnd.uniform(1.0, 2000.0), rnd.uniform(1e-3, 1.0), 0.0, 2.0 ** rnd.randint(-5, 11)])
+    size = rnd.randint(1, 400)
+    xs = np.repeat(np.array([rnd.uniform(2e-4, 4e-4) for _ in range(8)]), (size + 7) // 8)[:size]
+    e = math.frexp(acc)[1] if acc else 0
+    u = math.ldexp(1.0, e - 53)
+    if kind == 1 and acc:  # the sum ends at the binade's top, or an ulp either side
+        xs = np.full(size, u * rnd.randint(1, 9))
+        acc = math.ldexp(1.0, e) - u * rnd.randint(1, 9) * size + u * rnd.choice([-1, 0, 1])
+    elif kind == 2 and acc:  # a value halfway between two multiples of the ulp
+        xs[rnd.randrange(size)] = u * (rnd.randint(0, 1000) + 0.5)
+    elif kind == 3:
+        xs[rnd.randrange(size)] = rnd.choice([0.0, -0.0, -1e-4, math.inf, math.nan, 1e300])
+    elif kind == 4 and acc:  # values below half an ulp: the sum does not move
+        xs = np.full(size, u * rnd.choice([0.25, 0.4999, 0.5001]))
+    elif kind == 5:  # a large sum: the binade is left
+        xs = xs * 1e6
+    return acc, xs, rnd.choice([1, 1, 2, 3])
+
+
+@pytest.mark.parametrize("seed", range(400))
+def test_a_sum_in_whole_ulps_is_the_sum_in_turn(seed: int) -> None:
+    # vector.fold_in_binade against the additions one after the other: equal wherever it gives a
+    # sum, and it gives one for the usual sums (the accumulator well inside its binade)
+    acc, xs, n = _sums(seed)
+    got = vector.fold_in_binade(acc, xs, n)
+    with np.errstate(all="ignore"):
+        want = reduce(add, (x for x in xs.tolist() for _ in range(n)), acc)
+    if got is not None:
+        assert got == want or (math.isnan(got) and math.isnan(want))
+        assert math.copysign(1.0, got) == math.copysign(1.0, want)
+    assert vector._fold(acc, xs, n) == want or math.isnan(want)
+    if seed % 8 in (0, 6, 7) and acc >= 1.0 and xs.sum() * n < acc / 4:
+        assert got is not None  # (nothing in the way: the whole-ulp sum is taken)
+
+
+def test_the_whole_ulp_sum_refuses_what_it_cannot_do() -> None:
+    u = math.ulp(1000.0)
+    assert vector.fold_in_binade(1000.0, np.array([3e-4, 2.5 * u]), 1) is None  # halfway
+    assert vector.fold_in_binade(1000.0, np.array([3e-4, -1e-9]), 1) is None  # negative
+    assert vector.fold_in_binade(1000.0, np.array([3e-4, math.nan]), 1) is None
+    assert vector.fold_in_binade(1023.9, np.full(1000, 1e-3), 1) is None  # past 1024
+    assert vector.fold_in_binade(0.0, np.full(10, 1e-3), 1) is None
+    assert vector.fold_in_binade(1000.0, np.full(1000, 1e-3), 2) == reduce(add, repeat(1e-3, 2000), 1000.0)
