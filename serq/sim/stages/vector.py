@@ -599,7 +599,12 @@ def _account(run: Any, engine: Any, jobs: int, k: int, costs: np.ndarray, ends: 
         else:
             engine.dec_sum = _fold(d, np.full(k, nf))
     n = spans.size
-    if n and stats and n == costs.size:  # the three sums in one accumulate, a row each (each in turn)
+    if n >= _BINADE_FOLD:  # (each sum in whole ulps where it can be: `_fold`)
+        engine.t_decode_only = _fold(engine.t_decode_only, spans)
+        engine.t_decoders = _fold(engine.t_decoders, spans if jobs == 1 else float(jobs) * spans)
+        if stats:
+            engine.dec_cost = _fold(engine.dec_cost, costs)
+    elif n and stats and n == costs.size:  # the three sums in one accumulate, a row each (each in turn)
         buf = np.empty((3, n + 1))
         buf[0, 0], buf[1, 0], buf[2, 0] = engine.t_decode_only, engine.t_decoders, engine.dec_cost
         buf[0, 1:] = spans
