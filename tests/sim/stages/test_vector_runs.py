@@ -179,6 +179,20 @@ def test_long_runs_planned_in_arrays_give_the_report_of_one_iteration_at_a_time(
     assert report.ended > 20
 
 
+def test_very_long_runs_sum_in_whole_ulps_and_keep_the_report(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a reasoning model's answers of ~20 000 tokens, two or three at once: runs of thousands of
+    # iterations whose sums (gaps counted once per decoder, spans, costs) are taken in whole ulps
+    taken = []
+    real = vector.fold_in_binade
+    monkeypatch.setattr(vector, "fold_in_binade",
+                        lambda acc, xs, n=1: taken.append((xs.size, n, real(acc, xs, n))) or taken[-1][2])
+    text = LONG.format(cap="1e6", slots=3, cost="2e-4 + 2e-9 * kv_decode", rate=0.3, out=20000, prompt=UNIFORM)
+    report, planned = _same(text, 40.0, 2, monkeypatch)
+    assert planned > 5
+    assert any(size >= 4096 and got is not None for size, _n, got in taken)  # (a run's three sums)
+    assert any(n > 1 and got is not None for _size, n, got in taken)  # (gaps of several decoders)
+
+
 def test_a_cost_that_turns_negative_ends_the_run_where_the_walk_ends_it(monkeypatch: pytest.MonkeyPatch) -> None:
     text = LONG.format(cap="1e6", slots=2, cost="2e-3 - 1e-7 * kv_decode", rate=1, out=3000, prompt=UNIFORM)
     program = serq.load(text)
