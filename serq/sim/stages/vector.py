@@ -321,9 +321,14 @@ def growths(p: float, a: float, g0: int, b: float, cap: int) -> np.ndarray | Non
             return g
     a_before = a + b * np.arange(g.size, dtype=np.float64)
     if not exact:
-        units = (positions(p, g - 2) + 1.0) - a_before
-        if not (units > EPS).all() or (
-                g.size > 1 and bool(((positions(p, g[1:] - 3) + 1.0) - a_before[1:] > EPS).any())):
+        # the positions before the iteration ahead of each growth but the first (the test between
+        # two), and one step on, before each growth's iteration: plus_ones(p, g − 2)
+        before = positions(p, g[1:] - 3)
+        at_g = np.empty(g.size)
+        at_g[0] = plus_ones(p, g0 - 2)
+        np.add(before, 1.0, out=at_g[1:])
+        units = (at_g + 1.0) - a_before
+        if not (units > EPS).all() or (g.size > 1 and bool(((before + 1.0) - a_before[1:] > EPS).any())):
             return None  # (as above)
     need = np.ceil((a_before + units) / b - EPS) * b - a_before
     return g if (need == b).all() else None

@@ -113,7 +113,9 @@ def test_a_jobs_growths_are_found_as_over_the_arrays(seed: int) -> None:
         whole = float(rng.randrange(0, 9000))
         p = rng.choice([whole + rng.randrange(1 << 10) / 1024, whole + rng.random(), whole,
                         2048.0 - rng.randrange(1, 64) + rng.randrange(1 << 12) / 4096, 2.0**40 + rng.random() * 2**12,
-                        whole + rng.choice([1e-8, 1e-5, 2.0**-20, 1.0 - 1e-9])])  # (a fraction of a block near 0 or 1)
+                        whole + rng.choice([1e-8, 1e-5, 2.0**-20, 1.0 - 1e-9]),  # (a fraction of a block near 0 or 1)
+                        2.0 ** rng.randrange(9, 14) - rng.random() * 20,  # (a binade's top crossed before a growth,
+                        rng.random() * 6])  # or several: rounded more than once)
         a = rng.choice([b * math.ceil(p / b), b * math.ceil(p / b) + b, float(math.ceil(p)), b * math.floor(p / b)])
         cap = rng.randrange(2, 30000)
         g0 = max(2, min(cap + 1, int(a - p + 2.0)))
