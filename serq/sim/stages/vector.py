@@ -161,10 +161,36 @@ def plan(planner: "RunPlanner", cost: float, vcost: VectorCost | None, view: Any
     iteration.  None, with nothing written, when the walk must plan it.
     ``firsts`` holds each job's first growth iteration (as ``idx``), ``vcost``
     the compiled cost (None when the cost reads no memory), ``view`` the
-    engine's view, filled for the batch."""
+    engine's view, filled for the batch.
+
+    The arrays first reach a quarter past the iterations the first cost
+    allows before the next event (the usual cost grows with ``kv_decode``,
+    so the run ends before); a run that gets there is planned again to its
+    jobs' ends."""
     run = planner.run
     assert run is not None
-    cap, limit, horizon = planner.cap, planner.limit, planner.horizon
+    cap = planner.cap
+    room = (min(planner.limit, planner.horizon) - run.first) / cost * 1.25 + 64.0
+    if room < cap:
+        got = _plan(planner, cost, vcost, view, firsts, int(room))
+        if got is not _FURTHER:
+            return got  # type: ignore[return-value]
+    return _plan(planner, cost, vcost, view, firsts, cap)  # type: ignore[return-value]
+
+
+#: What :func:`_plan` gives when the run reaches the iterations it was asked to plan.
+_FURTHER = object()
+
+
+def _plan(planner: "RunPlanner", cost: float, vcost: VectorCost | None, view: Any, firsts: list[int],
+          upto: int) -> float | None | object:
+    """:func:`plan` of iterations up to ``upto`` (at most the jobs' ``cap``):
+    :data:`_FURTHER`, with nothing written, when the run would reach it
+    before the jobs' ends."""
+    run = planner.run
+    assert run is not None
+    cap, limit, horizon = upto, planner.limit, planner.horizon
+    short = upto < planner.cap
     idx, pools = planner.idx, planner.pools
     if not idx or len(idx) != len(pools) or (planner.kv_tracked and (vcost is None or view is None)):
         return None
@@ -195,7 +221,7 @@ def plan(planner: "RunPlanner", cost: float, vcost: VectorCost | None, view: Any
         g_all = np.concatenate(gs)
         who = np.arange(len(gs)).repeat([g.size for g in gs])
     if not g_all.size:
-        return None  # no growth: the walk's one fold
+        return _FURTHER if short else None  # no growth: the walk's one fold
     if not one:
         order = np.lexsort((who, g_all))  # by iteration, then in serving order (the walk's heap)
         g_all, who = g_all[order], who[order]
@@ -248,6 +274,8 @@ def plan(planner: "RunPlanner", cost: float, vcost: VectorCost | None, view: Any
     chunk_costs[0] = cost
     chunk_costs[1:] = costs
     ends, m = _ends(run.first, chunk_costs, stops - starts + 1, limit, horizon)
+    if short and m >= last and g_stop > cap:
+        return _FURTHER  # (it runs to the last iteration planned: the jobs' ends decide)
     kept = int(starts.searchsorted(m, side="right"))  # chunks with an iteration in the run
     # (every chunk but the first has an iteration: the growth iterations are distinct and ≤ last;
     # the first has none when the first growth is iteration 2)

@@ -195,6 +195,19 @@ def test_very_long_runs_sum_in_whole_ulps_and_keep_the_report(monkeypatch: pytes
     assert any(n > 1 and got is not None for _size, n, got in taken)  # (gaps of several decoders)
 
 
+def test_a_run_longer_than_its_first_cost_foretells_is_planned_to_its_end(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the arrays first reach a quarter past what the first cost allows before the next event; a cost
+    # that falls as kv_decode grows lets the run past that, and it is planned again to the jobs' ends
+    further = []
+    real = vector._plan
+    monkeypatch.setattr(vector, "_plan", lambda *a: further.append(real(*a)) or further[-1])
+    text = LONG.format(cap="1e6", slots=2, cost="1e-4 + 2e-3 / (1 + kv_decode / 1000)", rate=0.5, out=3000,
+                       prompt=UNIFORM)
+    report, planned = _same(text, 100.0, 1, monkeypatch)
+    assert planned > 5
+    assert sum(f is vector._FURTHER for f in further) > 3
+
+
 def test_a_cost_that_turns_negative_ends_the_run_where_the_walk_ends_it(monkeypatch: pytest.MonkeyPatch) -> None:
     text = LONG.format(cap="1e6", slots=2, cost="2e-3 - 1e-7 * kv_decode", rate=1, out=3000, prompt=UNIFORM)
     program = serq.load(text)
