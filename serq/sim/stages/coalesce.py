@@ -479,8 +479,11 @@ class RunPlanner:
         if block is None or not block > 0.0:
             return False
         room = (min(self.limit, self.horizon) - run.first) / cost
+        free = self.ceil[id(pool)] - self.used[id(pool)]
+        if pool.cache.spill is not None:  # (a growth that evicts from a pool that spills ends the run)
+            free -= pool.cache.total
         growths = min(min(self.cap, room) * len(self.idx) / block,  # (and the blocks that fit before the
-                      (self.ceil[id(pool)] - self.used[id(pool)]) / block + 1.0)  # run must end)
+                      free / block + 1.0)  # run must end)
         if growths < MIN_ARRAY_GROWTHS:
             return False
         if self.vcost is _UNCOMPILED and "serq.sim.stages.vector" not in sys.modules:
