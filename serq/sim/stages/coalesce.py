@@ -46,10 +46,11 @@ if TYPE_CHECKING:
 
 
 #: A run that may take this many growths (its iterations allowed and with room before the next
-#: event, times its jobs, over the block) is planned in arrays (serq/sim/stages/vector.py): the
-#: arrays cost about as much as 30 growths walked, and a run is often cut short by an event.
-#: Before numpy is imported a run must promise 96 to count towards its import (`_WALK_FIRST`),
-#: so that the seed's programs, whose runs are short, keep walking (docs/speed.md).
+#: event, times its jobs, over the block) is planned in arrays (serq/sim/stages/vector.py): 48
+#: measured faster than 96, 64, 32 and 24 on the long-output programs (a run is often cut short
+#: by an event, so fewer would rarely pay). Before numpy is imported a run must promise 96 to
+#: count towards its import (`_WALK_FIRST`), so that the seed's programs, whose runs are short,
+#: keep walking (docs/speed.md, "Fewer numpy calls a run").
 MIN_ARRAY_GROWTHS = 48
 _MIN_BEFORE_IMPORT = 96
 #: The growths of long runs an engine walks before it imports numpy to plan them in arrays: the
@@ -480,7 +481,7 @@ class RunPlanner:
             return False
         room = (min(self.limit, self.horizon) - run.first) / cost
         free = self.ceil[id(pool)] - self.used[id(pool)]
-        if pool.cache.spill is not None:  # (a growth that evicts from a pool that spills ends the run)
+        if pool and pool.cache.spill is not None:  # (a growth that evicts from a pool that spills ends the run)
             free -= pool.cache.total
         growths = min(min(self.cap, room) * len(self.idx) / block,  # (and the blocks that fit before the
                       free / block + 1.0)  # run must end)

@@ -256,10 +256,10 @@ def _plan(planner: "RunPlanner", cost: float, vcost: VectorCost | None, view: An
             kv_sum = np.full(n_grow, kv_sum)
         costs = vcost(view, kv_sum)
         if not (costs.min() > 0.0 and costs.max() < math.inf) if n_grow else False:  # (a NaN fails both)
-            e = int((~((costs > 0.0) & np.isfinite(costs))).argmax())
-            g_stop = int(grow_at[e])
-            grow_at, costs = grow_at[:e], costs[:e]
-            n_grow = e
+            bad = int((~((costs > 0.0) & np.isfinite(costs))).argmax())
+            g_stop = int(grow_at[bad])
+            grow_at, costs = grow_at[:bad], costs[:bad]
+            n_grow = bad
     else:
         costs = np.full(n_grow, cost)
     last = g_stop - 1 if g_stop <= cap else cap
