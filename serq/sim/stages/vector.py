@@ -688,18 +688,26 @@ def add_array(h: Any, xs: np.ndarray, n: int) -> None:
         lo, hi = min(v), max(v)
         h._fill(lambda: zip(v, counts.tolist()), n, lo, hi, size, v[-1])
         return
-    keys = np.full(vals.size, _ZERO_KEY, dtype=np.int64)
-    finite = (vals > 0.0) & (vals != math.inf)
-    if finite.any():
+    if vals.min() > 0.0 and vals.max() < math.inf:  # (the usual gaps: every key from the logarithm)
+        finite = None
+        fx = vals
+    else:
+        finite = (vals > 0.0) & (vals != math.inf)
         fx = vals[finite]
+    if fx.size:
         y = np.log(fx) / _LOG_W  # as `_bucket`: a quotient within 1e-9 of an edge is decided by serQ's log
         kf = np.floor(y)
         frac = y - kf
         kk = kf.astype(np.int64)
         for i in (~((frac > 1e-9) & (frac < 0.999999999))).nonzero()[0].tolist():
             kk[i] = _bucket(float(fx[i]))
-        keys[finite] = kk
-    keys[vals == math.inf] = _INF_KEY
+    if finite is None:
+        keys = kk
+    else:
+        keys = np.full(vals.size, _ZERO_KEY, dtype=np.int64)
+        if fx.size:
+            keys[finite] = kk
+        keys[vals == math.inf] = _INF_KEY
     if keys.size > 1 and (keys[1:] >= keys[:-1]).all():  # (a run whose lengths grow: keys in order)
         new = np.empty(keys.size, dtype=bool)
         new[0] = True
@@ -709,6 +717,7 @@ def add_array(h: Any, xs: np.ndarray, n: int) -> None:
         per = np.add.reduceat(counts, first)
         lo = np.minimum.reduceat(vals, first)
         hi = np.maximum.reduceat(vals, first)
+        order: Any = range(first.size)  # (first appearances in order already)
     else:
         uniq, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
         per = np.zeros(uniq.size, dtype=np.int64)
@@ -717,14 +726,18 @@ def add_array(h: Any, xs: np.ndarray, n: int) -> None:
         hi = np.full(uniq.size, -math.inf)
         np.minimum.at(lo, inverse, vals)
         np.maximum.at(hi, inverse, vals)
+        order = np.argsort(first, kind="stable").tolist()
     buckets = h._buckets
-    for j in np.argsort(first, kind="stable").tolist():
-        key = int(uniq[j])
+    uniq_l, per_l, lo_l, hi_l = uniq.tolist(), per.tolist(), lo.tolist(), hi.tolist()
+    first_v = vals[first].tolist()
+    for j in order:  # (each bucket in the order its first value came)
+        key = uniq_l[j]
         b = buckets.get(key)
-        x_lo, x_hi = float(lo[j]), float(hi[j])
+        x_lo, x_hi = lo_l[j], hi_l[j]
         if b is None:
-            b = buckets[key] = [0, float(vals[first[j]]), float(vals[first[j]])]
-        b[0] += int(per[j]) * n
+            v = first_v[j]
+            b = buckets[key] = [0, v, v]
+        b[0] += per_l[j] * n
         if x_lo < b[1]:
             b[1] = x_lo
         if x_hi > b[2]:
