@@ -74,12 +74,23 @@ def compile_cost(e: ir.Expr) -> VectorCost | None:
 
 
 def _max(a: Any, b: Any) -> Any:
-    """``expr.f_max``: b when a is a NaN or b is greater, else a."""
+    """``expr.f_max``: b when a is a NaN or b is greater, else a.  Against a
+    number (a float that is not a NaN) one comparison decides: ``a >= b``
+    fails for a NaN ``a``, and ``b > a`` for a NaN ``b``."""
+    if isinstance(b, float) and b == b:
+        return np.where(a >= b, a, b)
+    if isinstance(a, float) and a == a:
+        return np.where(b > a, b, a)
     return np.where((a != a) | (b > a), b, a)
 
 
 def _min(a: Any, b: Any) -> Any:
-    """``expr.f_min``: b when a is a NaN or b is smaller, else a."""
+    """``expr.f_min``: b when a is a NaN or b is smaller, else a (one
+    comparison against a number, as :func:`_max`)."""
+    if isinstance(b, float) and b == b:
+        return np.where(a <= b, a, b)
+    if isinstance(a, float) and a == a:
+        return np.where(b < a, b, a)
     return np.where((a != a) | (b < a), b, a)
 
 

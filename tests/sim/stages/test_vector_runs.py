@@ -52,6 +52,10 @@ class View:
     "(kv_decode >= 300 && decoders < 4) + (kv_decode == 0 || residents != 3) * 1e-3",
     "max j in 4 (1e-3 * j - kv_decode * 1e-7 * j) + sum j in 3 (j * kv_decode * 1e-9) + min j in 3 (j)",
     "-(1e-3 - kv_decode * 1e-7)",
+    # a NaN (0 · ∞ at 4096) on either side of min and max, against a number; signed zeros
+    "max(0 * (1 / (kv_decode - 4096)), 1e-3)", "max(1e-3, 0 * (1 / (kv_decode - 4096)))",
+    "min(0 * (1 / (kv_decode - 4096)), 1e-3)", "min(1e-3, 0 * (1 / (kv_decode - 4096)))",
+    "max(-(kv_decode * 0), 0)", "max(0, -(kv_decode * 0))", "min(-(kv_decode * 0), 0)", "min(0, -(kv_decode * 0))",
 ])
 def test_the_array_cost_is_the_scalar_cost_at_every_point(text: str) -> None:
     e = _cost_of(text)
