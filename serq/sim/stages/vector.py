@@ -145,7 +145,7 @@ def positions(p: float, d: np.ndarray) -> np.ndarray:
     """``plus_ones(p, k)`` for each ``k`` of the int array ``d``: ``p`` plus
     1.0 ``k`` times in turn, from the binades the position crosses (the steps
     of :func:`.decode_run.plus_ones`, each binade's start kept)."""
-    k_max = int(d.max()) if d.size else 0  # (d.max(): the method, not numpy's wrapper, in this file's hot paths)
+    k_max = int(d.max()) if d.size else 0
     if exact_steps(p, k_max):
         return p + d.astype(np.float64)
     starts = [0]
@@ -225,9 +225,9 @@ def _plan(planner: "RunPlanner", cost: float, vcost: VectorCost | None, view: An
             return None
         gs.append(g)
     one = len(gs) == 1  # (the usual run: one job, its growths in order, one a growth iteration)
+    who: Any = None  # (each row's job, when there are several)
     if one:
         g_all = gs[0]
-        who = np.zeros(g_all.size, dtype=np.int64)
     else:
         g_all = np.concatenate(gs)
         who = np.arange(len(gs)).repeat([g.size for g in gs])
@@ -266,7 +266,7 @@ def _plan(planner: "RunPlanner", cost: float, vcost: VectorCost | None, view: An
         if type(kv_sum) is not np.ndarray:
             kv_sum = np.full(n_grow, kv_sum)
         costs = vcost(view, kv_sum)
-        if not (costs.min() > 0.0 and costs.max() < math.inf) if n_grow else False:  # (a NaN fails both)
+        if n_grow and not (costs.min() > 0.0 and costs.max() < math.inf):  # (a NaN fails both)
             bad = int((~((costs > 0.0) & np.isfinite(costs))).argmax())
             g_stop = int(grow_at[bad])
             grow_at, costs = grow_at[:bad], costs[:bad]
