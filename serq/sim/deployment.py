@@ -138,28 +138,36 @@ def gauges_read_stages(p: ir.Program) -> bool:
     return any(isinstance(x, ir.Probe) and isinstance(x.target, ir.StageRef) for g in p.gauges for x in walk(g.expr))
 
 
-def _gauge_flags(sim: "Simulator") -> None:
-    """Tell the pools the gauges read (``Pool.gauge_read``; ``Pool.gauged``:
-    what a growth changes, so a coalesced run's growths there are read one by
-    one, at their times)."""
+def _gauge_probes(sim: "Simulator") -> list[tuple[int, Any, bool]]:
+    """Each gauge's reads of a pool: the gauge's index, the pool (of ``sim``:
+    the deployment's, or the stand-ins of :func:`gauges`) and whether a
+    growth changes what it reads (``holders`` and ``queued`` it does not)."""
     from ..expr import walk
 
-    p = sim.program
-    for g in p.gauges:
+    out = []
+    for i, g in enumerate(sim.program.gauges):
         for x in walk(g.expr):
             if isinstance(x, ir.Probe) and isinstance(x.target, ir.PoolRef):
                 index = x.target.index
                 assert index is None or isinstance(index, ir.Num)  # a gauge's index is a number (checked)
                 pool = sim.pools[x.target.pool][0 if index is None else int(index.value)]
-                pool.gauge_read = True
-                if x.fn not in ("holders", "queued"):  # (a growth changes neither)
-                    pool.gauged = True
+                out.append((i, pool, x.fn not in ("holders", "queued")))
+    return out
+
+
+def _gauge_flags(sim: "Simulator") -> None:
+    """Tell the pools the gauges read (``Pool.gauge_read``; ``Pool.gauged``:
+    what a growth changes, so a coalesced run's growths there are read one by
+    one, at their times)."""
+    for _i, pool, grows in _gauge_probes(sim):
+        pool.gauge_read = True
+        if grows:
+            pool.gauged = True
 
 
 def _gauges(sim: "Simulator", frame: Frame) -> None:
     """The program's gauges, compiled on the deployment's state (or on the
     stand-ins of ``gauges``)."""
-    from ..expr import walk
     from .gauges import Gauges
 
     p = sim.program
@@ -178,18 +186,14 @@ def _gauges(sim: "Simulator", frame: Frame) -> None:
     sim.gauges.always = gauges_read_stages(p)
     readers: dict[int, list[int]] = {}  # pool (id) → the gauges that read what a growth changes there
     anyhow: dict[int, list[int]] = {}  # pool (id) → the gauges that read it at all
-    for i, g in enumerate(p.gauges):
-        for x in walk(g.expr):
-            if isinstance(x, ir.Probe) and isinstance(x.target, ir.PoolRef):
-                index = x.target.index
-                pool = sim.pools[x.target.pool][0 if index is None else int(index.value)]  # type: ignore[union-attr]
-                every = anyhow.setdefault(id(pool), [])
-                if i not in every:
-                    every.append(i)
-                if x.fn not in ("holders", "queued"):  # (a growth changes neither)
-                    got = readers.setdefault(id(pool), [])
-                    if i not in got:
-                        got.append(i)
+    for i, pool, grows in _gauge_probes(sim):
+        every = anyhow.setdefault(id(pool), [])
+        if i not in every:
+            every.append(i)
+        if grows:
+            got = readers.setdefault(id(pool), [])
+            if i not in got:
+                got.append(i)
     parts: dict[tuple[int, ...], Any] = {}  # (members of a family mostly share one set of gauges)
 
     def part(gauges: list[int]) -> tuple[Any, tuple[int, ...]]:
