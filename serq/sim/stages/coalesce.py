@@ -32,6 +32,7 @@ from bisect import bisect_left, bisect_right
 from functools import reduce
 from heapq import heapify, heappop, heappush
 from itertools import accumulate, repeat
+from math import ceil, frexp, ldexp
 from operator import add
 from typing import TYPE_CHECKING, Any
 
@@ -327,17 +328,35 @@ class RunPlanner:
         """:meth:`_plan_each` when positions step exactly: from one growth to
         the next, the iterations between (same cost) are added in one fold and
         cut at the first end that is not before the next event or is past the
-        horizon."""
+        horizon.  The hot steps are written out (``_exact``, ``_first_growth``,
+        ``_grow``, ``_append``): the same tests and operations in the same order."""
         run = self.run
         assert run is not None
         idx, pos, alloc, kv = self.idx, self.pos, self.alloc, self.kv
         cap, limit, horizon = self.cap, self.limit, self.horizon
         kv_cost = self._kv_coster() if self.kv_tracked else None
         left = self.engine.left
-        segs = run.segs
+        segs, events = run.segs, run.events
+        last = cap + 1
         # the next growth of each job, (iteration, its index in idx): popped in serving order
-        ex = [_exact(pos[i], cap) for i in idx]
-        nxt = [(_first_growth(pos[i], alloc[i], 2, cap, ex[n]), n) for n, i in enumerate(idx)]
+        ex: list[float] = []
+        nxt: list[tuple[int, int]] = []
+        for n, i in enumerate(idx):
+            p = pos[i]
+            # `_exact(p, cap)`: the steps a run takes (fewer than cap) are below exact_below(p) (p is
+            # in [0, 2^52): `steps_known`) when it is at least cap, whatever exact_steps says
+            e: float = ceil(ldexp(1.0, frexp(p)[1]) - p)
+            if e < cap:
+                e = _exact(p, cap)
+            ex.append(e)
+            a = alloc[i]
+            guess = a - p + 2.0  # `_first_growth(p, a, 2, cap, e)`
+            it = 2 if not guess > 2 else (last if guess > last else int(guess))
+            while it > 2 and ((p + (it - 3)) if it - 3 < e else plus_ones(p, it - 3)) + 1.0 - a > EPS:
+                it -= 1
+            while it <= cap and not ((p + (it - 2)) if it - 2 < e else plus_ones(p, it - 2)) + 1.0 - a > EPS:
+                it += 1
+            nxt.append((it, n))
         if self._long(cost):  # a long run: in arrays (serq/sim/stages/vector.py)
             got = self._arrays().plan(self, cost, self.vcost if kv_cost is not None else None, self.view,
                                       [g for g, _n in nxt])
@@ -345,12 +364,13 @@ class RunPlanner:
                 return got
         heapify(nxt)
         p0 = [pos[i] for i in idx]
+        pools, used, ceils, recheck, kv_pool = self.pools, self.used, self.ceil, self.recheck, self.kv_pool
         t = run.first
         cur = cost
         m = 1
         while m < cap:
-            g = nxt[0][0] if nxt else cap + 1
-            free = (g if g <= cap else cap + 1) - (m + 1)  # iterations without a growth
+            g = nxt[0][0] if nxt else last
+            free = (g if g <= cap else last) - (m + 1)  # iterations without a growth
             if free > 0:
                 c, t, cut = _fold_free(segs, t, cur, free, limit, horizon)
                 m += c
@@ -361,31 +381,66 @@ class RunPlanner:
             # iteration g = m + 1: the jobs whose token needs memory grow, in serving order
             growths: list[tuple[int, float]] = []
             again = False
+            stopped = False
             while nxt and nxt[0][0] == g:
                 n = heappop(nxt)[1]
                 i = idx[n]
-                grew = self._grow(i, ((p0[n] + (g - 2)) if g - 2 < ex[n] else plus_ones(p0[n], g - 2)) + 1.0 - alloc[i], growths)
-                if grew is None:
-                    break  # it would preempt or stall: the run stops before
-                again = again or grew
-                nx = _first_growth(p0[n], alloc[i], g + 1, cap, ex[n])
-                if nx <= cap:
-                    heappush(nxt, (nx, n))
-            else:
-                if growths and kv_cost is not None:
-                    cur = kv_cost(kv)
-                    if not (cur > 0.0 and math.isfinite(cur)):
-                        break
-                t2 = self._append(m, t, cur, growths, left if again else None)
-                if t2 is None:
+                p, e = p0[n], ex[n]
+                a = alloc[i]
+                # `_grow(i, units, growths)`: None (the run stops before) when it cannot
+                pool = pools[i]
+                if not pool:
+                    stopped = True
                     break
-                t = t2
-                m += 1
-                continue
-            break
+                x = ((p + (g - 2)) if g - 2 < e else plus_ones(p, g - 2)) + 1.0 - a  # the units past a
+                need = pool.round_up(a + x) - a
+                if need > 0.0:
+                    pid = id(pool)
+                    u = used[pid]
+                    if u + need > ceils[pid] or (pool.cache.spill is not None
+                                                 and u + pool.cache.total + need > pool.cap + EPS):
+                        stopped = True  # it would preempt or stall, or evict and spill
+                        break
+                    used[pid] = u + need
+                    a = alloc[i] = a + need
+                    growths.append((i, need))
+                    if pool is kv_pool:
+                        kv[i] = a
+                    if pid in recheck:
+                        again = True
+                frm = g + 1  # `_first_growth(p, a, g + 1, cap, e)`
+                guess = a - p + 2.0
+                it = frm if not guess > frm else (last if guess > last else int(guess))
+                while it > frm and ((p + (it - 3)) if it - 3 < e else plus_ones(p, it - 3)) + 1.0 - a > EPS:
+                    it -= 1
+                while it <= cap and not ((p + (it - 2)) if it - 2 < e else plus_ones(p, it - 2)) + 1.0 - a > EPS:
+                    it += 1
+                if it <= cap:
+                    heappush(nxt, (it, n))
+            if stopped:
+                break
+            if growths and kv_cost is not None:
+                cur = kv_cost(kv)
+                if not (cur > 0.0 and math.isfinite(cur)):
+                    break
+            t2 = t + cur  # `_append(m, t, cur, growths, left if again else None)`
+            if not t2 < limit or t2 > horizon:
+                break
+            if growths or again:
+                events.append((m - 1, growths, left if again else None, t))
+            if segs and segs[-1][0] == cur:  # `add_iters(segs, cur, 1, t, t2)`
+                seg = segs[-1]
+                seg[1] += 1
+                seg[3] = t2
+            else:
+                segs.append([cur, 1, t, t2])
+            t = t2
+            m += 1
         if m == cap:  # the positions before the next iteration, as `_plan_each` leaves them (only
-            for n, i in enumerate(idx):  # `_finishing` reads them, and only after a run of `cap`)
-                pos[i] = plus_ones(p0[n], m - 1)
+            d = m - 1  # `_finishing` reads them, and only after a run of `cap`)
+            for n, i in enumerate(idx):
+                p = p0[n]
+                pos[i] = (p + d) if d < ex[n] else plus_ones(p, d)
         run.length, run.end = m, t
         return cur
 
@@ -549,7 +604,8 @@ class RunPlanner:
         m = run.length
         toks = []
         for job, _t in assign:
-            r = minus(job.work, 1.0, m)  # the work left after m commits
+            w = job.work  # the work left after m commits: `minus(w, 1.0, m)`, its one subtraction inline
+            r = w - m if w >= m and w < 9007199254740992.0 else minus(w, 1.0, m)
             toks.append(1.0 if r > 1.0 else r)
         special = toks.count(1.0) != len(toks)  # (a token that is not 1.0: a NaN is not counted either)
         left = _left_after(run.budget, toks)
@@ -563,8 +619,9 @@ class RunPlanner:
             return
         growths: list[tuple[int, float]] = []
         again = attempt and run.head is not None and special
+        pos, alloc = self.pos, self.alloc
         for i in self.idx:
-            units = self.pos[i] + toks[i] - self.alloc[i]
+            units = pos[i] + toks[i] - alloc[i]
             if units > EPS:
                 grew = self._grow(i, units, growths)
                 if grew is None:

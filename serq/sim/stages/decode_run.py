@@ -164,7 +164,8 @@ class DecodeRun:
         x0 = 0.0
         same = 0  # gaps to the first end not recorded yet: `same` of them, each `x0` (as `_iter_end`)
         for i, (job, tokens) in enumerate(assign):
-            job.work = minus(job.work, tokens, k)
+            w = job.work  # `minus(w, tokens, k)`, its one-subtraction case inline
+            job.work = w - k if tokens == 1.0 and w >= k and w < 9007199254740992.0 else minus(w, tokens, k)
             s = job.session
             if s.first_tok is None:
                 s.first_tok = first
@@ -182,10 +183,14 @@ class DecodeRun:
             s.last_tok = before_last
             req = job.hold
             if req is not None:
-                if final is None:
-                    req.pos[job.k] = plus_ones(req.pos[job.k], k)
-                else:  # the last iteration's tokens may be a fraction
-                    req.pos[job.k] = plus_ones(req.pos[job.k], k - 1) + final[i]
+                pos = req.pos
+                kk = job.k
+                p = pos[kk]
+                d = k if final is None else k - 1
+                q = p + d  # `plus_ones(p, d)` when p and q share a binade below 2^52 (p ≥ 0)
+                if not (0.0 <= p < _TWO52 and ulp(q) == ulp(p)):
+                    q = plus_ones(p, d)
+                pos[kk] = q if final is None else q + final[i]  # (the last iteration's tokens may be a fraction)
         if same:
             itl.add_repeat(x0, same)  # type: ignore[union-attr]
 

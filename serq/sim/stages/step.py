@@ -508,83 +508,86 @@ class StepEngine(Stage):
         default_order = self._default_order and self._own_next
         default_plan = self._default_plan
         try:
-            while True:
-                if default_order:  # `self._next(served)`, inline: the residents in admission order
-                    res = self.residents
-                    c = self.cursor
-                    if c < len(res):
-                        job = res[c]
-                        self.cursor = c + 1
+            if default_order and default_plan and not exclusive and not only:  # the usual engine
+                attention = self._plan_plain(budget, chunk, preempted0)
+            else:
+                while True:
+                    if default_order:  # `self._next(served)`, inline: the residents in admission order
+                        res = self.residents
+                        c = self.cursor
+                        if c < len(res):
+                            job = res[c]
+                            self.cursor = c + 1
+                        else:
+                            job = None
                     else:
-                        job = None
-                else:
-                    job = self._next(served)
-                if job is None:
-                    if self.left > 0.0 and sim.preemptions == preempted0:
-                        if default_order:
-                            for pool in self.admit_pools:  # `self.has_waiting()`, inline
-                                if pool.put_queue:
+                        job = self._next(served)
+                    if job is None:
+                        if self.left > 0.0 and sim.preemptions == preempted0:
+                            if default_order:
+                                for pool in self.admit_pools:  # `self.has_waiting()`, inline
+                                    if pool.put_queue:
+                                        break
+                                else:
                                     break
-                            else:
+                            elif not self.has_waiting():
                                 break
-                        elif not self.has_waiting():
-                            break
-                        if self.admit_next(self.left):
-                            continue
-                    break
-                if only and not self._serves(job):
-                    passed += 1  # (semantics §4.3 2b) no token this iteration; still a resident
-                    continue
-                s = job.session
-                if default_plan:  # `self.plan_tokens(job, chunk)`, inline
-                    work = job.work
-                    if not job.prefill:
-                        wish = 1.0 if work > 1.0 else work
-                    elif chunk > 0.0 and chunk < work:
-                        wish = chunk
-                    else:
-                        wish = work
-                else:
-                    wish = self.plan_tokens(job, chunk)
-                if exclusive:
-                    if not job.prefill:
-                        if prefill_resident:
-                            continue
-                    elif not prefilling:  # the prefill runs alone: earlier decodes leave the batch
-                        for j, t in assign:
-                            if j.hold is not None:
-                                j.hold.pos[j.k] -= t
-                        assign.clear()
-                        self.left = budget
-                    elif wish > self.left:
-                        break  # a later prompt that does not fit whole stops the batch (vLLM v0)
-                left = self.left
-                tokens = wish if wish < left else left
-                if tokens <= 0.0:
-                    continue
-                req = job.hold
-                if req is not None:
-                    if s.stall is not None:
-                        continue  # stalled growing from an earlier iteration: no tokens
-                    k = job.k
-                    pos = req.pos[k]
-                    need = pos + tokens - req.alloc[k]
-                    if need > EPS and sim.holds.grow(s, req, k, need, engine=self) is not True:
-                        continue  # preempted (it is no longer a resident) or stalled
-                    if job.prefill:
-                        attention += tokens * (pos + tokens / 2.0)
-                    req.pos[k] = pos + tokens
-                    req.grown = True
-                elif job.prefill:
-                    attention += tokens * tokens / 2.0
-                assign.append((job, tokens))
-                self.left = left - tokens
-                if exclusive and job.prefill:
-                    if not multi:
+                            if self.admit_next(self.left):
+                                continue
                         break
-                    prefilling = prefill_resident = True  # later decodes stay out
-                if self.left <= 0.0:
-                    break
+                    if only and not self._serves(job):
+                        passed += 1  # (semantics §4.3 2b) no token this iteration; still a resident
+                        continue
+                    s = job.session
+                    if default_plan:  # `self.plan_tokens(job, chunk)`, inline
+                        work = job.work
+                        if not job.prefill:
+                            wish = 1.0 if work > 1.0 else work
+                        elif chunk > 0.0 and chunk < work:
+                            wish = chunk
+                        else:
+                            wish = work
+                    else:
+                        wish = self.plan_tokens(job, chunk)
+                    if exclusive:
+                        if not job.prefill:
+                            if prefill_resident:
+                                continue
+                        elif not prefilling:  # the prefill runs alone: earlier decodes leave the batch
+                            for j, t in assign:
+                                if j.hold is not None:
+                                    j.hold.pos[j.k] -= t
+                            assign.clear()
+                            self.left = budget
+                        elif wish > self.left:
+                            break  # a later prompt that does not fit whole stops the batch (vLLM v0)
+                    left = self.left
+                    tokens = wish if wish < left else left
+                    if tokens <= 0.0:
+                        continue
+                    req = job.hold
+                    if req is not None:
+                        if s.stall is not None:
+                            continue  # stalled growing from an earlier iteration: no tokens
+                        k = job.k
+                        pos = req.pos[k]
+                        need = pos + tokens - req.alloc[k]
+                        if need > EPS and sim.holds.grow(s, req, k, need, engine=self) is not True:
+                            continue  # preempted (it is no longer a resident) or stalled
+                        if job.prefill:
+                            attention += tokens * (pos + tokens / 2.0)
+                        req.pos[k] = pos + tokens
+                        req.grown = True
+                    elif job.prefill:
+                        attention += tokens * tokens / 2.0
+                    assign.append((job, tokens))
+                    self.left = left - tokens
+                    if exclusive and job.prefill:
+                        if not multi:
+                            break
+                        prefilling = prefill_resident = True  # later decodes stay out
+                    if self.left <= 0.0:
+                        break
         finally:
             self.planning = False
         preempted = sim.preemptions != preempted0
@@ -604,6 +607,74 @@ class StepEngine(Stage):
         if only:
             self.excluded_at = None
         return self._launch(attention, preempted, budget)
+
+    def _plan_plain(self, budget: float, chunk: float, preempted0: int) -> float:
+        """The loop of :meth:`start_iteration` for an engine that serves its
+        residents in admission order, plans tokens its own way and serves
+        every resident, without ``exclusive`` prefills: the same steps, with
+        the cursor and the budget left in locals (written back to the engine
+        around each call that may read or move them: a growth may preempt, an
+        admission adds a resident).  The attention of the prefills planned."""
+        sim = self.sim
+        grow = sim.holds.grow
+        res = self.residents
+        assign = self.assign
+        admit_pools = self.admit_pools
+        attention = 0.0
+        left = budget
+        c = 0
+        while True:
+            if c < len(res):
+                job = res[c]
+                c += 1
+            else:
+                if left > 0.0 and sim.preemptions == preempted0:
+                    for pool in admit_pools:  # `self.has_waiting()`, inline
+                        if pool.put_queue:
+                            break
+                    else:
+                        break
+                    self.cursor, self.left = c, left
+                    if self.admit_next(left):
+                        c, left = self.cursor, self.left
+                        continue
+                break
+            work = job.work  # `self.plan_tokens(job, chunk)`, inline
+            if not job.prefill:
+                wish = 1.0 if work > 1.0 else work
+            elif chunk > 0.0 and chunk < work:
+                wish = chunk
+            else:
+                wish = work
+            tokens = wish if wish < left else left
+            if tokens <= 0.0:
+                continue
+            req = job.hold
+            if req is not None:
+                s = job.session
+                if s.stall is not None:
+                    continue  # stalled growing from an earlier iteration: no tokens
+                k = job.k
+                pos = req.pos[k]
+                need = pos + tokens - req.alloc[k]
+                if need > EPS:
+                    self.cursor, self.left = c, left
+                    grew = grow(s, req, k, need, engine=self)
+                    c, left = self.cursor, self.left
+                    if grew is not True:
+                        continue  # preempted (it is no longer a resident) or stalled
+                if job.prefill:
+                    attention += tokens * (pos + tokens / 2.0)
+                req.pos[k] = pos + tokens
+                req.grown = True
+            elif job.prefill:
+                attention += tokens * tokens / 2.0
+            assign.append((job, tokens))
+            left = left - tokens
+            if left <= 0.0:
+                break
+        self.cursor, self.left = c, left
+        return attention
 
     @property
     def run_length(self) -> int:
