@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 from ... import expr, ir
 from ..cache import EPS
 from ..stats import _SHORT, fold, fold_same
-from .decode_run import DecodeRun, add_iters, exact_below, exact_steps, minus, plus_ones, steps_known
+from .decode_run import _TWO52, DecodeRun, add_iters, exact_below, exact_steps, minus, plus_ones
 
 if TYPE_CHECKING:
     from .step import StepEngine, StepView
@@ -89,7 +89,7 @@ class RunPlanner:
     __slots__ = ("engine", "sim", "kv_tracked", "kv_pool", "state_pools", "heads", "default_plan", "view",
                  "replayable", "vcost", "walked",
                  "run", "xheads", "recheck", "idx", "pools", "pos", "alloc", "kv", "used", "ceil", "cap", "limit",
-                 "horizon", "drained")
+                 "horizon", "drained", "known")
 
     def __init__(self, engine: "StepEngine", *, kv_tracked: bool, state_pools: frozenset[int],
                  heads: "HeadAnalysis", default_plan: bool, view: "StepView | None") -> None:
@@ -125,6 +125,7 @@ class RunPlanner:
         self.used: dict[int, float] = _NO_POOLS
         self.ceil: dict[int, float] = _NO_POOLS
         self.drained = False  # a ceiling lets the run evict part of the waiting head's prefix
+        self.known = True  # every position is one `steps_known` takes (`_state`)
 
     # -- a run ----------------------------------------------------------------------------------
 
@@ -186,9 +187,9 @@ class RunPlanner:
         pos, idx = self.pos, self.idx
         if cap <= 1:
             cur = cost
-        elif len(pos) == 1 and idx and steps_known(pos[0], cap):
+        elif len(pos) == 1 and idx and self.known:
             cur = self._plan_one(cost)
-        elif all(steps_known(pos[i], cap) for i in idx):
+        elif self.known:  # (`steps_known` of every position)
             cur = self._plan_by_growths(cost)
         else:
             cur = self._plan_each(cost)
@@ -216,6 +217,12 @@ class RunPlanner:
         pos: list[float] = []
         alloc: list[float] = []
         idx: list[int] = []
+        used: dict[int, float] = {}
+        ceil: dict[int, float] = {}
+        known = True  # every position steps_known(p, cap)
+        c3 = self.cap + 3
+        last: Any = None  # the last pool looked at, and whether its growths may be planned
+        replayable = False
         for i, (job, _t) in enumerate(assign):
             req = job.hold
             if req is None:
@@ -227,16 +234,26 @@ class RunPlanner:
                 k = job.k
                 pool = req.pools[k]
                 a = req.alloc[k]
+                if pool is not last:
+                    last = pool
+                    replayable = id(pool) in self.replayable and id(pool) not in stop
                 # a growth's eviction must be one the replay can do at its time, and
                 # the memory a cost reads must be this hold's allocation alone
-                growable = id(pool) in self.replayable and id(pool) not in stop and (
-                    not tracked or pool is not memory or kv[i] == a)
-                pools.append(pool if growable else False)
-                pos.append(req.pos[k])
+                if replayable and (not tracked or pool is not memory or kv[i] == a):
+                    pools.append(pool)
+                    pid = id(pool)
+                    if pid not in used:
+                        used[pid] = pool.used
+                        ceil[pid] = pool.cap + EPS
+                else:
+                    pools.append(False)
+                p = req.pos[k]
+                if not (p >= 0.0 and p + c3 < _TWO52):  # `steps_known(p, cap)`
+                    known = False
+                pos.append(p)
                 alloc.append(a)
         self.pools, self.pos, self.alloc, self.idx, self.kv = pools, pos, alloc, idx, kv
-        self.used = {id(p): p.used for p in pools if p}
-        self.ceil = ceil = {id(p): p.cap + EPS for p in pools if p}
+        self.used, self.ceil, self.known = used, ceil, known
         for pid in kept:
             if pid in ceil:
                 ceil[pid] = min(ceil[pid], self._kept_ceil(self.sim.pool_by_id[pid]))
@@ -534,11 +551,14 @@ class RunPlanner:
         block = pool.block if pool else None
         if block is None or not block > 0.0:
             return False
+        n = len(self.idx)
+        if self.cap * n / block < MIN_ARRAY_GROWTHS:  # (`growths` below is at most this)
+            return False
         room = (min(self.limit, self.horizon) - run.first) / cost
         free = self.ceil[id(pool)] - self.used[id(pool)]
         if pool and pool.cache.spill is not None:  # (a growth that evicts from a pool that spills ends the run)
             free -= pool.cache.total
-        growths = min(min(self.cap, room) * len(self.idx) / block,  # (and the blocks that fit before the
+        growths = min(min(self.cap, room) * n / block,  # (and the blocks that fit before the
                       free / block + 1.0)  # run must end)
         if growths < MIN_ARRAY_GROWTHS:
             return False

@@ -211,7 +211,11 @@ class StepEngine(Stage):
         if run is not None and run.passing:  # every resident decodes; the engine's own
             want = fold((1.0 if w > 1.0 else w for w in self._work_now()), 0.0)  # plan_tokens: min(1, left)
         elif self.only_fn is None:
-            want = fold((self.plan_tokens(j, chunk) for j in self.residents), 0.0)
+            if self._default_plan:  # `plan_tokens`, inline
+                want = fold([((1.0 if j.work > 1.0 else j.work) if not j.prefill else
+                              (chunk if chunk > 0.0 and chunk < j.work else j.work)) for j in self.residents], 0.0)
+            else:
+                want = fold((self.plan_tokens(j, chunk) for j in self.residents), 0.0)
         else:  # the residents `serve only` passes over ask for nothing
             want = fold((self.plan_tokens(j, chunk) for j in self.residents if self._serves(j)), 0.0)
         return max(0.0, budget - want)
@@ -623,8 +627,9 @@ class StepEngine(Stage):
         attention = 0.0
         left = budget
         c = 0
+        n = len(res)  # (read again after each call-out: an admission or a preemption changes it)
         while True:
-            if c < len(res):
+            if c < n:
                 job = res[c]
                 c += 1
             else:
@@ -636,7 +641,7 @@ class StepEngine(Stage):
                         break
                     self.cursor, self.left = c, left
                     if self.admit_next(left):
-                        c, left = self.cursor, self.left
+                        c, left, n = self.cursor, self.left, len(res)
                         continue
                 break
             work = job.work  # `self.plan_tokens(job, chunk)`, inline
@@ -660,7 +665,7 @@ class StepEngine(Stage):
                 if need > EPS:
                     self.cursor, self.left = c, left
                     grew = grow(s, req, k, need, engine=self)
-                    c, left = self.cursor, self.left
+                    c, left, n = self.cursor, self.left, len(res)
                     if grew is not True:
                         continue  # preempted (it is no longer a resident) or stalled
                 if job.prefill:
