@@ -456,3 +456,53 @@ def test_long_decodes_from_fractional_prompts_keep_the_report_and_plan_by_growth
     assert Counting.inside > 100_000
     assert not each  # every run's positions step a binade at a time
     assert report.turns > 50
+
+
+# small prompts with every bit of a fraction: a run's positions cross several binades (1, 2, 4,
+# 8, 16 …), where a token's addition rounds, so the replay's one addition for k tokens is right
+# only inside one binade (`DecodeRun._commit`, `plus_ones`)
+SMALL_PROMPTS = """
+pool kv { cap 200000; block 16; evict lru; preempt lifo; }
+pool reqs { cap 3; admit via engine; }
+stage engine : step { budget 4096; cost 0.01 + 1e-7 * kv_decode; memory kv; }
+workload { arrive poisson(2); init { set prompt = ~uniform(0.01, 3); set o = ~exp(80) + 1; } }
+session {
+  hold reqs (1), kv (prompt) {
+    run engine prefill (prompt) growing kv;
+    run engine decode (o) growing kv;
+  }
+  end;
+}
+"""
+
+
+class Positions(StepEngine):
+    """The default engine, noting each resident's position (its bits) at every iteration end."""
+
+    log: list[tuple[float, int, str]] = []
+
+    def _iter_end(self, timer):  # type: ignore[no-untyped-def]
+        super()._iter_end(timer)
+        if timer.epoch == self.epoch:
+            for job in self.residents:
+                if job.hold is not None:
+                    Positions.log.append((self.env.now, job.session.serial, job.hold.pos[job.k].hex()))
+
+
+class PlainPositions(Positions):
+    coalesce = False
+
+
+def test_a_run_leaves_each_position_as_one_token_at_a_time_would() -> None:
+    """At the end of every coalesced run, each resident's position has the
+    bits the iterations one by one give it at that time, across binades."""
+    program = serq.load(SMALL_PROMPTS)
+    logs = []
+    for engine in (Positions, PlainPositions):
+        Positions.log = []
+        serq.run(program, seed=1, horizon=60.0, warmup=6.0, engines={"engine": engine})
+        logs.append(Positions.log)
+    fast, slow = logs
+    assert len(fast) * 5 < len(slow)  # (most iterations were inside runs)
+    assert sum(1 for _t, _s, bits in fast if float.fromhex(bits) > 16.0) > 500
+    assert set(fast) <= set(slow)
