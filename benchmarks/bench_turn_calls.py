@@ -1,8 +1,9 @@
 """Python calls per turn of a run, counted by cProfile (deterministic).
 
-    python benchmarks/bench_turn_calls.py [--horizon 2000] [--top 0] PROGRAM...
+    python benchmarks/bench_turn_calls.py [--horizon 2000] [--top 0] PROGRAM[:NAME=VALUE,...]...
 
-For each program (seed 1, warm-up a tenth of the horizon): a short run first
+For each program (seed 1, warm-up a tenth of the horizon, the constants after a colon set as
+``--set`` would): a short run first
 (imports and the first compiles drop out), then ``serq.run`` under cProfile,
 and prints the calls it made (Python functions and built-ins alike), the
 turns it started (calls of ``Session.do_turn``, warm-up included) and the
@@ -20,8 +21,9 @@ import pstats
 import serq
 
 
-def count(path: str, horizon: float, top: int) -> None:
-    program = serq.load(path)
+def count(case: str, horizon: float, top: int) -> None:
+    path, _, sets = case.partition(":")
+    program = serq.load(path, sets=[tuple(x.split("=", 1)) for x in sets.split(",") if x])  # type: ignore[misc]
     serq.run(program, seed=1, horizon=5.0, warmup=0.0)
     prof = cProfile.Profile()
     prof.enable()
@@ -30,7 +32,7 @@ def count(path: str, horizon: float, top: int) -> None:
     stats = pstats.Stats(prof).stats  # type: ignore[attr-defined]
     calls = sum(v[1] for v in stats.values())
     turns = sum(v[1] for k, v in stats.items() if k[2] == "do_turn")
-    print(f"{path:45s} calls {calls:>10,}  turns {turns:>7,}  calls/turn {calls / max(turns, 1):7.1f}")
+    print(f"{case:45s} calls {calls:>10,}  turns {turns:>7,}  calls/turn {calls / max(turns, 1):7.1f}")
     rows = sorted(((v[1], f"{k[0].rsplit('/', 1)[-1]}:{k[2]}") for k, v in stats.items()), reverse=True)
     for n, name in rows[:top]:
         print(f"    {n / max(turns, 1):8.2f}  {name}")
