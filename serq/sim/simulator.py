@@ -20,6 +20,8 @@ import os
 from contextlib import contextmanager
 from typing import Any, Iterator, Mapping, Sequence
 
+from simpy.events import URGENT
+
 from .. import ir
 from ..errors import RunInterrupted, SerqError, SerqRuntimeError
 from ..expr import base_namespace
@@ -253,10 +255,12 @@ class Simulator:
         env = self.env
         q = env.queue
         pools = self.all_pools
+        holds = self.holds
         while True:
-            env.run_ready()
-            if pools:
-                self.holds.try_admit_all()
+            if q and q[0][1] == URGENT:  # `env.run_ready()`, when a session is ready
+                env.run_ready()
+            if pools and (holds.stalled or holds.queued):  # (`try_admit_all` has nothing to do otherwise)
+                holds.try_admit_all()
                 if env.ready_pending():
                     continue
             break
@@ -285,6 +289,15 @@ class Simulator:
             return False
         engines = self.engines
         idle = False
+        if len(engines) == 1:  # (the pass below, for its only member: none comes later in the order)
+            stirred.clear()
+            engine = engines[0]
+            if not engine.iterating and engine.has_work():
+                if not engine.start_iteration():
+                    idle = True
+                if not engine.iterating:
+                    stirred.add(0)
+            return idle
         for i in ascending(stirred, self, "stirs"):  # one stirred later in the order: this pass
             engine = engines[i]
             stirred.discard(i)
