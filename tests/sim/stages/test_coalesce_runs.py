@@ -506,3 +506,26 @@ def test_a_run_leaves_each_position_as_one_token_at_a_time_would() -> None:
     assert len(fast) * 5 < len(slow)  # (most iterations were inside runs)
     assert sum(1 for _t, _s, bits in fast if float.fromhex(bits) > 16.0) > 500
     assert set(fast) <= set(slow)
+
+
+class GeneralLoop(StepEngine):
+    """The default engine through `start_iteration`'s general loop: an override of
+    `plan_tokens` that asks for what the default asks (the usual engine has a loop of its
+    own, `StepEngine._plan_plain`)."""
+
+    def plan_tokens(self, job, chunk):  # type: ignore[no-untyped-def]
+        return super().plan_tokens(job, chunk)
+
+
+@pytest.mark.parametrize("sets", [
+    {"Lambda": "0.9"},                                   # slots full, admissions every iteration
+    {"Lambda": "0.6", "blocks": "1200"},                 # growths that preempt inside the loop
+    {"Lambda": "0.9", "blocks": "2500", "B": "64"},      # small budget, tight memory
+    {"Lambda": "0.9", "chunk_cap": "512"},               # prefills in chunks
+])
+def test_the_usual_engines_planning_loop_is_the_general_one(sets: dict) -> None:
+    program = serq.load(VLLM, sets=sets)
+    plain = serq.run(program, seed=3, horizon=120.0, warmup=12.0)
+    general = serq.run(program, seed=3, horizon=120.0, warmup=12.0, engines={"engine": GeneralLoop})
+    assert plain.to_json() == general.to_json()
+    assert plain.to_dict()["pools"][0]["preemptions"] > 0 or sets.get("blocks") is None
