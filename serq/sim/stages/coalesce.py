@@ -125,7 +125,7 @@ class RunPlanner:
         self.used: dict[int, float] = _NO_POOLS
         self.ceil: dict[int, float] = _NO_POOLS
         self.drained = False  # a ceiling lets the run evict part of the waiting head's prefix
-        self.known = True  # every position is one `steps_known` takes (`_state`)
+        self.known = True  # every position p ≥ 0 with p + cap + 3 below 2^52 (`_state`)
 
     # -- a run ----------------------------------------------------------------------------------
 
@@ -189,7 +189,7 @@ class RunPlanner:
             cur = cost
         elif len(pos) == 1 and idx and self.known:
             cur = self._plan_one(cost)
-        elif self.known:  # (`steps_known` of every position)
+        elif self.known:
             cur = self._plan_by_growths(cost)
         else:
             cur = self._plan_each(cost)
@@ -219,7 +219,9 @@ class RunPlanner:
         idx: list[int] = []
         used: dict[int, float] = {}
         ceil: dict[int, float] = {}
-        known = True  # every position steps_known(p, cap)
+        # every position p ≥ 0 with p + (cap + 3) below 2^52: `plus_ones` of it up to cap + 2
+        # steps takes one addition a binade (the planners but `_plan_each` count on it)
+        known = True
         c3 = self.cap + 3
         last: Any = None  # the last pool looked at, and whether its growths may be planned
         replayable = False
@@ -248,7 +250,7 @@ class RunPlanner:
                 else:
                     pools.append(False)
                 p = req.pos[k]
-                if not (p >= 0.0 and p + c3 < _TWO52):  # `steps_known(p, cap)`
+                if not (p >= 0.0 and p + c3 < _TWO52):
                     known = False
                 pos.append(p)
                 alloc.append(a)
@@ -361,7 +363,7 @@ class RunPlanner:
         for n, i in enumerate(idx):
             p = pos[i]
             # `_exact(p, cap)`: the steps a run takes (fewer than cap) are below exact_below(p) (p is
-            # in [0, 2^52): `steps_known`) when it is at least cap, whatever exact_steps says
+            # in [0, 2^52): `self.known`) when it is at least cap, whatever exact_steps says
             e: float = ceil(ldexp(1.0, frexp(p)[1]) - p)
             if e < cap:
                 e = _exact(p, cap)

@@ -534,12 +534,6 @@ def exact_below(p: float) -> int:
     return math.ceil(ldexp(1.0, frexp(p)[1]) - p)  # (the binade's top minus p is exact)
 
 
-def steps_known(p: float, cap: int) -> bool:
-    """Whether :func:`plus_ones` of ``p`` up to ``cap + 2`` steps takes one
-    addition a binade (a position of at least 0 that stays below ``2^52``)."""
-    return p >= 0.0 and p + (cap + 3) < _TWO52
-
-
 def exact_steps(p: float, cap: int) -> bool:
     """Whether ``p + 1.0`` repeated up to ``cap + 2`` times is exact (every
     ``p + d`` a float), so the position at any iteration is one addition."""
