@@ -20,8 +20,6 @@ import os
 from contextlib import contextmanager
 from typing import Any, Iterator, Mapping, Sequence
 
-from simpy.events import URGENT
-
 from .. import ir
 from ..errors import RunInterrupted, SerqError, SerqRuntimeError
 from ..expr import base_namespace
@@ -38,6 +36,8 @@ from .population import Population
 from .stages.base import Stage
 from .stages.queueing import PsStage
 from .stages.step import StepEngine
+
+_ONLY = (0,)  # (`_start_stirred`'s pass over one engine)
 
 #: Run limits (docs/simulator.md, "Run guards and limits").  Both can be
 #: raised with an environment variable of the same name; the live limit also
@@ -255,12 +255,10 @@ class Simulator:
         env = self.env
         q = env.queue
         pools = self.all_pools
-        holds = self.holds
         while True:
-            if q and q[0][1] == URGENT:  # `env.run_ready()`, when a session is ready
-                env.run_ready()
-            if pools and (holds.stalled or holds.queued):  # (`try_admit_all` has nothing to do otherwise)
-                holds.try_admit_all()
+            env.run_ready()
+            if pools:
+                self.holds.try_admit_all()
                 if env.ready_pending():
                     continue
             break
@@ -289,16 +287,9 @@ class Simulator:
             return False
         engines = self.engines
         idle = False
-        if len(engines) == 1:  # (the pass below, for its only member: none comes later in the order)
-            stirred.clear()
-            engine = engines[0]
-            if not engine.iterating and engine.has_work():
-                if not engine.start_iteration():
-                    idle = True
-                if not engine.iterating:
-                    stirred.add(0)
-            return idle
-        for i in ascending(stirred, self, "stirs"):  # one stirred later in the order: this pass
+        # one stirred later in the order: this pass (with one engine there is no later one, and
+        # the pass is that engine alone, without `ascending`'s generator)
+        for i in _ONLY if len(engines) == 1 else ascending(stirred, self, "stirs"):
             engine = engines[i]
             stirred.discard(i)
             if not engine.iterating and engine.has_work():

@@ -32,14 +32,13 @@ from bisect import bisect_left, bisect_right
 from functools import reduce
 from heapq import heapify, heappop, heappush
 from itertools import accumulate, repeat
-from math import ceil, frexp, ldexp
 from operator import add
 from typing import TYPE_CHECKING, Any
 
 from ... import expr, ir
 from ..cache import EPS
 from ..stats import _SHORT, fold, fold_same
-from .decode_run import _TWO52, DecodeRun, add_iters, exact_below, exact_steps, minus, plus_ones
+from .decode_run import _TWO52, _TWO53, DecodeRun, add_iters, exact_below, exact_steps, minus, plus_ones
 
 if TYPE_CHECKING:
     from .step import StepEngine, StepView
@@ -347,8 +346,9 @@ class RunPlanner:
         """:meth:`_plan_each` when positions step exactly: from one growth to
         the next, the iterations between (same cost) are added in one fold and
         cut at the first end that is not before the next event or is past the
-        horizon.  The hot steps are written out (``_exact``, ``_first_growth``,
-        ``_grow``, ``_append``): the same tests and operations in the same order."""
+        horizon.  ``_grow`` and ``_append`` are written out in its loop (the same
+        tests and operations in the same order), and ``_exact`` is asked only when
+        a position's room in its binade is shorter than the run may be."""
         run = self.run
         assert run is not None
         idx, pos, alloc, kv = self.idx, self.pos, self.alloc, self.kv
@@ -362,20 +362,13 @@ class RunPlanner:
         nxt: list[tuple[int, int]] = []
         for n, i in enumerate(idx):
             p = pos[i]
-            # `_exact(p, cap)`: the steps a run takes (fewer than cap) are below exact_below(p) (p is
-            # in [0, 2^52): `self.known`) when it is at least cap, whatever exact_steps says
-            e: float = ceil(ldexp(1.0, frexp(p)[1]) - p)
+            # `_exact(p, cap)`: the steps a run takes (fewer than cap) are below exact_below(p) when
+            # it is at least cap, whatever exact_steps says
+            e: float = exact_below(p)
             if e < cap:
                 e = _exact(p, cap)
             ex.append(e)
-            a = alloc[i]
-            guess = a - p + 2.0  # `_first_growth(p, a, 2, cap, e)`
-            it = 2 if not guess > 2 else (last if guess > last else int(guess))
-            while it > 2 and ((p + (it - 3)) if it - 3 < e else plus_ones(p, it - 3)) + 1.0 - a > EPS:
-                it -= 1
-            while it <= cap and not ((p + (it - 2)) if it - 2 < e else plus_ones(p, it - 2)) + 1.0 - a > EPS:
-                it += 1
-            nxt.append((it, n))
+            nxt.append((_first_growth(p, alloc[i], 2, cap, e), n))
         if self._long(cost):  # a long run: in arrays (serq/sim/stages/vector.py)
             got = self._arrays().plan(self, cost, self.vcost if kv_cost is not None else None, self.view,
                                       [g for g, _n in nxt])
@@ -427,13 +420,7 @@ class RunPlanner:
                         kv[i] = a
                     if pid in recheck:
                         again = True
-                frm = g + 1  # `_first_growth(p, a, g + 1, cap, e)`
-                guess = a - p + 2.0
-                it = frm if not guess > frm else (last if guess > last else int(guess))
-                while it > frm and ((p + (it - 3)) if it - 3 < e else plus_ones(p, it - 3)) + 1.0 - a > EPS:
-                    it -= 1
-                while it <= cap and not ((p + (it - 2)) if it - 2 < e else plus_ones(p, it - 2)) + 1.0 - a > EPS:
-                    it += 1
+                it = _first_growth(p, a, g + 1, cap, e)
                 if it <= cap:
                     heappush(nxt, (it, n))
             if stopped:
@@ -627,7 +614,7 @@ class RunPlanner:
         toks = []
         for job, _t in assign:
             w = job.work  # the work left after m commits: `minus(w, 1.0, m)`, its one subtraction inline
-            r = w - m if w >= m and w < 9007199254740992.0 else minus(w, 1.0, m)
+            r = w - m if w >= m and w < _TWO53 else minus(w, 1.0, m)
             toks.append(1.0 if r > 1.0 else r)
         special = toks.count(1.0) != len(toks)  # (a token that is not 1.0: a NaN is not counted either)
         left = _left_after(run.budget, toks)

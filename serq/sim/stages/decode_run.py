@@ -35,6 +35,8 @@ _ARRAY_SEGS = 96
 _VECTOR = "serq.sim.stages.vector"
 #: Below this a float's ulp is at most 1/2: whole steps from it are exact inside a binade.
 _TWO52 = 2.0**52
+#: A finite float of at least 1 below this has at most 53 bits: whole tokens off it are exact.
+_TWO53 = 2.0**53
 
 #: A growth event of a planned run: the index of the iteration's start among
 #: the ends, the growths (job index, units) it makes, the budget left to read
@@ -165,7 +167,7 @@ class DecodeRun:
         same = 0  # gaps to the first end not recorded yet: `same` of them, each `x0` (as `_iter_end`)
         for i, (job, tokens) in enumerate(assign):
             w = job.work  # `minus(w, tokens, k)`, its one-subtraction case inline
-            job.work = w - k if tokens == 1.0 and w >= k and w < 9007199254740992.0 else minus(w, tokens, k)
+            job.work = w - k if tokens == 1.0 and w >= k and w < _TWO53 else minus(w, tokens, k)
             s = job.session
             if s.first_tok is None:
                 s.first_tok = first
@@ -499,7 +501,7 @@ def add_iters(segs: list[list], cur: float, n: int, t: float, t_end: float) -> N
 def minus(w: float, tokens: float, k: int) -> float:
     """``w`` less ``tokens`` ``k`` times in turn (one subtraction when every
     step is exact: whole tokens off a float of at most 53 bits that stays ≥ 0)."""
-    if tokens == 1.0 and w >= k and w < 9007199254740992.0:  # (a finite w ≥ 1 below 2**53 is
+    if tokens == 1.0 and w >= k and w < _TWO53:  # (a finite w ≥ 1 below 2**53 is
         return w - k  # at most 53 bits: its numerator as_integer_ratio() is below 2**53)
     return reduce(sub, repeat(tokens, k), w)
 

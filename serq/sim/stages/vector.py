@@ -38,7 +38,7 @@ import numpy as np
 from ... import expr, ir
 from ..cache import _BIG, EPS
 from ..stats import _INF_KEY, _LOG_W, _ZERO_KEY, _bucket
-from .decode_run import _TWO52, exact_below, exact_steps, plus_ones
+from .decode_run import _TWO52, _TWO53, exact_below, exact_steps, plus_ones
 
 if TYPE_CHECKING:
     from .coalesce import RunPlanner
@@ -605,7 +605,6 @@ def fold_in_binade(acc: float, xs: np.ndarray, n: int = 1) -> float | None:
 
 #: The least accumulator :func:`fold_in_binade` takes (its ulp's inverse is a float).
 _MIN_ACC = 2.0 ** -900
-_TWO53 = 2.0 ** 53
 
 
 def account(run: Any, engine: Any, jobs: int, k: int) -> None:
