@@ -46,6 +46,8 @@ import sys
 import time
 from pathlib import Path
 
+import _interpreter  # (benchmarks/_interpreter.py: the script's folder is on the path)
+
 ROOT = Path(__file__).resolve().parent.parent
 
 CODE = r'''
@@ -107,6 +109,7 @@ def scale(program: str, ns: list[int], router: int, horizon: float, rounds: int)
             got = whole(program, n, router, horizon)
             if n not in best or got["cpu"] < best[n]["cpu"]:
                 best[n] = got
+    print(_interpreter.describe())
     print(f"{program}, router {router}, horizon {horizon:g}, whole process, best of {rounds} (seconds)")
     base = best[ns[0]]["cpu"] / ns[0]
     for n in ns:

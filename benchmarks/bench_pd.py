@@ -22,6 +22,8 @@ import sys
 import time
 from pathlib import Path
 
+import _interpreter  # (benchmarks/_interpreter.py: the script's folder is on the path)
+
 import serq
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,6 +62,7 @@ def time_program(rel: str, h: float, repeat: int,
 
 def table(rows: list[tuple[str, tuple[str, ...]]], h: float, repeat: int) -> None:
     """Print the timing table of ``rows`` (a program and its overrides each)."""
+    print(_interpreter.describe())
     print(f"{'program':44} {'process':>8} {'cpu':>6} {'in-proc':>8} {'events':>9} {'sim s / s':>10}")
     for rel, sets in rows:
         proc, cpu, best, events = time_program(rel, h, repeat, sets)

@@ -33,6 +33,8 @@ import sys
 import time
 from pathlib import Path
 
+import _interpreter  # (benchmarks/_interpreter.py: the script's folder is on the path)
+
 ROOT = Path(__file__).resolve().parent.parent
 RUST = ROOT / "benchmarks" / "rust"
 
@@ -144,6 +146,7 @@ def main() -> None:
         sys.exit(f"unknown case {unknown[0]!r}; the cases: {', '.join(CASES)}")
     print(f"horizon {opts.horizon:g} s, warm-up {opts.horizon / 10:g} s, seed 1, best of {opts.rounds}, "
           f"{os.cpu_count()} cores")
+    print(_interpreter.describe())
     print(f"{'program':18s} {'serQ (s)':>9s} {'Rust (s)':>9s} {'ratio':>6s} {'turns':>7s} {'turns (Rust)':>12s}")
     ratios = []
     for name in names:

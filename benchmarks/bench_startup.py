@@ -44,6 +44,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import _interpreter  # (benchmarks/_interpreter.py: the script's folder is on the path)
+
 ROOT = Path(__file__).resolve().parent.parent
 MG1 = "programs/single-turn/mg1.sq"
 VLLM = "programs/multi-turn/vllm.sq"
@@ -169,6 +171,7 @@ def main() -> None:
         ('python -c "import serq"', [sys.executable, "-c", "import serq"], None),
         ('python -c "pass" (the interpreter alone)', [sys.executable, "-c", "pass"], None),
     ]
+    print(_interpreter.describe())
     print(f"whole-process wall time, best of {args.repeat} ({' '.join(serq)}):")
     for label, argv, env in cases:
         print(f"  {best_wall(argv, args.repeat, env) * 1e3:7.1f} ms  {label}")
