@@ -37,7 +37,7 @@ import numpy as np
 
 from ... import expr, ir
 from ..cache import _BIG, EPS
-from ..stats import _INF_KEY, _LOG_W, _ZERO_KEY, _bucket
+from ..stats import _INF_KEY, _LOG_W, _NORMAL, _ZERO_KEY, _bucket
 from .decode_run import _TWO52, _TWO53, exact_below, exact_steps, plus_ones
 
 if TYPE_CHECKING:
@@ -503,8 +503,12 @@ class Cols:
         pool.allocate_blocks(need, self.at[a:z])
 
     def account(self, run: Any, engine: Any, jobs: int, k: int) -> None:
-        """``DecodeRun._account`` (:func:`account`) from the columns."""
-        _account(run, engine, jobs, k, np.repeat(self.costs, self.counts), self.ends, float(self.t1[-1]))
+        """``DecodeRun._account`` (:func:`account`) from the columns: the
+        iterations' lengths as stretches of one value, a segment each
+        (:func:`_steps`), where the ends stay in one binade."""
+        costs, counts = self.costs, self.counts
+        _account(run, engine, jobs, k, costs, counts, self.ends, float(self.t1[-1]),
+                 _steps(costs, self.t0, self.ends))
 
 
 def _ends(first: float, costs: np.ndarray, lengths: np.ndarray, limit: float,
@@ -574,7 +578,26 @@ _BINADE_FOLD = 4096
 _BINADE_FOLD_REPEATED = 256
 
 
-def fold_in_binade(acc: float, xs: np.ndarray, n: int = 1) -> float | None:
+def fold_runs(acc: float, vals: np.ndarray, counts: np.ndarray, n: int = 1) -> float:
+    """``acc`` plus each of ``vals`` in turn, ``counts`` (times ``n``) times
+    each: :func:`_fold` of the stretches ``numpy.repeat(vals, counts * n)``,
+    in whole ulps over the stretches where that is the same (many values),
+    else the additions in turn over them all."""
+    size = int(counts.sum()) * n
+    if not size:
+        return acc
+    if size >= _BINADE_FOLD or (n > 1 and size >= _BINADE_FOLD_REPEATED):
+        got = fold_in_binade(acc, vals, n, counts)
+        if got is not None:
+            return got
+    buf = np.empty(size + 1)
+    buf[0] = acc
+    buf[1:] = vals.repeat(counts * n if n > 1 else counts)
+    np.add.accumulate(buf, out=buf)
+    return float(buf[-1])
+
+
+def fold_in_binade(acc: float, xs: np.ndarray, n: int = 1, counts: np.ndarray | None = None) -> float | None:
     """:func:`_fold` without the additions in turn, when every partial sum stays
     in the binade ``[2^(e-1), 2^e)`` of ``acc`` (a positive normal float): there
     every float is a whole multiple of the binade's ulp ``u``, and
@@ -584,8 +607,12 @@ def fold_in_binade(acc: float, xs: np.ndarray, n: int = 1) -> float | None:
     even neighbour, which depends on ``a``).  So the fold is ``acc`` plus
     ``u`` times the sum of those multiples, whole numbers summed exactly in
     any order while the total stays below 2^53 (:func:`.stats.fold_same`'s
-    argument, for many values).  None when a value is negative, not finite or
-    halfway, or the sum leaves the binade."""
+    argument, for many values).  With ``counts``, each ``xs[i]`` is added
+    ``counts[i] * n`` times (whole numbers below 2^53 when the sum is: a
+    product or partial sum past it rounds to at least 2^53, and is refused).
+    A value halfway between two multiples (:func:`_ties`) is added as the
+    rounding to even adds it, from the parity the sum has then.  None when a
+    value is negative or not finite, or the sum leaves the binade."""
     if not (acc >= _MIN_ACC and acc < math.inf):
         return None
     frac, e = math.frexp(acc)
@@ -597,10 +624,40 @@ def fold_in_binade(acc: float, xs: np.ndarray, n: int = 1) -> float | None:
     d = np.rint(q)
     r = q - d  # (exact: |q − d| ≤ 1/2)
     np.abs(r, out=r)
+    a = math.ldexp(frac, 53)  # the sum in units of u: a whole number below 2^53
     if not r.max() < 0.5:
-        return None
-    x = math.ldexp(frac, 53) + n * float(d.sum())  # (whole numbers: exact while below 2^53)
+        units = _ties(a, q, d, r == 0.5, np.full(q.size, n, dtype=np.int64) if counts is None else counts * n)
+        x = a + units
+    else:
+        units = float(d.sum()) if counts is None else float((d * counts).sum())
+        x = a + n * units  # (whole numbers: exact while below 2^53)
     return math.ldexp(x, -sh) if x < _TWO53 else None
+
+
+def _ties(a: float, q: np.ndarray, d: np.ndarray, half: np.ndarray, c: np.ndarray) -> float:
+    """The units :func:`fold_in_binade` adds to ``a`` (whole units of the
+    binade's ulp, below 2^53) when some values ``q`` (in units) lie halfway
+    between two whole numbers (``half``); each ``q[i]`` is added ``c[i]``
+    times in turn, and ``d`` is ``rint(q)``.  Adding ``k + 1/2`` to a whole
+    ``s`` gives the even one of ``s + k`` and ``s + k + 1`` (ties to even):
+    afterwards the sum is even, and each further ``k + 1/2`` adds the even one
+    of ``k`` and ``k + 1``.  So only the first of a stretch of ties depends on
+    the sum's parity, and that is ``a``'s, flipped by each odd number of
+    units the other values add, since the last stretch of ties (which left
+    it even).  Whole numbers throughout: exact while the total is below 2^53,
+    and at least 2^53 when it is not."""
+    h = np.flatnonzero(half & (c > 0))  # (a value added no times: no step, no parity)
+    per = d * c  # each other stretch's units
+    per[h] = 0.0
+    upto = np.cumsum(per)  # (sequential, whole numbers: exact below 2^53)
+    since = upto[h]  # the other stretches' units before each stretch of ties, since the one before
+    since[1:] -= upto[h[:-1]]
+    if h.size:
+        since[0] += a
+    k = np.floor(q[h])
+    odd = k.astype(np.int64) & 1  # (whole numbers below 2^53: their parities, exactly)
+    first = k + ((since.astype(np.int64) + odd) & 1)  # the even one of s + k and s + k + 1
+    return float(upto[-1] + (first + (c[h] - 1) * (k + odd)).sum()) if q.size else 0.0
 
 
 #: The least accumulator :func:`fold_in_binade` takes (its ulp's inverse is a float).
@@ -609,30 +666,76 @@ _MIN_ACC = 2.0 ** -900
 
 def account(run: Any, engine: Any, jobs: int, k: int) -> None:
     """``DecodeRun._account`` from the run's ends in an array: the same sums
-    in the same order (each a sequential ``np.add.accumulate``), the same
-    histogram buckets, for iterations 2 … m."""
+    in the same order (each a sequential ``np.add.accumulate``, or whole ulps
+    where that is the same), the same histogram buckets, for iterations 2 … m."""
     segs = run.segs
     seg = np.array(segs, dtype=np.float64)
-    costs = np.repeat(seg[:, 0], seg[:, 1].astype(np.int64))
-    ends = np.add.accumulate(np.concatenate(([run.first], costs)))  # ends[j]: that of iteration j + 1
-    _account(run, engine, jobs, k, costs, ends, segs[-1][3])
+    costs, counts = seg[:, 0], seg[:, 1].astype(np.int64)
+    ends = np.add.accumulate(np.concatenate(([run.first], np.repeat(costs, counts))))  # ends[j]: iteration j + 1's
+    _account(run, engine, jobs, k, costs, counts, ends, segs[-1][3], None)
 
 
-def _account(run: Any, engine: Any, jobs: int, k: int, costs: np.ndarray, ends: np.ndarray, last: float) -> None:
-    """:func:`account` from the costs of iterations 2 … m, the ends of 1 … m and the last end."""
+def _steps(costs: np.ndarray, t0: np.ndarray, ends: np.ndarray) -> np.ndarray | None:
+    """The length of each iteration of each segment (``costs``, starting at
+    the ends ``t0``) when every end of the run (``ends``) lies in one binade
+    and no cost is halfway between two multiples of its ulp ``u``: there
+    ``fl(e + c) = e + s`` for every end ``e``, with ``s`` the multiple of
+    ``u`` nearest ``c`` (:func:`.stats.fold_same`'s argument), so each
+    iteration of a segment lasts ``s = (t0 + c) − t0`` (a difference within the
+    binade: exact), the value ``ends[1:] − ends[:-1]`` gives for all of them.
+    None otherwise (the lengths are then read off the ends)."""
+    if ends.size < 2 or not costs.size:
+        return None
+    first, last = float(ends[0]), float(ends[-1])
+    if not (first >= _NORMAL and math.frexp(first)[1] == math.frexp(last)[1]):
+        return None
+    q = costs * (1.0 / math.ulp(first))  # each cost in units of the ulp (a power of two: exact)
+    q -= np.floor(q)
+    if (q == 0.5).any():
+        return None
+    return (t0 + costs) - t0
+
+
+def _stretches(xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``xs`` as stretches of one value: ``(values, counts)``, each value
+    ``counts`` times in a row (a NaN is a stretch of its own)."""
+    if xs.size < 2:
+        return xs, np.ones(xs.size, dtype=np.int64)
+    starts = np.flatnonzero(xs[1:] != xs[:-1])
+    starts += 1
+    starts = np.concatenate(([0], starts))
+    counts = np.empty(starts.size, dtype=np.int64)
+    np.subtract(starts[1:], starts[:-1], out=counts[:-1])
+    counts[-1] = xs.size - starts[-1]
+    return xs[starts], counts
+
+
+def _account(run: Any, engine: Any, jobs: int, k: int, costs: np.ndarray, counts: np.ndarray, ends: np.ndarray,
+             last: float, steps: np.ndarray | None) -> None:
+    """:func:`account` from the costs of iterations 2 … m (each of ``costs``
+    ``counts`` times), the ends of 1 … m and the last end; ``steps``: the
+    iterations' lengths a segment at a time (:func:`_steps`: each of its
+    lengths is the segment's), or None to take them from ``ends``.  Every sum
+    goes over stretches of one value (:func:`fold_runs`)."""
     sim = engine.sim
     stats = sim.stats_on
-    lengths = ends[1:] - ends[:-1]  # the lengths of iterations 2 … m (`_length_runs`)
-    if stats and k > 1:
-        add_array(engine.itl, lengths[:-1], jobs)
-    if run.first >= sim.warmup:
-        spans = lengths
-    elif last <= sim.warmup:
-        spans = lengths[:0]
+    if steps is not None:  # (a segment's iterations: one length each, as the ends' differences give them)
+        l_vals, l_counts = steps, counts
     else:
-        spans = np.minimum(ends[1:], sim.horizon) - np.maximum(ends[:k], sim.warmup)
-    if spans.size and not spans.min() > 0.0:
-        spans = spans[spans > 0.0]
+        l_vals, l_counts = _stretches(ends[1:] - ends[:-1])  # the lengths of iterations 2 … m (`_length_runs`)
+    if stats and k > 1:  # each job's gaps: every iteration's but the last
+        g_counts = l_counts.copy()
+        g_counts[-1] -= 1
+        add_stretches(engine.itl, l_vals, g_counts, jobs)
+    if run.first >= sim.warmup:
+        s_vals, s_counts = l_vals, l_counts
+    elif last <= sim.warmup:
+        s_vals, s_counts = l_vals[:0], l_counts[:0]
+    else:
+        s_vals, s_counts = _stretches(np.minimum(ends[1:], sim.horizon) - np.maximum(ends[:k], sim.warmup))
+    if s_vals.size and not s_vals.min() > 0.0:
+        keep = s_vals > 0.0
+        s_vals, s_counts = s_vals[keep], s_counts[keep]
     if stats:
         nf = float(jobs)
         engine.dec_iters += k
@@ -641,28 +744,28 @@ def _account(run: Any, engine: Any, jobs: int, k: int, costs: np.ndarray, ends: 
             engine.dec_sum = d + k * nf
         else:
             engine.dec_sum = _fold(d, np.full(k, nf))
-    n = spans.size
-    if n >= _BINADE_FOLD:  # (each sum in whole ulps where it can be: `_fold`)
-        engine.t_decode_only = _fold(engine.t_decode_only, spans)
-        engine.t_decoders = _fold(engine.t_decoders, spans if jobs == 1 else float(jobs) * spans)
+    n = int(s_counts.sum())
+    if n >= _BINADE_FOLD:  # (each sum in whole ulps where it can be: `fold_runs`)
+        engine.t_decode_only = fold_runs(engine.t_decode_only, s_vals, s_counts)
+        engine.t_decoders = fold_runs(engine.t_decoders, s_vals if jobs == 1 else float(jobs) * s_vals, s_counts)
         if stats:
-            engine.dec_cost = _fold(engine.dec_cost, costs)
-    elif n and stats and n == costs.size:  # the three sums in one accumulate, a row each (each in turn)
+            engine.dec_cost = fold_runs(engine.dec_cost, costs, counts)
+    elif n and stats and n == k:  # the three sums in one accumulate, a row each (each in turn)
         buf = np.empty((3, n + 1))
         buf[0, 0], buf[1, 0], buf[2, 0] = engine.t_decode_only, engine.t_decoders, engine.dec_cost
-        buf[0, 1:] = spans
+        buf[0, 1:] = s_vals.repeat(s_counts)
         if jobs == 1:
-            buf[1, 1:] = spans
+            buf[1, 1:] = buf[0, 1:]
         else:
-            np.multiply(float(jobs), spans, out=buf[1, 1:])
-        buf[2, 1:] = costs
+            np.multiply(float(jobs), buf[0, 1:], out=buf[1, 1:])
+        buf[2, 1:] = costs.repeat(counts)
         engine.t_decode_only, engine.t_decoders, engine.dec_cost = np.add.accumulate(buf, axis=1)[:, -1].tolist()
     else:
         if n:
-            engine.t_decode_only = _fold(engine.t_decode_only, spans)
-            engine.t_decoders = _fold(engine.t_decoders, spans if jobs == 1 else float(jobs) * spans)
+            engine.t_decode_only = fold_runs(engine.t_decode_only, s_vals, s_counts)
+            engine.t_decoders = fold_runs(engine.t_decoders, s_vals if jobs == 1 else float(jobs) * s_vals, s_counts)
         if stats:
-            engine.dec_cost = _fold(engine.dec_cost, costs)
+            engine.dec_cost = fold_runs(engine.dec_cost, costs, counts)
     engine.iterations += k
     sim.events += k
 
@@ -678,21 +781,24 @@ def add_array(h: Any, xs: np.ndarray, n: int) -> None:
     buckets the same counts, smallest and largest, in the order they first
     appear (serq/sim/stats.py).  A run's gaps come in stretches of one value
     (the iterations between two growths), so the buckets are worked out for
-    each stretch's value, not for every gap."""
+    each stretch's value, not for every gap (:func:`add_stretches`)."""
     if not xs.size or n <= 0:
         return
-    h.total = _fold(h.total, xs, n)
-    size = int(xs.size)
+    vals, counts = _stretches(xs)
+    add_stretches(h, vals, counts, n)
+
+
+def add_stretches(h: Any, vals: np.ndarray, counts: np.ndarray, n: int) -> None:
+    """:func:`add_array` of ``numpy.repeat(vals, counts)``: each of ``vals``
+    ``counts`` times in a row (a count of 0: none), each recorded ``n`` times."""
+    if not counts.all():
+        keep = counts > 0
+        vals, counts = vals[keep], counts[keep]
+    if not vals.size or n <= 0:
+        return
+    h.total = fold_runs(h.total, vals, counts, n)
+    size = int(counts.sum())
     h.count += n * size
-    bounds = np.empty(size + 1, dtype=bool)  # where a new value starts (a NaN: each its own), and the end
-    bounds[0] = bounds[-1] = True
-    np.not_equal(xs[1:], xs[:-1], out=bounds[1:-1])
-    starts = bounds.nonzero()[0]
-    if starts.size > 2:
-        vals = xs[starts[:-1]]
-        counts = starts[1:] - starts[:-1]
-    else:
-        vals, counts = xs[:1], np.array([size], dtype=np.int64)
     if vals.size <= _FEW:  # a few values: LogHistogram's own fill (one bucket, or a lookup each)
         v = vals.tolist()
         lo, hi = min(v), max(v)
@@ -752,7 +858,7 @@ def add_array(h: Any, xs: np.ndarray, n: int) -> None:
             b[1] = x_lo
         if x_hi > b[2]:
             b[2] = x_hi
-    h._last_x = float(xs[-1])
+    h._last_x = float(vals[-1])
     h._last_b = buckets[int(keys[-1])]
 
 

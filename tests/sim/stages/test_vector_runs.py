@@ -188,15 +188,21 @@ def test_long_runs_planned_in_arrays_give_the_report_of_one_iteration_at_a_time(
 def test_very_long_runs_sum_in_whole_ulps_and_keep_the_report(monkeypatch: pytest.MonkeyPatch) -> None:
     # a reasoning model's answers of ~20 000 tokens, two or three at once: runs of thousands of
     # iterations whose sums (gaps counted once per decoder, spans, costs) are taken in whole ulps
+    # (each sum over stretches of one value: a segment's iterations, its one length, in one row)
     taken = []
     real = vector.fold_in_binade
-    monkeypatch.setattr(vector, "fold_in_binade",
-                        lambda acc, xs, n=1: taken.append((xs.size, n, real(acc, xs, n))) or taken[-1][2])
+
+    def spy(acc: float, xs: np.ndarray, n: int = 1, counts: np.ndarray | None = None) -> float | None:
+        size = xs.size if counts is None else int(counts.sum())
+        taken.append((size, xs.size, n, real(acc, xs, n, counts)))
+        return taken[-1][3]
+    monkeypatch.setattr(vector, "fold_in_binade", spy)
     text = LONG.format(cap="1e6", slots=3, cost="2e-4 + 2e-9 * kv_decode", rate=0.3, out=20000, prompt=UNIFORM)
     report, planned = _same(text, 40.0, 2, monkeypatch)
     assert planned > 5
-    assert any(size >= 4096 and got is not None for size, _n, got in taken)  # (a run's three sums)
-    assert any(n > 1 and got is not None for _size, n, got in taken)  # (gaps of several decoders)
+    assert any(size >= 4096 and got is not None for size, _rows, _n, got in taken)  # (a run's three sums)
+    assert any(n > 1 and got is not None for _size, _rows, n, got in taken)  # (gaps of several decoders)
+    assert any(size >= 10 * rows and got is not None for size, rows, _n, got in taken)  # (over its stretches)
 
 
 def test_a_run_longer_than_its_first_cost_foretells_is_planned_to_its_end(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -404,9 +410,31 @@ def test_a_sum_in_whole_ulps_is_the_sum_in_turn(seed: int) -> None:
         assert got is not None  # (nothing in the way: the whole-ulp sum is taken)
 
 
+@pytest.mark.parametrize("seed", range(300))
+def test_ties_in_a_sum_in_whole_ulps_round_to_even_as_the_sum_in_turn(seed: int) -> None:
+    # values halfway between two multiples of the accumulator's ulp, in stretches (counts, each
+    # added n times), beside values whose odd or even number of ulps flips the sum's parity, and
+    # stretches added no times: fold_in_binade (and fold_runs) against the additions in turn
+    rnd = random.Random(seed)
+    acc = rnd.choice([1000.0, 1000.0 + 3 * math.ulp(1000.0), 1536.25, 3.0, 7.5e5])
+    u = math.ulp(acc)
+    size = rnd.choice([1, 2, 5, 40, 300])
+    units = [rnd.randint(0, 40) + rnd.choice([0.5, 0.5, 0.0, 0.25, 0.75]) for _ in range(size)]
+    xs = np.array(units) * u
+    counts = np.array([rnd.choice([0, 1, 1, 2, 3, 17]) for _ in range(size)], dtype=np.int64)
+    n = rnd.choice([1, 1, 2, 3])
+    want = reduce(add, (x for x, c in zip(xs.tolist(), counts.tolist()) for _ in range(c * n)), acc)
+    assert vector.fold_in_binade(acc, xs, n, counts) == want
+    assert vector.fold_runs(acc, xs, counts, n) == want
+    ones = np.ones(size, dtype=np.int64)
+    assert vector.fold_in_binade(acc, xs, n) == reduce(add, (x for x in xs.tolist() for _ in range(n)), acc)
+    assert vector.fold_in_binade(acc, xs, n, ones) == vector.fold_in_binade(acc, xs, n)
+
+
 def test_the_whole_ulp_sum_refuses_what_it_cannot_do() -> None:
     u = math.ulp(1000.0)
-    assert vector.fold_in_binade(1000.0, np.array([3e-4, 2.5 * u]), 1) is None  # halfway
+    halfway = np.array([3e-4, 2.5 * u])  # (a tie is summed as the rounding to even sums it)
+    assert vector.fold_in_binade(1000.0, halfway, 1) == reduce(add, halfway.tolist(), 1000.0)
     assert vector.fold_in_binade(1000.0, np.array([3e-4, -1e-9]), 1) is None  # negative
     assert vector.fold_in_binade(1000.0, np.array([3e-4, math.nan]), 1) is None
     assert vector.fold_in_binade(1023.9, np.full(1000, 1e-3), 1) is None  # past 1024
