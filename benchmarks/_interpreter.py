@@ -1,10 +1,10 @@
 """Which Python a benchmark ran on, in one line for its header.
 
 serQ is pure Python, so its times move with the interpreter's own build as much as with
-serQ's code: on one machine the same report took 16 % less time under Debian's CPython 3.11
-(built with profile-guided optimisation and link-time optimisation) than under a CPython
-3.11 that pyenv compiled from source with its defaults (docs/speed.md, "Which Python runs
-serQ").  Every figure a benchmark prints is for the interpreter this line names.
+serQ's code: on one machine the same reports took 14-20 % less time under Debian's CPython
+3.11 (built with profile-guided and link-time optimisation) than under a CPython 3.11 built
+from source without them (docs/speed.md, "Which Python runs serQ").  Every figure a
+benchmark prints is for the interpreter this line names.
 """
 
 from __future__ import annotations

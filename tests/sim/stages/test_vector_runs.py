@@ -431,6 +431,36 @@ def test_ties_in_a_sum_in_whole_ulps_round_to_even_as_the_sum_in_turn(seed: int)
     assert vector.fold_in_binade(acc, xs, n, ones) == vector.fold_in_binade(acc, xs, n)
 
 
+@pytest.mark.parametrize("seed", range(80))
+def test_a_segments_iterations_each_last_its_step_where_the_ends_stay_in_a_binade(seed: int) -> None:
+    # vector._steps (a long run's lengths a segment at a time) against the ends one by one: each
+    # iteration of a segment lasts (t0 + c) - t0 when every end stays in one binade and no cost is
+    # halfway between two multiples of its ulp (a tie's lengths alternate with the end's parity);
+    # None where that does not hold (a cost that is a tie, ends that cross a power of two)
+    rnd = random.Random(seed)
+    first = rnd.choice([1000.0, 1500.123, 3.75, 2048.0 - 3e-6, 1e6 + 0.5])
+    u = math.ulp(first)
+    costs, counts = [], []
+    for _ in range(rnd.randint(1, 6)):
+        if rnd.random() < 0.8:  # (a whole number of ulps, a tie, or between)
+            costs.append((rnd.randint(1, 10**6) + rnd.choice([0.0, 0.3, 0.5, 0.5, 0.71])) * u)
+        else:
+            costs.append(rnd.uniform(1e-9, 3e-8))
+        counts.append(rnd.randint(1, 40))
+    ends, t0, lengths = [first], [], []
+    for c, n in zip(costs, counts):
+        t0.append(ends[-1])
+        for _ in range(n):
+            ends.append(ends[-1] + c)
+            lengths.append(ends[-1] - ends[-2])
+    got = vector._steps(np.array(costs), np.array(t0), np.array(ends))
+    if got is not None:
+        assert np.repeat(got, counts).tolist() == lengths
+    one_binade = math.frexp(ends[0])[1] == math.frexp(ends[-1])[1]
+    ties = any(math.fmod(c, u) * 2.0 == u for c in costs)
+    assert (got is not None) == (one_binade and not ties)
+
+
 def test_the_whole_ulp_sum_refuses_what_it_cannot_do() -> None:
     u = math.ulp(1000.0)
     halfway = np.array([3e-4, 2.5 * u])  # (a tie is summed as the rounding to even sums it)
