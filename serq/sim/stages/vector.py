@@ -37,7 +37,7 @@ import numpy as np
 
 from ... import expr, ir
 from ..cache import _BIG, EPS
-from ..stats import _INF_KEY, _LOG_W, _NORMAL, _ZERO_KEY, _bucket
+from ..stats import _INF_KEY, _LOG_W, _NORMAL, _ZERO_KEY, _bucket, fold_same
 from .decode_run import _TWO52, _TWO53, exact_below, exact_steps, plus_ones
 
 if TYPE_CHECKING:
@@ -498,7 +498,7 @@ class Cols:
                 if x == int(x) and x + c * need < 2.0**53:
                     req.alloc[kk] = x + c * need
                 else:  # (not whole: the sums in turn)
-                    req.alloc[kk] = _fold(x, np.full(c, need))
+                    req.alloc[kk] = fold_same(need, c, x)
         assert pool is not None
         pool.allocate_blocks(need, self.at[a:z])
 
@@ -547,29 +547,6 @@ def _ends(first: float, costs: np.ndarray, lengths: np.ndarray, limit: float,
 
 # -- the statistics of a run, in arrays ---------------------------------------------------------
 
-def _fold(acc: float, xs: np.ndarray, n: int = 1) -> float:
-    """``acc`` plus each of ``xs`` in turn, ``n`` times each
-    (``functools.reduce(add, xs, acc)`` of ``numpy.repeat(xs, n)``): one
-    buffer, filled and summed in place; many values, or values each added
-    more than once, in whole ulps where the sum stays in one binade
-    (:func:`fold_in_binade`)."""
-    size = int(xs.size)
-    if not size:
-        return acc
-    if size >= _BINADE_FOLD or (n > 1 and size >= _BINADE_FOLD_REPEATED):
-        got = fold_in_binade(acc, xs, n)
-        if got is not None:
-            return got
-    buf = np.empty(size * n + 1)
-    buf[0] = acc
-    if n == 1:
-        buf[1:] = xs
-    else:
-        buf[1:].reshape(size, n)[...] = xs[:, None]  # (each value n times in a row, without a copy between)
-    np.add.accumulate(buf, out=buf)
-    return float(buf[-1])
-
-
 #: From this many values (or this many, each added more than once) a sum is tried in whole
 #: ulps (:func:`fold_in_binade`): its passes cost less than an accumulate that waits on each
 #: addition (about 20 µs for 7 000 values against 27 µs, and 86 µs for each twice;
@@ -580,7 +557,7 @@ _BINADE_FOLD_REPEATED = 256
 
 def fold_runs(acc: float, vals: np.ndarray, counts: np.ndarray, n: int = 1) -> float:
     """``acc`` plus each of ``vals`` in turn, ``counts`` (times ``n``) times
-    each: :func:`_fold` of the stretches ``numpy.repeat(vals, counts * n)``,
+    each: ``functools.reduce(add, numpy.repeat(vals, counts * n), acc)``,
     in whole ulps over the stretches where that is the same (many values),
     else the additions in turn over them all."""
     size = int(counts.sum()) * n
@@ -598,7 +575,7 @@ def fold_runs(acc: float, vals: np.ndarray, counts: np.ndarray, n: int = 1) -> f
 
 
 def fold_in_binade(acc: float, xs: np.ndarray, n: int = 1, counts: np.ndarray | None = None) -> float | None:
-    """:func:`_fold` without the additions in turn, when every partial sum stays
+    """:func:`fold_runs` without the additions in turn, when every partial sum stays
     in the binade ``[2^(e-1), 2^e)`` of ``acc`` (a positive normal float): there
     every float is a whole multiple of the binade's ulp ``u``, and
     ``fl(a + x)`` of such an ``a`` and an ``x ≥ 0`` whose sum stays below
@@ -657,7 +634,7 @@ def _ties(a: float, q: np.ndarray, d: np.ndarray, half: np.ndarray, c: np.ndarra
     k = np.floor(q[h])
     odd = k.astype(np.int64) & 1  # (whole numbers below 2^53: their parities, exactly)
     first = k + ((since.astype(np.int64) + odd) & 1)  # the even one of s + k and s + k + 1
-    return float(upto[-1] + (first + (c[h] - 1) * (k + odd)).sum()) if q.size else 0.0
+    return float(upto[-1] + (first + (c[h] - 1) * (k + odd)).sum())
 
 
 #: The least accumulator :func:`fold_in_binade` takes (its ulp's inverse is a float).
@@ -743,7 +720,7 @@ def _account(run: Any, engine: Any, jobs: int, k: int, costs: np.ndarray, counts
         if d.is_integer() and d + k * nf < 2.0 ** 52:
             engine.dec_sum = d + k * nf
         else:
-            engine.dec_sum = _fold(d, np.full(k, nf))
+            engine.dec_sum = fold_same(nf, k, d)
     n = int(s_counts.sum())
     if n >= _BINADE_FOLD:  # (each sum in whole ulps where it can be: `fold_runs`)
         engine.t_decode_only = fold_runs(engine.t_decode_only, s_vals, s_counts)
@@ -775,22 +752,14 @@ def _account(run: Any, engine: Any, jobs: int, k: int, costs: np.ndarray, counts
 _FEW = 24
 
 
-def add_array(h: Any, xs: np.ndarray, n: int) -> None:
-    """``LogHistogram.add_runs`` of the values ``xs``, each recorded ``n``
-    times in a row: the total takes the same additions in the same order, the
-    buckets the same counts, smallest and largest, in the order they first
-    appear (serq/sim/stats.py).  A run's gaps come in stretches of one value
-    (the iterations between two growths), so the buckets are worked out for
-    each stretch's value, not for every gap (:func:`add_stretches`)."""
-    if not xs.size or n <= 0:
-        return
-    vals, counts = _stretches(xs)
-    add_stretches(h, vals, counts, n)
-
-
 def add_stretches(h: Any, vals: np.ndarray, counts: np.ndarray, n: int) -> None:
-    """:func:`add_array` of ``numpy.repeat(vals, counts)``: each of ``vals``
-    ``counts`` times in a row (a count of 0: none), each recorded ``n`` times."""
+    """``LogHistogram.add_runs`` of ``numpy.repeat(vals, counts)`` (each of
+    ``vals`` ``counts`` times in a row, a count of 0 none), each value recorded
+    ``n`` times in a row: the total takes the same additions in the same
+    order, the buckets the same counts, smallest and largest, in the order
+    they first appear (serq/sim/stats.py).  A run's gaps come in stretches of
+    one value (the iterations between two growths), so the buckets are worked
+    out for each stretch's value, not for every gap."""
     if not counts.all():
         keep = counts > 0
         vals, counts = vals[keep], counts[keep]

@@ -265,8 +265,8 @@ def test_a_program_of_short_decodes_never_imports_numpy() -> None:
 @pytest.mark.parametrize("shape", ["growing", "shuffled", "edges", "stretches", "few stretches", "one value"])
 @pytest.mark.parametrize("n", [1, 3])
 def test_a_runs_gaps_fill_the_histogram_as_one_by_one(shape: str, n: int) -> None:
-    # vector.add_array (stretches of one value bucketed once; keys in order: run-length groups;
-    # else np.unique; a few stretches: LogHistogram's fill) against LogHistogram.add, each value
+    # vector.add_stretches of the values as stretches (each bucketed once; keys in order:
+    # run-length groups; else np.unique; a few stretches: LogHistogram's fill) against LogHistogram.add, each value
     # n times in a row: the same total, count, buckets (count, smallest, largest) and the same
     # last value and bucket
     from serq.sim.stats import LogHistogram
@@ -287,7 +287,7 @@ def test_a_runs_gaps_fill_the_histogram_as_one_by_one(shape: str, n: int) -> Non
         xs = np.concatenate(([0.0, 0.0], np.nextafter(edge, 0.0) * np.ones(3), [edge, edge * (1 + 1e-12)],
                              xs[:50], [math.inf, 1e-3]))
     fast, slow = LogHistogram(), LogHistogram()
-    vector.add_array(fast, xs, n)
+    vector.add_stretches(fast, *vector._stretches(xs), n)
     for x in xs.tolist():
         for _ in range(n):
             slow.add(x)
@@ -405,7 +405,7 @@ def test_a_sum_in_whole_ulps_is_the_sum_in_turn(seed: int) -> None:
     if got is not None:
         assert got == want or (math.isnan(got) and math.isnan(want))
         assert math.copysign(1.0, got) == math.copysign(1.0, want)
-    assert vector._fold(acc, xs, n) == want or math.isnan(want)
+    assert vector.fold_runs(acc, xs, np.ones(xs.size, dtype=np.int64), n) == want or math.isnan(want)
     if seed % 8 in (0, 6, 7) and acc >= 1.0 and xs.sum() * n < acc / 4:
         assert got is not None  # (nothing in the way: the whole-ulp sum is taken)
 
