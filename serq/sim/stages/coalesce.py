@@ -360,23 +360,38 @@ class RunPlanner:
         # the next growth of each job, (iteration, its index in idx): popped in serving order
         ex: list[float] = []
         nxt: list[tuple[int, int]] = []
+        p0: list[float] = []
+        ceil, ldexp, frexp = math.ceil, math.ldexp, math.frexp
         for n, i in enumerate(idx):
             p = pos[i]
+            p0.append(p)
             # `_exact(p, cap)`: the steps a run takes (fewer than cap) are below exact_below(p) when
-            # it is at least cap, whatever exact_steps says
-            e: float = exact_below(p)
+            # it is at least cap, whatever exact_steps says; `exact_below(p)` inline (0 ≤ p < 2^52,
+            # as `known` says)
+            e: float = ceil(ldexp(1.0, frexp(p)[1]) - p)
             if e < cap:
                 e = _exact(p, cap)
             ex.append(e)
-            nxt.append((_first_growth(p, alloc[i], 2, cap, e), n))
+            a = alloc[i]  # `_first_growth(p, a, 2, cap, e)`, inline
+            guess = a - p + 2.0
+            it = 2 if not guess > 2 else (last if guess > last else int(guess))
+            while it > 2 and ((p + (it - 3)) if it - 3 < e else plus_ones(p, it - 3)) + 1.0 - a > EPS:
+                it -= 1
+            while it <= cap and not ((p + (it - 2)) if it - 2 < e else plus_ones(p, it - 2)) + 1.0 - a > EPS:
+                it += 1
+            nxt.append((it, n))
         if self._long(cost):  # a long run: in arrays (serq/sim/stages/vector.py)
             got = self._arrays().plan(self, cost, self.vcost if kv_cost is not None else None, self.view,
                                       [g for g, _n in nxt])
             if got is not None:
                 return got
         heapify(nxt)
-        p0 = [pos[i] for i in idx]
         pools, used, ceils, recheck, kv_pool = self.pools, self.used, self.ceil, self.recheck, self.kv_pool
+        # `kv_cost(kv)` folds every job's kv_decode (`reduce(add, kv, 0.0)`) at each growth: while
+        # they are whole numbers and their sum stays below 2^53 every partial sum is exact, so the
+        # fold is the sum before plus the growth (kv_sum; None: the fold each time)
+        kv_sum = self._kv_sum(kv) if kv_cost is not None and self.view is not None else None
+        view, cost_fn = self.view, self.engine.cost_fn
         t = run.first
         cur = cost
         m = 1
@@ -404,8 +419,13 @@ class RunPlanner:
                 if not pool:
                     stopped = True
                     break
-                x = ((p + (g - 2)) if g - 2 < e else plus_ones(p, g - 2)) + 1.0 - a  # the units past a
-                need = pool.round_up(a + x) - a
+                x = a + (((p + (g - 2)) if g - 2 < e else plus_ones(p, g - 2)) + 1.0 - a)  # a and the units past it
+                b = pool.block  # `pool.round_up(x)`, inline
+                if b is None or x == math.inf:
+                    need = x - a
+                else:
+                    q = x / b - EPS
+                    need = (math.ceil(q) * b if q < math.inf else x) - a
                 if need > 0.0:
                     pid = id(pool)
                     u = used[pid]
@@ -417,16 +437,28 @@ class RunPlanner:
                     a = alloc[i] = a + need
                     growths.append((i, need))
                     if pool is kv_pool:
+                        if kv_sum is not None:  # (the job's term goes from kv[i] to a, both whole)
+                            kv_sum = kv_sum + (a - kv[i]) if a % 1.0 == 0.0 and kv_sum + a < _TWO53 else None
                         kv[i] = a
                     if pid in recheck:
                         again = True
-                it = _first_growth(p, a, g + 1, cap, e)
+                # the next growth, `_first_growth(p, a, g + 1, cap, e)` inline
+                guess = a - p + 2.0
+                it = g + 1 if not guess > g + 1 else (last if guess > last else int(guess))
+                while it > g + 1 and ((p + (it - 3)) if it - 3 < e else plus_ones(p, it - 3)) + 1.0 - a > EPS:
+                    it -= 1
+                while it <= cap and not ((p + (it - 2)) if it - 2 < e else plus_ones(p, it - 2)) + 1.0 - a > EPS:
+                    it += 1
                 if it <= cap:
                     heappush(nxt, (it, n))
             if stopped:
                 break
             if growths and kv_cost is not None:
-                cur = kv_cost(kv)
+                if kv_sum is not None:
+                    view.kv_decode = kv_sum  # (`kv_cost(kv)` with the fold's value)
+                    cur = cost_fn(view)
+                else:
+                    cur = kv_cost(kv)
                 if not (cur > 0.0 and math.isfinite(cur)):
                     break
             t2 = t + cur  # `_append(m, t, cur, growths, left if again else None)`
@@ -693,6 +725,19 @@ class RunPlanner:
             return pid in self.recheck
         return False
 
+    @staticmethod
+    def _kv_sum(kv: list[float]) -> float | None:
+        """``reduce(add, kv, 0.0)`` when every value is a whole number, none
+        negative, and the sum is below 2^52: every partial sum is then exact,
+        and so is the sum after a value changes to another whole one (while
+        it stays below 2^53); else None."""
+        total = 0.0
+        for x in kv:
+            if not (x >= 0.0 and x % 1.0 == 0.0):  # (inf % 1.0 and a NaN fail)
+                return None
+            total += x
+        return total if total < _TWO52 else None
+
     def _kv_coster(self) -> Any:
         """The cost of a decode iteration of the batch with the allocations
         ``kv`` (a list, one per job): the view filled once with what stays the
@@ -773,14 +818,17 @@ def _whole_tokens(assign: list) -> int:
     """Iterations of one token per job that finish none of them (0 when a job
     is not taking one whole token now, or has an amount of work a token off
     which might round), at most :data:`MAX_RUN`."""
-    cap = MAX_RUN
+    low = _EXACT_WORK  # the least work: ceil(w − ε) − 1 grows with w (each step rounds monotonically)
     for job, tk in assign:
-        if tk != 1.0 or not job.work < _EXACT_WORK:
+        w = job.work
+        if tk != 1.0 or not w < _EXACT_WORK:
             return 0
-        c = math.ceil(job.work - EPS) - 1  # whole tokens that do not finish it
-        if c < cap:
-            cap = c
-    return cap
+        if w < low:
+            low = w
+    if not assign:
+        return MAX_RUN
+    c = math.ceil(low - EPS) - 1  # whole tokens that do not finish it
+    return c if c < MAX_RUN else MAX_RUN
 
 
 def _left_after(budget: float, toks: list[float]) -> float | None:

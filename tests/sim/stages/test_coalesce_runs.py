@@ -529,3 +529,47 @@ def test_the_usual_engines_planning_loop_is_the_general_one(sets: dict) -> None:
     general = serq.run(program, seed=3, horizon=120.0, warmup=12.0, engines={"engine": GeneralLoop})
     assert plain.to_json() == general.to_json()
     assert plain.to_dict()["pools"][0]["preemptions"] > 0 or sets.get("blocks") is None
+
+
+def test_a_batchs_kv_decode_is_kept_as_a_sum_only_while_the_sum_is_exact() -> None:
+    from serq.sim.stages.coalesce import RunPlanner
+    assert RunPlanner._kv_sum([16.0, 32.0, 0.0, 4096.0]) == 4144.0
+    assert RunPlanner._kv_sum([]) == 0.0
+    assert RunPlanner._kv_sum([16.0, 1.5]) is None  # a fraction: the fold may round
+    assert RunPlanner._kv_sum([16.0, -16.0]) is None
+    assert RunPlanner._kv_sum([math.inf]) is None
+    assert RunPlanner._kv_sum([math.nan]) is None
+    assert RunPlanner._kv_sum([2.0**51, 2.0**51]) is None  # (a run's growths could pass 2^53)
+
+
+# a batch of up to four decodes whose memory is their fractional position (no blocks): every
+# growth is a fraction of a token, and the cost's kv_decode is folded anew at each
+FRACTIONAL_KV = """
+pool kv { cap 200000; evict lru; preempt lifo; }
+pool reqs { cap 4; admit via engine; }
+stage engine : step { budget 4096; cost 0.01 + 1e-6 * kv_decode; memory kv; }
+workload { arrive poisson(3); init { set prompt = ~uniform(10, 300); set o = ~exp(60) + 1; } }
+session {
+  hold reqs (1), kv (prompt) {
+    run engine prefill (prompt) growing kv;
+    run engine decode (o) growing kv;
+  }
+  end;
+}
+"""
+
+
+@pytest.mark.parametrize("text, whole", [(FRACTIONAL_KV, False),
+                                         (FRACTIONAL_KV.replace("evict lru", "block 16; evict lru"), True)])
+def test_a_runs_cost_reads_the_batchs_kv_decode_as_one_iteration_at_a_time_does(
+        text: str, whole: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    from serq.sim.stages.coalesce import RunPlanner
+    sums: list[float | None] = []
+    real = RunPlanner._kv_sum
+    monkeypatch.setattr(RunPlanner, "_kv_sum", staticmethod(lambda kv: sums.append(real(kv)) or sums[-1]))
+    same(serq.load(text), horizon=80.0)
+    assert len(sums) > 50  # runs of several jobs, planned a growth at a time
+    if whole:  # blocks of 16: the sum kept
+        assert all(s is not None for s in sums)
+    else:  # fractional allocations: the fold at each growth
+        assert sum(1 for s in sums if s is None) > 0.9 * len(sums)
