@@ -391,7 +391,8 @@ class RunPlanner:
         # they are whole numbers and their sum stays below 2^53 every partial sum is exact, so the
         # fold is the sum before plus the growth (kv_sum; None: the fold each time)
         kv_sum = self._kv_sum(kv) if kv_cost is not None and self.view is not None else None
-        view, cost_fn = self.view, self.engine.cost_fn
+        view: Any = self.view  # (set when kv_sum is)
+        cost_fn = self.engine.cost_fn
         t = run.first
         cur = cost
         m = 1
