@@ -542,25 +542,9 @@ def test_a_batchs_kv_decode_is_kept_as_a_sum_only_while_the_sum_is_exact() -> No
     assert RunPlanner._kv_sum([2.0**51, 2.0**51]) is None  # (a run's growths could pass 2^53)
 
 
-# a batch of up to four decodes whose memory is their fractional position (no blocks): every
-# growth is a fraction of a token, and the cost's kv_decode is folded anew at each
-FRACTIONAL_KV = """
-pool kv { cap 200000; evict lru; preempt lifo; }
-pool reqs { cap 4; admit via engine; }
-stage engine : step { budget 4096; cost 0.01 + 1e-6 * kv_decode; memory kv; }
-workload { arrive poisson(3); init { set prompt = ~uniform(10, 300); set o = ~exp(60) + 1; } }
-session {
-  hold reqs (1), kv (prompt) {
-    run engine prefill (prompt) growing kv;
-    run engine decode (o) growing kv;
-  }
-  end;
-}
-"""
-
-
-@pytest.mark.parametrize("text, whole", [(FRACTIONAL_KV, False),
-                                         (FRACTIONAL_KV.replace("evict lru", "block 16; evict lru"), True)])
+# SMALL_PROMPTS's batches of up to three decodes, and the same whose memory is their fractional
+# position (no blocks): every growth a fraction of a token, the cost's kv_decode folded anew at each
+@pytest.mark.parametrize("text, whole", [(SMALL_PROMPTS.replace("block 16; ", ""), False), (SMALL_PROMPTS, True)])
 def test_a_runs_cost_reads_the_batchs_kv_decode_as_one_iteration_at_a_time_does(
         text: str, whole: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     from serq.sim.stages.coalesce import RunPlanner
