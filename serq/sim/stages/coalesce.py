@@ -360,32 +360,22 @@ class RunPlanner:
         # the next growth of each job, (iteration, its index in idx): popped in serving order
         ex: list[float] = []
         nxt: list[tuple[int, int]] = []
-        p0: list[float] = []
-        ceil, ldexp, frexp = math.ceil, math.ldexp, math.frexp
         for n, i in enumerate(idx):
             p = pos[i]
-            p0.append(p)
             # `_exact(p, cap)`: the steps a run takes (fewer than cap) are below exact_below(p) when
-            # it is at least cap, whatever exact_steps says; `exact_below(p)` inline (0 ≤ p < 2^52,
-            # as `known` says)
-            e: float = ceil(ldexp(1.0, frexp(p)[1]) - p)
+            # it is at least cap, whatever exact_steps says
+            e: float = exact_below(p)
             if e < cap:
                 e = _exact(p, cap)
             ex.append(e)
-            a = alloc[i]  # `_first_growth(p, a, 2, cap, e)`, inline
-            guess = a - p + 2.0
-            it = 2 if not guess > 2 else (last if guess > last else int(guess))
-            while it > 2 and ((p + (it - 3)) if it - 3 < e else plus_ones(p, it - 3)) + 1.0 - a > EPS:
-                it -= 1
-            while it <= cap and not ((p + (it - 2)) if it - 2 < e else plus_ones(p, it - 2)) + 1.0 - a > EPS:
-                it += 1
-            nxt.append((it, n))
+            nxt.append((_first_growth(p, alloc[i], 2, cap, e), n))
         if self._long(cost):  # a long run: in arrays (serq/sim/stages/vector.py)
             got = self._arrays().plan(self, cost, self.vcost if kv_cost is not None else None, self.view,
                                       [g for g, _n in nxt])
             if got is not None:
                 return got
         heapify(nxt)
+        p0 = [pos[i] for i in idx]
         pools, used, ceils, recheck, kv_pool = self.pools, self.used, self.ceil, self.recheck, self.kv_pool
         # `kv_cost(kv)` folds every job's kv_decode (`reduce(add, kv, 0.0)`) at each growth: while
         # they are whole numbers and their sum stays below 2^53 every partial sum is exact, so the
@@ -420,13 +410,8 @@ class RunPlanner:
                 if not pool:
                     stopped = True
                     break
-                x = a + (((p + (g - 2)) if g - 2 < e else plus_ones(p, g - 2)) + 1.0 - a)  # a and the units past it
-                b = pool.block  # `pool.round_up(x)`, inline
-                if b is None or x == math.inf:
-                    need = x - a
-                else:
-                    q = x / b - EPS
-                    need = (math.ceil(q) * b if q < math.inf else x) - a
+                x = ((p + (g - 2)) if g - 2 < e else plus_ones(p, g - 2)) + 1.0 - a  # the units past a
+                need = pool.round_up(a + x) - a
                 if need > 0.0:
                     pid = id(pool)
                     u = used[pid]
@@ -443,13 +428,7 @@ class RunPlanner:
                         kv[i] = a
                     if pid in recheck:
                         again = True
-                # the next growth, `_first_growth(p, a, g + 1, cap, e)` inline
-                guess = a - p + 2.0
-                it = g + 1 if not guess > g + 1 else (last if guess > last else int(guess))
-                while it > g + 1 and ((p + (it - 3)) if it - 3 < e else plus_ones(p, it - 3)) + 1.0 - a > EPS:
-                    it -= 1
-                while it <= cap and not ((p + (it - 2)) if it - 2 < e else plus_ones(p, it - 2)) + 1.0 - a > EPS:
-                    it += 1
+                it = _first_growth(p, a, g + 1, cap, e)
                 if it <= cap:
                     heappush(nxt, (it, n))
             if stopped:
