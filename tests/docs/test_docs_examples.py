@@ -28,7 +28,8 @@ have their own tests). Each fenced block is classified:
   beyond trailing blanks.  Every ``serq`` command of README, draw, experiments,
   plots, policies and subagents runs, in page order, in one scratch directory
   per page, except those listed in ``NOT_RUN`` with why (sweeps of 24-50 runs,
-  Ray, the reader's own modules, ../shared data).  traces, replay and
+  Ray, the reader's own modules, ../shared data), and those in ``SHORTENED``
+  run with fewer seeds and a shorter horizon.  traces, replay and
   calibration run in their own tests (their commands read files the page
   shows).  A few runs are shortened to 200-300 s where the page's command has
   no horizon of its own; the test says so.
@@ -377,6 +378,18 @@ NOT_RUN = {
                                           "tests/cluster/test_vidur_cluster.py runs both loads",
     "--find-min N": "a search over 4-12 replicas x 3 seeds of 300 s: minutes; tests/experiments/test_sweep_find_min.py",
 }
+# Commands run with smaller flags than the page's, by a substring: {flag: value} and why. The
+# page's figures are drawn from the full run; the test checks that the command and the plot
+# that reads its file run.
+SHORTENED = {
+    "--policy engine=fcfs,sjf,lpm --seeds 1-5 --horizon 600": (
+        {"--seeds": "1-2", "--horizon": "120", "--warmup": "12"},
+        "45 runs of 600 s: ~35 s; 18 runs of 120 s make the same rows for the --baseline plot"),
+    "--set Lambda=0.6 --horizon 2000 --warmup 200 --dump out": (
+        {"--horizon": "400", "--warmup": "40"}, "the --cdf plot reads the same files, shorter"),
+    "--set Lambda=0.8 --horizon 600 --warmup 60 --timeline tl": (
+        {"--horizon": "200", "--warmup": "20"}, "the --timeline plot reads the same file, shorter"),
+}
 EXEC_PAGES = ["README.md", "docs/draw.md", "docs/experiments.md", "docs/plots.md",
               "docs/policies.md", "docs/subagents.md", "docs/cluster.md"]
 MADE_BY_SCENARIO = ("docs/traces.md", "docs/replay.md", "docs/calibration.md")  # tests above
@@ -388,6 +401,17 @@ def _reads_missing_file(words: list[str], work: Path) -> bool:
                and not (work / w).exists() for w in words)
 
 
+def shortened(words: list[str]) -> list[str]:
+    """``words`` with the SHORTENED flags of its command, if it has some."""
+    text = " ".join(words)
+    for key, (flags, _why) in SHORTENED.items():
+        if key in text:
+            words = list(words)
+            for flag, value in flags.items():
+                words[words.index(flag) + 1] = value
+    return words
+
+
 def run_page(page: str, work: Path) -> dict[str, str]:
     """Run the page's cheap commands in order; the output of each, by its command line."""
     outs = {}
@@ -396,7 +420,7 @@ def run_page(page: str, work: Path) -> dict[str, str]:
         if p != page or is_synopsis(words) or any(k in text for k in NOT_RUN):
             continue
         assert not _reads_missing_file(words, work), f"{page}:{line}: `serq {text}` reads a file no step made"
-        outs[text] = run_ok(words)
+        outs[text] = run_ok(shortened(words))
     return outs
 
 
@@ -430,6 +454,12 @@ def test_the_page_commands_run(page, work):
         import json
         assert isinstance(json.loads(out)["client"]["ttft"]["mean"], float)  # | jq .client.ttft.mean
     assert outs
+
+
+def test_each_shortened_command_is_on_a_page_with_the_flags_it_changes():
+    for key, (flags, _why) in SHORTENED.items():
+        (words,) = [w for p, l, w in SHELL_COMMANDS if p in EXEC_PAGES and key in " ".join(w)]
+        assert set(flags) <= set(words), (key, flags)
 
 
 def test_plot_refuses_a_hidden_axis(work):

@@ -166,7 +166,8 @@ def test_a_preempted_request_is_tried_first_whatever_the_policy() -> None:
             return candidates[-1]
 
     program = serq.load(VLLM, sets={"Lambda": "0.9", "blocks": "2000"})
-    report = serq.run(program, seed=1, horizon=300, warmup=30, engines={"engine": Never})
+    # 60 s: about 40 preemptions, their requests tried first some 100 times
+    report = serq.run(program, seed=1, horizon=60, warmup=6, engines={"engine": Never})
     assert report.pool("kv").preemptions > 0
 
 
@@ -251,25 +252,34 @@ def test_none_admits_nothing_this_iteration(tmp_path: Path) -> None:
 # -- coalesced runs ----------------------------------------------------------------------------
 
 BUNDLED = ["fcfs", "sjf", "lpm", "fair", "priority:n", "slo"]
-#: (Lambda, seed) of the runs each policy makes coalesced and plain: a light load and a loaded one
-CASES = (("0.4", 2), ("0.6", 1))
+#: (Lambda, seed) of the runs each policy makes coalesced and plain, to HORIZON: a light load
+#: (no queue) and a loaded one (a queue from about 40 s on: some 600 choices among two or more,
+#: a few preemptions)
+CASES = (("0.4", 2), ("0.9", 1))
+HORIZON = 120.0
 
 
 @functools.lru_cache(maxsize=None)
-def _policy_reports(name: str) -> dict[tuple[str, int], tuple[str, str, int]]:
-    """(Lambda, seed) → (coalesced report, plain report, coalesced share in ‰) of one policy,
-    made once a process (one policy's at a time: the test workers share them out)."""
-    out = {}
+def _both(name: str, sets: tuple[tuple[str, str], ...], horizon: float, seed: int) -> tuple[str, str, int, int]:
+    """(coalesced report, plain report, iterations in coalesced runs, iterations) of one policy
+    on the multi-turn agent, made once a process (the loaded case of CASES is also the first
+    case under pressure)."""
     cls = resolve(name)
     counted = _counting(cls)
     plain = type("Plain", (cls,), {"coalesce": False})
+    program = serq.load(VLLM, sets=dict(sets))
+    fast = serq.run(program, seed=seed, horizon=horizon, warmup=horizon / 10, engines={"engine": counted})
+    slow = serq.run(program, seed=seed, horizon=horizon, warmup=horizon / 10, engines={"engine": plain})
+    return fast.to_json(), slow.to_json(), counted.coalesced, fast.stage("engine").iterations
+
+
+def _policy_reports(name: str) -> dict[tuple[str, int], tuple[str, str, int]]:
+    """(Lambda, seed) → (coalesced report, plain report, coalesced share in ‰) of one policy
+    (one policy's at a time: the test workers share them out)."""
+    out = {}
     for lam, seed in CASES:
-        program = serq.load(VLLM, sets={"Lambda": lam})
-        counted.coalesced = 0
-        fast = serq.run(program, seed=seed, horizon=300, warmup=30, engines={"engine": counted})
-        slow = serq.run(program, seed=seed, horizon=300, warmup=30, engines={"engine": plain})
-        share = 1000 * counted.coalesced // fast.stage("engine").iterations
-        out[(lam, seed)] = (fast.to_json(), slow.to_json(), share)
+        fast, slow, coalesced, iterations = _both(name, (("Lambda", lam),), HORIZON, seed)
+        out[(lam, seed)] = (fast, slow, 1000 * coalesced // iterations)
     return out
 
 
@@ -295,7 +305,7 @@ def test_each_policy_keeps_coalesced_runs_and_chooses_differently(name: str) -> 
     for case in CASES:
         share = mine[case][2]
         assert share >= default[case][2] - 20, (name, case, share)  # within 2 % of the default's
-    assert mine[("0.6", 1)][0] != default[("0.6", 1)][0]
+    assert mine[CASES[1]][0] != default[CASES[1]][0]
 
 
 def test_a_custom_admit_next_keeps_coalesced_runs_while_nothing_fits() -> None:
@@ -303,12 +313,13 @@ def test_a_custom_admit_next_keeps_coalesced_runs_while_nothing_fits() -> None:
         def admit_next(self, left: float) -> bool:
             return StepEngine.admit_next(self, left)
 
-    program = serq.load(VLLM, sets={"Lambda": "0.6"})
+    # the loaded case of CASES: some 190 runs start with requests waiting, 160 of them go on
+    program = serq.load(VLLM, sets={"Lambda": "0.9"})
     counted = _counting(Admit)
-    fast = serq.run(program, seed=1, horizon=300, warmup=30, engines={"engine": counted})
-    slow = serq.run(program, seed=1, horizon=300, warmup=30,
+    fast = serq.run(program, seed=1, horizon=120, warmup=12, engines={"engine": counted})
+    slow = serq.run(program, seed=1, horizon=120, warmup=12,
                     engines={"engine": type("P", (Admit,), {"coalesce": False})})
-    base = serq.run(program, seed=1, horizon=300, warmup=30)
+    base = serq.run(program, seed=1, horizon=120, warmup=12)
     assert fast.to_json() == slow.to_json() == base.to_json()
     assert counted.coalesced > 0.9 * fast.stage("engine").iterations
 
@@ -328,9 +339,9 @@ def test_sjf_gives_the_report_of_queue_by_prompt(lam: str, tmp_path: Path) -> No
     (tmp_path / "queue_by.sq").write_text(_vllm_text(" queue by (prompt);"))
     subclass = serq.load(tmp_path / "plain.sq", sets={"Lambda": lam})
     language = serq.load(tmp_path / "queue_by.sq", sets={"Lambda": lam})
-    for seed in (1, 2):
-        a = serq.run(subclass, seed=seed, horizon=400, warmup=40, engines={"engine": resolve("sjf")})
-        b = serq.run(language, seed=seed, horizon=400, warmup=40)
+    for seed in (1, 2):  # 200 s: from one choice among two or more (0.4, seed 2) to some 350 (0.6, seed 1)
+        a = serq.run(subclass, seed=seed, horizon=200, warmup=20, engines={"engine": resolve("sjf")})
+        b = serq.run(language, seed=seed, horizon=200, warmup=20)
         assert a.to_json() == b.to_json()
 
 
@@ -339,8 +350,9 @@ def test_lpm_gives_the_report_of_queue_by_cachedin(tmp_path: Path) -> None:
     (tmp_path / "queue_by.sq").write_text(_vllm_text(" queue by (-cachedin(kv));"))
     subclass = serq.load(tmp_path / "plain.sq", sets={"Lambda": "0.6"})
     language = serq.load(tmp_path / "queue_by.sq", sets={"Lambda": "0.6"})
-    a = serq.run(subclass, seed=1, horizon=300, warmup=30, engines={"engine": resolve("lpm")})
-    b = serq.run(language, seed=1, horizon=300, warmup=30)
+    # 200 s: some 360 choices among two or more, a few preemptions
+    a = serq.run(subclass, seed=1, horizon=200, warmup=20, engines={"engine": resolve("lpm")})
+    b = serq.run(language, seed=1, horizon=200, warmup=20)
     assert a.to_json() == b.to_json()
 
 
@@ -457,24 +469,25 @@ def test_each_policy_is_exact_under_every_kind_of_header(units: str, name: str) 
     program = serq.load(HEADERS.format(units=units))
     cls = resolve(name)
     plain = type("Plain", (cls,), {"coalesce": False})
-    for seed in (1, 2):
-        fast = serq.run(program, seed=seed, horizon=60.0, warmup=6.0, engines={"engine": cls})
-        slow = serq.run(program, seed=seed, horizon=60.0, warmup=6.0, engines={"engine": plain})
+    # 30 s: the slots full and a queue from the first seconds; at seed 3 lpm and priority preempt
+    # (some requests twice with no progress between)
+    for seed in (1, 3):
+        fast = serq.run(program, seed=seed, horizon=30.0, warmup=3.0, engines={"engine": cls})
+        slow = serq.run(program, seed=seed, horizon=30.0, warmup=3.0, engines={"engine": plain})
         assert fast.to_json() == slow.to_json(), (name, units, seed)
 
 
-@pytest.mark.parametrize("sets", [
-    {"Lambda": "0.9"},                                       # slots full, a long queue
-    {"Lambda": "0.9", "max_seqs": "4"},                      # few slots
-    {"Lambda": "0.6", "blocks": "1200"},                     # requests do not fit in kv; growths evict and preempt
-    {"Lambda": "0.9", "blocks": "2500", "B": "64"},          # small budget, tight memory
+@pytest.mark.parametrize("sets, horizon", [
+    ({"Lambda": "0.9"}, HORIZON),                            # slots full, a long queue (the loaded case of CASES)
+    ({"Lambda": "0.9", "max_seqs": "4"}, HORIZON),           # few slots
+    ({"Lambda": "0.6", "blocks": "1200"}, 90.0),             # requests do not fit in kv; growths evict and preempt
+                                                             # (90 s: some 80 preemptions, and a run of one decoder
+                                                             # stopped before a growth that would preempt)
+    ({"Lambda": "0.9", "blocks": "2500", "B": "64"}, 75.0),  # small budget, tight memory (75 s: a queue, a few
+                                                             # preemptions)
 ])
-def test_policies_are_exact_under_pressure(sets: dict) -> None:
-    program = serq.load(VLLM, sets=sets)
+def test_policies_are_exact_under_pressure(sets: dict, horizon: float) -> None:
     for name in ("lpm", "slo"):
-        cls = _counting(resolve(name))
-        plain = type("Plain", (resolve(name),), {"coalesce": False})
-        fast = serq.run(program, seed=1, horizon=150.0, warmup=15.0, engines={"engine": cls})
-        slow = serq.run(program, seed=1, horizon=150.0, warmup=15.0, engines={"engine": plain})
-        assert fast.to_json() == slow.to_json(), (name, sets)
-        assert cls.coalesced > 0
+        fast, slow, coalesced, _iterations = _both(name, tuple(sets.items()), horizon, 1)
+        assert fast == slow, (name, sets)
+        assert coalesced > 0

@@ -25,9 +25,10 @@ def points(program: Any, horizon: float) -> tuple[str, dict[str, tuple]]:
     return r.to_json(), {name: r.gauge(name).points for name in r.gauges}
 
 
+# (the agents' horizons: 3 800 and 5 200 change points, the log read once before its end at LOG_READ)
 @pytest.mark.parametrize("path, sets, horizon", [
-    (AGENTS, {"N": "8"}, 60.0),
-    (AGENTS, {"N": "8", "router": "affinity", "Lambda": "0.6"}, 40.0),
+    (AGENTS, {"N": "8"}, 40.0),
+    (AGENTS, {"N": "8", "router": "affinity", "Lambda": "0.6"}, 25.0),
     (LLMD, {}, 60.0),
 ])
 @pytest.mark.parametrize("every", [5, 300, gauges.LOG_READ])
@@ -106,16 +107,20 @@ def test_the_growths_queued_to_replay_stay_few_without_a_catch_up_at_every_insta
 
 
 @pytest.mark.parametrize("path, sets, horizon", [
-    *[(AGENTS, {"N": 3, "router": router, "Lambda": 0.6}, 60.0) for router in range(6)],
-    (AGENTS, {"N": 4, "router": 3, "Lambda": 0.6, "blocks": 1500}, 60.0),  # tight KV: evictions, preemptions
-    (AGENTS, {"N": 3, "router": 2, "Lambda": 0.9, "max_seqs": 4}, 60.0),   # long queues
-    (SYSTEM, {"N": 3, "router": 6, "Lambda": 6, "blocks": 1200}, 30.0),    # shared prefix caches
-    (GRID, {"router": 3, "Lambda": 4}, 60.0),                              # ends that tie
+    *[(AGENTS, {"N": 3, "router": router, "Lambda": 0.6}, 30.0) for router in range(6)],
+    (AGENTS, {"N": 4, "router": 3, "Lambda": 0.6, "blocks": 1500}, 45.0),  # tight KV: evictions, preemptions
+                                                                           # (45 s: 7 preemptions)
+    (AGENTS, {"N": 3, "router": 2, "Lambda": 0.9, "max_seqs": 4}, 45.0),   # long queues (45 s: a mean queue of
+                                                                           # 0.5 request, 1.0 at 60 s)
+    (SYSTEM, {"N": 3, "router": 6, "Lambda": 6, "blocks": 1200}, 15.0),    # shared prefix caches
+    (GRID, {"router": 3, "Lambda": 4}, 20.0),                              # ends that tie
 ])
 def test_logged_gauges_of_few_engines_give_the_report_of_one_iteration_at_a_time(
         path: Path, sets: dict[str, Any], horizon: float, monkeypatch: pytest.MonkeyPatch) -> None:
     # the clusters of tests/sim/test_lazy_runs.py, their gauges read from the log (they have
-    # too few engines for it by default), against every iteration one by one
+    # too few engines for it by default), against every iteration one by one; the log read
+    # every 2048 entries, a few times before its end in each
     monkeypatch.setattr(gauges, "LOG_ENGINES", 2)
+    monkeypatch.setattr(gauges, "LOG_READ", 2048)
     report = same(path, sets, horizon)
     assert sum(len(report.gauge(name).points) for name in report.gauges) > 300

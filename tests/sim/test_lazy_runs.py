@@ -4,6 +4,7 @@ the runs do pass over events (else the cluster is as slow as before)."""
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter
 from pathlib import Path
@@ -45,12 +46,14 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> Counter:
     return seen
 
 
-def same(path: Path, sets: dict[str, Any], horizon: float, seed: int = 1) -> serq.Report:
+def same(path: Path, sets: dict[str, Any], horizon: float, seed: int = 1,
+         warmup: float | None = None) -> serq.Report:
     """The cluster run with passing runs, against every iteration one by one:
-    the same report, gauges' change points included."""
+    the same report, gauges' change points included (the warm-up a tenth of the horizon unless given)."""
     program = serq.load(path, sets={k: str(v) for k, v in sets.items()})
-    fast = serq.run(program, seed=seed, horizon=horizon, warmup=horizon / 10)
-    slow = serq.run(program, seed=seed, horizon=horizon, warmup=horizon / 10, engines={"engine": Plain})
+    warmup = horizon / 10 if warmup is None else warmup
+    fast = serq.run(program, seed=seed, horizon=horizon, warmup=warmup)
+    slow = serq.run(program, seed=seed, horizon=horizon, warmup=warmup, engines={"engine": Plain})
     assert fast.to_json() == slow.to_json()
     for name in fast.gauges:
         assert fast.gauge(name).points == slow.gauge(name).points
@@ -60,7 +63,8 @@ def same(path: Path, sets: dict[str, Any], horizon: float, seed: int = 1) -> ser
 @pytest.mark.parametrize("router", range(6))
 def test_every_router_gives_the_report_of_one_iteration_at_a_time(router: int, calls: Counter) -> None:
     # 3 replicas; least KV (3), affinity (5) read the pools' `used` and `cachedin` at every request
-    report = same(AGENTS, {"N": 3, "router": router, "Lambda": 0.6}, 60.0)
+    # (30 s: some 260 to 310 runs planned, whatever the router)
+    report = same(AGENTS, {"N": 3, "router": router, "Lambda": 0.6}, 30.0)
     assert calls["register"] > 100
     # (the report counts the iterations after the warm-up, the runs all of them)
     assert calls["iterations in runs"] > 0.9 * sum(st.iterations for st in report.stages if st.name == "engine")
@@ -72,14 +76,14 @@ def test_every_router_gives_the_report_of_one_iteration_at_a_time(router: int, c
     {"N": 8, "router": 5, "Lambda": 0.45},
 ])
 def test_loaded_clusters_give_the_same_report(sets: dict[str, Any], calls: Counter) -> None:
-    same(AGENTS, sets, 60.0)
+    same(AGENTS, sets, 30.0)  # (30 s: 360 to 600 runs planned, a dozen or more of them cut)
     assert calls["register"] > 100 and calls["cut"] > 0
 
 
 @pytest.mark.parametrize("router", [2, 6])
 def test_shared_prefix_caches_give_the_same_report(router: int) -> None:
-    # route_prefix reads `cachedin` of every replica's trie at every request
-    same(SYSTEM, {"N": 3, "router": router, "Lambda": 6, "blocks": 1200}, 30.0)
+    # route_prefix reads `cachedin` of every replica's trie at every request (15 s: some 330 runs planned)
+    same(SYSTEM, {"N": 3, "router": router, "Lambda": 6, "blocks": 1200}, 15.0)
 
 
 @pytest.mark.parametrize("sets", [{"router": 3, "Lambda": 4}, {"router": 3, "Lambda": 3, "N": 3},
@@ -87,7 +91,8 @@ def test_shared_prefix_caches_give_the_same_report(router: int) -> None:
 def test_ends_that_tie_are_ordered_as_one_iteration_at_a_time(sets: dict[str, Any], calls: Counter) -> None:
     # every iteration of every engine ends on one grid of times: a run's ends tie with other
     # engines' iteration ends and timers all the time, and the least-KV router reads the pools then
-    same(GRID, sets, 60.0)
+    # (20 s: 800 to 3 000 ties)
+    same(GRID, sets, 20.0)
     assert calls["tie"] > 100
 
 
@@ -132,12 +137,15 @@ def test_a_router_reading_the_engines_work_sees_the_tokens_of_ended_iterations(t
     text = text.replace("  route(router, N, kv, reqs);", "  choose j in N by (work(engine[j]), ~uniform(0, 1));")
     path = tmp_path / "by_work.sq"
     path.write_text(text)
-    same(path, {"N": 3, "Lambda": 0.6}, 60.0)
+    # (at 0.9 a second a replica, a router that reads `work` as of the run's start chooses
+    # otherwise from about 10 s on, at 0.6 only from 43 s on; 20 s: some 220 runs planned)
+    same(path, {"N": 3, "Lambda": 0.9}, 20.0)
     assert calls["register"] > 100
 
 
 @pytest.mark.parametrize("old, new, sets", [
-    ("preempt lifo;", "preempt none;", {"N": 5, "router": 1, "Lambda": 0.6, "blocks": 800}),  # growths stall
+    # growths stall (from about 19.5 s on: thousands of runs cut short by 21 s)
+    ("preempt lifo;", "preempt none;", {"N": 5, "router": 1, "Lambda": 0.6, "blocks": 800}),
     ("let chunk_cap = 0;", "let chunk_cap = 256;", {"N": 3, "router": 4, "Lambda": 1.2, "blocks": 1500}),
     ("evict lru;", "evict by (-size, last);", {"N": 5, "router": 5, "Lambda": 1.2, "blocks": 1500}),
     ("  memory kv;\n}", "  serve by (remaining);\n  memory kv;\n}", {"N": 5, "router": 4, "Lambda": 0.9}),
@@ -149,18 +157,23 @@ def test_engine_settings_that_shape_runs_give_the_same_report(old: str, new: str
     assert old in text
     path = tmp_path / "variant.sq"
     path.write_text(text.replace(old, new, 1))
-    same(path, sets, 40.0)
+    same(path, sets, 21.0)  # (21 s: over 300 runs planned in each)
     assert calls["register"] > 50
 
 
-@pytest.mark.parametrize("router", [3, 5])
-def test_without_gauges_each_run_replays_its_own_growths_when_read(router: int, tmp_path: Path,
-                                                                    calls: Counter) -> None:
+@pytest.mark.parametrize("sets, horizon", [
+    # least KV on two replicas at 1.2 a second each: with the reads' growths skipped, it chooses
+    # otherwise from about 9 s on (on four at 0.6, only from 38 s on)
+    ({"N": 2, "router": 3, "Lambda": 1.2}, 20.0),
+    ({"N": 4, "router": 5, "Lambda": 0.6}, 30.0),
+])
+def test_without_gauges_each_run_replays_its_own_growths_when_read(sets: dict[str, Any], horizon: float,
+                                                                    tmp_path: Path, calls: Counter) -> None:
     # no gauge: a read of one replica's pool (the router's `used`, `cachedin`) replays that pool's growths alone
     text = AGENTS.read_text()
     path = tmp_path / "agents.sq"
     path.write_text("\n".join(line for line in text.splitlines() if not line.startswith("gauge ")))
-    same(path, {"N": 4, "router": router, "Lambda": 0.6}, 60.0)
+    same(path, sets, horizon)  # (150 to 360 reads of a pool)
     assert calls["register"] > 100 and calls["catch_up"] == 0
 
 
@@ -168,23 +181,25 @@ def test_engines_sharing_a_pool_cut_each_other(calls: Counter, monkeypatch: pyte
     # one KV pool for two engines: each run watches the other's pool, and a growth of one
     # preempts the other's residents (the run in flight is replayed up to then first)
     monkeypatch.setattr(lazy.LazyRuns, "GIVE_UP", 10**9)
-    same(SHARED, {"Lambda": 1.5}, 100.0)
+    same(SHARED, {"Lambda": 1.5}, 40.0)  # (40 s: two such preemptions, at 17 s and 32 s; the rarest path)
     assert calls["materialize"] > 0 and calls["cut"] > 1000
 
 
 def test_engines_that_keep_cutting_each_other_fall_back_to_the_next_event() -> None:
     from serq.sim.simulator import Simulator
 
-    sim = Simulator(serq.load(SHARED), seed=1, horizon=100.0, warmup=10.0)
+    # (the runs fall back at 4.7 s, after the warm-up: then 25 s of runs that stop at the next event)
+    sim = Simulator(serq.load(SHARED), seed=1, horizon=30.0, warmup=3.0)
     sim.run()
     assert sim.lazy.off and sim.lazy.conflicts == lazy.LazyRuns.GIVE_UP + 1
     assert not sim.lazy.engines and sim.lazy.latest == -math.inf  # every passing run ended
-    same(SHARED, {"Lambda": 1.5}, 100.0)
+    same(SHARED, {"Lambda": 1.5}, 30.0)
 
 
 def test_a_second_seed_and_warm_up_inside_busy_runs(calls: Counter) -> None:
-    # a warm-up end falls while every engine is busy: runs stop there (statistics restart)
-    same(AGENTS, {"N": 4, "router": 4, "Lambda": 0.9}, 40.0, seed=7)
+    # a warm-up end falls while an engine is busy: runs stop there (statistics restart)
+    # (at 4 s one of the four engines iterates; 20 s: some 300 runs planned)
+    same(AGENTS, {"N": 4, "router": 4, "Lambda": 0.9}, 20.0, seed=7, warmup=4.0)
     assert calls["register"] > 100
 
 
@@ -217,6 +232,13 @@ def test_a_users_engine_class_keeps_the_old_rule() -> None:
     assert sim.lazy is None
 
 
+@functools.lru_cache(maxsize=None)
+def uncut_report() -> str:
+    """The bundled multi-turn program's report with runs as long as MAX_RUN lets them be (80 s:
+    some 130 runs could be longer than 64 iterations)."""
+    return serq.run(serq.load(ROOT / "programs" / "multi-turn" / "vllm.sq"), horizon=80, warmup=20).to_json()
+
+
 @pytest.mark.parametrize("limit", [1, 2, 7, 64])
 def test_a_run_longer_than_the_limit_is_several_runs_with_the_same_report(limit: int,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
@@ -224,7 +246,7 @@ def test_a_run_longer_than_the_limit_is_several_runs_with_the_same_report(limit:
     # billion ends, issue 38); cut shorter, the bundled program's report is byte for byte the same
     from serq.sim.stages import coalesce
 
+    whole = uncut_report()
     program = serq.load(ROOT / "programs" / "multi-turn" / "vllm.sq")
-    whole = serq.run(program, horizon=150, warmup=20).to_json()
     monkeypatch.setattr(coalesce, "MAX_RUN", limit)
-    assert serq.run(program, horizon=150, warmup=20).to_json() == whole
+    assert serq.run(program, horizon=80, warmup=20).to_json() == whole

@@ -31,9 +31,10 @@ def report(sets: dict[str, str] | None = None, *, text: str | None = None, plain
 
 @pytest.mark.parametrize("sets", [{}, {"pcie": "1e9"}, {"host_tokens": "16384"}, {"Lambda": "0.6"}])
 def test_the_offload_program_gives_the_report_of_one_iteration_at_a_time(sets: dict[str, str]) -> None:
-    fast = report(sets, horizon=200)
+    # 120 s: some 2 700 spills (6 600 at Lambda 0.6), a small tier evicting a dozen entries
+    fast = report(sets, horizon=120)
     assert fast.pool("kv").spills > 1000
-    assert fast.to_json() == report(sets, horizon=200, plain=True).to_json()
+    assert fast.to_json() == report(sets, horizon=120, plain=True).to_json()
 
 
 def test_without_the_tier_it_is_the_run_of_a_pool_that_does_not_spill(tmp_path: Path) -> None:
@@ -48,24 +49,26 @@ def test_without_the_tier_it_is_the_run_of_a_pool_that_does_not_spill(tmp_path: 
     folder.mkdir(parents=True)
     (folder / "none.sq").write_text(source.replace(SPILL_LINE, ""))
     (folder / "never.sq").write_text(source.replace("when (offload)", "when (size < 0)"))
-    none = report(text=str(folder / "none.sq"), horizon=400)
+    none = report(text=str(folder / "none.sq"), horizon=300)  # (300 s: some 220 evicted)
     assert none.pool("kv").evicted_entries > 100
-    for other in (report({"offload": "0"}, horizon=400), report(text=str(folder / "never.sq"), horizon=400)):
+    for other in (report({"offload": "0"}, horizon=300), report(text=str(folder / "never.sq"), horizon=300)):
         assert other.text() == none.text()
         assert other.pool("kv").spills == 0
 
 
 @pytest.mark.parametrize("seed", [1, 2])
 def test_the_tier_raises_the_hit_rate_and_lowers_ttft_at_the_same_seed(seed: int) -> None:
-    on, off = report(horizon=600, seed=seed), report({"offload": "0"}, horizon=600, seed=seed)
+    # 400 s: at seeds 1 to 6 the hit rate 0.35 to 0.44 higher, TTFT 0.35 to 0.43 and the prefill
+    # tokens 0.15 to 0.24 of the run without the tier
+    on, off = report(horizon=400, seed=seed), report({"offload": "0"}, horizon=400, seed=seed)
     assert on.observe("hit").mean > off.observe("hit").mean + 0.2
     assert on.client["ttft"].mean < 0.7 * off.client["ttft"].mean
     assert on.observe("prefill_tokens").mean < 0.5 * off.observe("prefill_tokens").mean
 
 
 def test_a_drained_run_counts_every_spill_and_fetch_on_the_links() -> None:
-    # the sessions that arrive before 100 run to their end: nothing is left on a link
-    r = serq.run(serq.load(OFFLOAD), warmup=0, arrivals=60)
+    # the first 40 sessions run to their end: nothing is left on a link (some 8 300 spills, 38 fetches)
+    r = serq.run(serq.load(OFFLOAD), warmup=0, arrivals=40)
     fetches = sum(1 for s in r.samples["fetched_tokens"] if s.value > 0)
     assert r.pool("kv").spills > 1000 and fetches > 20
     assert r.stage("d2h").completed == r.pool("kv").spills

@@ -36,32 +36,33 @@ def both(path: Path, sets: dict[str, Any], horizon: float, seed: int = 1) -> ser
 
 @pytest.mark.parametrize("sets", [{}, {"thr": 1}, {"blocksD": 1200, "Lambda": 1.2}, {"BwP": 2e4, "BwD": 2e4}])
 def test_the_pd_program_gives_the_report_of_one_iteration_at_a_time(sets: dict[str, Any]) -> None:
-    report = both(FLAT, sets, horizon=150)
+    # 75 s: 200 to 650 leases; the decoder pressure case preempts three times on kvD[0]
+    report = both(FLAT, sets, horizon=75)
     assert report.observe("lease").count > 20
     if "blocksD" in sets:
         assert report.pool("kvD[0]").preemptions > 0
 
 
 def test_the_colocated_program_gives_the_report_of_one_iteration_at_a_time() -> None:
-    both(COLOCATED, {}, horizon=150)
+    both(COLOCATED, {}, horizon=75)
 
 
 def test_the_pd_program_is_deterministic_and_its_decider_splits_by_threshold() -> None:
-    def remote(thr: float) -> float:
-        r = serq.run(serq.load(FLAT, sets={"thr": str(thr)}), horizon=300, warmup=30)
+    def remote(thr: float) -> float:  # (100 s: some 490 requests)
+        r = serq.run(serq.load(FLAT, sets={"thr": str(thr)}), horizon=100, warmup=10)
         return r.observe("remote").mean
     assert remote(1) == 1.0  # every prompt has an uncached suffix of a token or more
-    assert 0.3 < remote(512) < 0.8
+    assert 0.3 < remote(512) < 0.8  # (0.63 here; 0.56 to 0.63 at seeds 2 to 5)
     assert remote(1e9) == 0.0  # never remote: no read, no lease
-    a = serq.run(serq.load(FLAT), horizon=200, warmup=20, seed=4)
-    b = serq.run(serq.load(FLAT), horizon=200, warmup=20, seed=4)
+    a = serq.run(serq.load(FLAT), horizon=100, warmup=10, seed=4)
+    b = serq.run(serq.load(FLAT), horizon=100, warmup=10, seed=4)
     assert a.to_json() == b.to_json()
 
 
 def test_the_client_first_token_is_the_decoders() -> None:
     # a remote prefill's token never reaches the client: the client's TTFT is the
     # decode pod's first token, which the program observes itself
-    r = serq.run(serq.load(FLAT), horizon=300, warmup=30)
+    r = serq.run(serq.load(FLAT), horizon=100, warmup=10)
     ttft = r.observe("ttft")
     assert r.client["ttft"].count == ttft.count
     assert r.client["ttft"].mean == pytest.approx(ttft.mean, rel=1e-12)

@@ -44,23 +44,38 @@ def same(program: serq.Program, horizon: float = 150.0, seed: int = 1, engine: t
     return fast
 
 
-@pytest.mark.parametrize("sets", [
-    {"Lambda": "0.9"},                       # slots full, a long queue
-    {"Lambda": "0.9", "max_seqs": "4"},      # few slots
-    {"Lambda": "0.6", "blocks": "1200"},     # the head does not fit in kv; growths evict and preempt
-    {"Lambda": "0.9", "blocks": "2500", "B": "64"},  # small budget, tight memory
+@pytest.mark.parametrize("sets, horizon", [
+    ({"Lambda": "2"}, 40.0),                       # slots full, a long queue (~80 runs with it waiting)
+    ({"Lambda": "2", "max_seqs": "4"}, 40.0),      # few slots (~180 runs with a queue)
+    ({"Lambda": "0.6", "blocks": "1200"}, 80.0),   # the head does not fit in kv; growths evict and preempt
+    ({"Lambda": "0.9", "blocks": "2500", "B": "64"}, 150.0),  # small budget, tight memory (a queue at a run: rare)
 ])
-def test_runs_go_on_while_the_head_cannot_be_admitted(sets: dict) -> None:
+def test_runs_go_on_while_the_head_cannot_be_admitted(sets: dict, horizon: float) -> None:
     program = serq.load(VLLM, sets=sets)
-    same(program)
+    same(program, horizon=horizon)
     assert Counting.inside > 0
 
 
-def test_a_budget_left_by_the_decoders_alone_lets_a_run_ignore_the_queue() -> None:
-    # budget 16 = max_seqs: sixteen decoders leave no token, no admission is tried
-    program = serq.load(VLLM, sets={"Lambda": "0.9", "B": "16"})
-    same(program, horizon=100.0)
+def test_a_budget_left_by_the_decoders_alone_lets_a_run_ignore_the_queue(monkeypatch: pytest.MonkeyPatch) -> None:
+    # budget 1 = max_seqs: the decoder leaves no token, no admission is tried (with 16 and 16 the
+    # prefills, one token each beside the decoders, keep a batch from ever being all decoders with
+    # a queue); ~30 runs go on with requests waiting in 20 s
+    from serq.sim.stages.waiting import HeadAnalysis
+
+    ignored = []
+    terms = HeadAnalysis.terms
+
+    def counting(self: HeadAnalysis):  # type: ignore[no-untyped-def]
+        got = terms(self)
+        engine = self.engine
+        ignored.append(got is not None and not engine.left > 0.0 and any(p.put_queue for p in engine.admit_pools))
+        return got
+
+    monkeypatch.setattr(HeadAnalysis, "terms", counting)
+    program = serq.load(VLLM, sets={"Lambda": "0.9", "B": "1", "max_seqs": "1"})
+    same(program, horizon=20.0)
     assert Counting.inside > 0
+    assert sum(ignored) > 10
 
 
 HEADERS = """
@@ -97,8 +112,8 @@ def test_headers_of_every_kind_give_the_same_report(units: str, outer: str) -> N
     text = HEADERS.format(extra_pool=extra, units=units,
                           outer="hold gate (1) {" if outer else "", outer_end="}" if outer else "")
     program = serq.load(text)
-    for seed in (1, 2):
-        same(program, horizon=60.0, seed=seed)
+    for seed in (1, 2):  # 30 s: ~100 to 150 runs with a queue a seed (none with the clock or the work)
+        same(program, horizon=30.0, seed=seed)
 
 
 # a returning session's amount is NaN once its cached prefix is gone: an eviction by a run's growth
@@ -189,12 +204,12 @@ class Unsafe(AdmissionOrderSafe):
 def test_a_subclass_declared_coalesce_safe_keeps_the_fast_path_and_the_report() -> None:
     program = serq.load(VLLM, sets={"Lambda": "0.6"})
     Counting.inside = 0
-    fast = serq.run(program, seed=2, horizon=120.0, warmup=12.0, engines={"engine": AdmissionOrderSafe})
-    assert Counting.inside > 0
+    fast = serq.run(program, seed=2, horizon=60.0, warmup=6.0, engines={"engine": AdmissionOrderSafe})
+    assert Counting.inside > 0  # (~38 000 of the iterations)
     Counting.inside = 0
-    slow = serq.run(program, seed=2, horizon=120.0, warmup=12.0, engines={"engine": Unsafe})
+    slow = serq.run(program, seed=2, horizon=60.0, warmup=6.0, engines={"engine": Unsafe})
     assert Counting.inside == 0
-    plain = serq.run(program, seed=2, horizon=120.0, warmup=12.0, engines={"engine": Plain})
+    plain = serq.run(program, seed=2, horizon=60.0, warmup=6.0, engines={"engine": Plain})
     assert fast.to_json() == slow.to_json() == plain.to_json()
 
 
@@ -207,8 +222,9 @@ class VictimOnly(StepEngine):
 
 def test_choose_victim_alone_keeps_coalescing() -> None:
     program = serq.load(VLLM, sets={"Lambda": "0.6", "blocks": "1500"})
-    fast = serq.run(program, seed=1, horizon=100.0, warmup=10.0, engines={"engine": VictimOnly})
-    plain = serq.run(program, seed=1, horizon=100.0, warmup=10.0, engines={"engine": Plain})
+    # 70 s: ~30 preemptions, where it is consulted
+    fast = serq.run(program, seed=1, horizon=70.0, warmup=7.0, engines={"engine": VictimOnly})
+    plain = serq.run(program, seed=1, horizon=70.0, warmup=7.0, engines={"engine": Plain})
     assert fast.to_json() == plain.to_json()
 
 
@@ -235,7 +251,7 @@ SERVE = ("  memory kv;\n}", "  memory kv;\n  serve by KEYS;\n}")
 def test_serve_by_remaining_keeps_runs_and_the_report(tmp_path: Path, keys: str) -> None:
     old, new = SERVE
     program = serq.load(_edited(tmp_path, old, new.replace("KEYS", keys)), sets={"Lambda": "0.6"})
-    same(program, horizon=120.0)
+    same(program, horizon=60.0)  # ~40 000 iterations inside runs
     assert Counting.inside > 1000
 
 
@@ -243,7 +259,7 @@ def test_serve_by_remaining_keeps_runs_and_the_report(tmp_path: Path, keys: str)
 def test_serve_by_keys_that_can_reorder_a_run_run_iteration_by_iteration(tmp_path: Path, keys: str) -> None:
     old, new = SERVE
     program = serq.load(_edited(tmp_path, old, new.replace("KEYS", keys)), sets={"Lambda": "0.6"})
-    same(program, horizon=60.0)
+    same(program, horizon=30.0)  # ~10 000 iterations, most of them all decodes
     assert Counting.inside == 0
 
 
@@ -253,7 +269,7 @@ def test_serve_by_remaining_keeps_ties_in_admission_order_through_a_run() -> Non
     program = serq.load(HEADERS.format(extra_pool="", outer="", outer_end="", units="prompt")
                         .replace("set o = ~exp(80) + 1;", "set o = 300; set prompt = 100;")
                         .replace("budget 512; cost", "budget 512; serve by (remaining); cost"))
-    fast = same(program, horizon=200.0)
+    fast = same(program, horizon=140.0)  # ~115 ended
     assert Counting.inside > 100
     assert fast.ended > 100
 
@@ -280,7 +296,7 @@ def test_evict_by_keys_keep_runs_and_the_report(tmp_path: Path, keys: str, monke
 
     monkeypatch.setattr(Pool, "allocate_run", counting)
     program = serq.load(_edited(tmp_path, "evict lru;", f"evict by {keys};"), sets={"Lambda": "0.6", "blocks": "1500"})
-    fast = same(program, horizon=150.0)
+    fast = same(program, horizon=60.0)  # ~220 replays of a run's growths, evicting ~35 000 units
     assert Counting.inside > 1000
     kv = fast.pool("kv")
     assert kv.evicted_units > 0
@@ -452,7 +468,7 @@ def test_long_decodes_from_fractional_prompts_keep_the_report_and_plan_by_growth
     each = []
     real = coalesce.RunPlanner._plan_each
     monkeypatch.setattr(coalesce.RunPlanner, "_plan_each", lambda self, cost: each.append(1) or real(self, cost))
-    report = same(serq.load(path), horizon=120.0)
+    report = same(serq.load(path), horizon=70.0)  # ~170 000 iterations in runs, ~70 turns
     assert Counting.inside > 100_000
     assert not each  # every run's positions step a binade at a time
     assert report.turns > 50
@@ -517,16 +533,16 @@ class GeneralLoop(StepEngine):
         return super().plan_tokens(job, chunk)
 
 
-@pytest.mark.parametrize("sets", [
-    {"Lambda": "0.9"},                                   # slots full, admissions every iteration
-    {"Lambda": "0.6", "blocks": "1200"},                 # growths that preempt inside the loop
-    {"Lambda": "0.9", "blocks": "2500", "B": "64"},      # small budget, tight memory
-    {"Lambda": "0.9", "chunk_cap": "512"},               # prefills in chunks
+@pytest.mark.parametrize("sets, horizon", [
+    ({"Lambda": "0.9"}, 60.0),                              # slots full, admissions every iteration
+    ({"Lambda": "0.6", "blocks": "1200"}, 60.0),            # growths that preempt inside the loop (6)
+    ({"Lambda": "0.9", "blocks": "2500", "B": "64"}, 80.0),  # small budget, tight memory (6 preemptions)
+    ({"Lambda": "0.9", "chunk_cap": "512"}, 60.0),          # prefills in chunks
 ])
-def test_the_usual_engines_planning_loop_is_the_general_one(sets: dict) -> None:
+def test_the_usual_engines_planning_loop_is_the_general_one(sets: dict, horizon: float) -> None:
     program = serq.load(VLLM, sets=sets)
-    plain = serq.run(program, seed=3, horizon=120.0, warmup=12.0)
-    general = serq.run(program, seed=3, horizon=120.0, warmup=12.0, engines={"engine": GeneralLoop})
+    plain = serq.run(program, seed=2, horizon=horizon, warmup=horizon / 10)
+    general = serq.run(program, seed=2, horizon=horizon, warmup=horizon / 10, engines={"engine": GeneralLoop})
     assert plain.to_json() == general.to_json()
     assert plain.to_dict()["pools"][0]["preemptions"] > 0 or sets.get("blocks") is None
 
