@@ -47,7 +47,8 @@ def same(program: serq.Program, horizon: float = 150.0, seed: int = 1, engine: t
 @pytest.mark.parametrize("sets, horizon", [
     ({"Lambda": "2"}, 40.0),                       # slots full, a long queue (~80 runs with it waiting)
     ({"Lambda": "2", "max_seqs": "4"}, 40.0),      # few slots (~180 runs with a queue)
-    ({"Lambda": "0.6", "blocks": "1200"}, 80.0),   # the head does not fit in kv; growths evict and preempt
+    ({"Lambda": "0.6", "blocks": "1200"}, 100.0),  # the head does not fit in kv; growths evict and preempt
+    # (100 s: evictions that empty the head's cached prefix, a one-job run stopped by a preemption)
     ({"Lambda": "0.9", "blocks": "2500", "B": "64"}, 150.0),  # small budget, tight memory (a queue at a run: rare)
 ])
 def test_runs_go_on_while_the_head_cannot_be_admitted(sets: dict, horizon: float) -> None:
