@@ -109,8 +109,8 @@ def test_the_growths_queued_to_replay_stay_few_without_a_catch_up_at_every_insta
 @pytest.mark.parametrize("path, sets, horizon", [
     *[(AGENTS, {"N": 3, "router": router, "Lambda": 0.6}, 30.0) for router in range(6)],
     (AGENTS, {"N": 4, "router": 3, "Lambda": 0.6, "blocks": 1500}, 60.0),  # tight KV: evictions, preemptions
-                                                                           # (from 55 s on, a run evicts a
-                                                                           # waiting head's prefix to nothing)
+                                                                           # (from 55 s on, runs that may evict
+                                                                           # all of a waiting head's prefix)
     (AGENTS, {"N": 3, "router": 2, "Lambda": 0.9, "max_seqs": 4}, 45.0),   # long queues (45 s: a mean queue of
                                                                            # 0.5 request, 1.0 at 60 s)
     (SYSTEM, {"N": 3, "router": 6, "Lambda": 6, "blocks": 1200}, 15.0),    # shared prefix caches

@@ -192,14 +192,17 @@ def test_the_heads_amounts_are_evaluated_again_at_every_prefix_it_had(monkeypatc
 def test_a_run_drains_the_waiting_heads_prefix_while_it_stays_blocked(monkeypatch: pytest.MonkeyPatch) -> None:
     # single-turn requests with long answers fill the memory; a preempted request waits with its
     # prefix cached, soon the oldest entry, and `vllm_request`'s amount does not fit with any
-    # prefix left: the runs go on through its evictions (233 runs planned by 40 s when they stopped
-    # a block short of that prefix, 86 now; seed 2 gets there only after 40 s)
+    # prefix left: the runs go on through its evictions (233 runs planned at seed 1 by 40 s when
+    # they stopped a block short of that prefix, 86 now; seed 2 gets there only after 40 s, and
+    # its long runs are accounted with numpy, imported in seed 1's)
     from serq.sim.stages import coalesce
     text = (ROOT / "programs/single-turn/vllm_single_turn.sq").read_text().replace("~exp(200)", "~exp(2000)")
     program = serq.load(text, sets={"Lambda": "1", "blocks": "800"})
     plans = counted(monkeypatch, coalesce.RunPlanner, "plan")
-    assert same(program, seed=1, horizon=40.0) > 0.99
-    assert plans[0] < 150
+    for seed in (1, 2):
+        plans[0] = 0
+        assert same(program, seed=seed, horizon=40.0) > 0.99
+        assert plans[0] < 150
 
 
 def test_a_growth_leaves_the_oldest_entry_what_whole_blocks_do_not_cover() -> None:
