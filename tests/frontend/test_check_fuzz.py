@@ -181,12 +181,7 @@ DEEP = ["(", "-", "!", "1 ? 2 : ", "1 + ", "1 ^ ", "1 * ", "1 < ", "1 && ", "f("
         "hold kv (1) { ", "[", "{"]
 
 
-#: The sizes below: each example costs up to a second and a half (a check at the token limit),
-#: and ten reach every path twenty-five did.
-SIZES = settings(HOSTILE, max_examples=10)
-
-
-@SIZES
+@HOSTILE
 @given(st.sampled_from(ITEMS), st.one_of(st.integers(1, 1500), st.integers(25_000, 150_000)))
 def test_a_huge_number_of_items_is_checked_or_refused_in_bounded_time(tree, item, n):
     path = tree / "many.sq"
@@ -195,7 +190,7 @@ def test_a_huge_number_of_items_is_checked_or_refused_in_bounded_time(tree, item
     assert_clean(*serq_check(path))
 
 
-@SIZES
+@HOSTILE
 @given(st.sampled_from(DEEP), st.integers(1, 6000), st.sampled_from(["let x = {};", "session {{ set x = {}; }}"]))
 def test_deep_nesting_is_refused_with_a_message(tree, opener, depth, where):
     path = tree / "deep.sq"

@@ -537,7 +537,7 @@ class GeneralLoop(StepEngine):
 
 @pytest.mark.parametrize("sets, horizon", [
     ({"Lambda": "0.9"}, 60.0),                              # slots full, admissions every iteration
-    ({"Lambda": "0.6", "blocks": "1200"}, 60.0),            # growths that preempt inside the loop (6)
+    ({"Lambda": "0.6", "blocks": "1200"}, 60.0),            # growths that preempt inside the loop (6 preemptions)
     ({"Lambda": "0.9", "blocks": "2500", "B": "64"}, 80.0),  # small budget, tight memory (6 preemptions)
     ({"Lambda": "0.9", "chunk_cap": "512"}, 60.0),          # prefills in chunks
 ])
