@@ -13,7 +13,9 @@ client with long outputs: ``--only "long outputs" "very long outputs"``), runs
   compile and the run are timed, not the interpreter's start.
 
 The two alternate ``--rounds`` times and each keeps its best.  Prints both
-times, their ratio and the geometric mean of the ratios, and the turns each
+times, how far each side's slowest round was from its best (``spread``: on a
+shared machine the same run moves by a quarter or more, and a ratio is no
+better known than that), their ratio and the geometric mean of the ratios, and the turns each
 served as a check that the two simulate the same traffic (they draw from
 different streams, and pyserq takes whole token counts where ours floors
 nothing, so the counts agree only to their noise), and the ratio per turn
@@ -131,6 +133,14 @@ def run_theirs(workload: str, sets: dict[str, float], horizon: float,
     return float(got["seconds"]), int(got["turns"])
 
 
+def spread(times: list[float]) -> str:
+    """The slowest of ``times`` over the fastest, less one, as a percentage
+    ("+12%"); "-" for a single round."""
+    if len(times) < 2:
+        return "-"
+    return f"+{100.0 * (max(times) / min(times) - 1.0):.0f}%"
+
+
 def have_pyserq() -> bool:
     probe = "import pyserq, sys; sys.exit(pyserq.__version__ != '0.1.6')"
     return subprocess.run([sys.executable, "-c", probe], capture_output=True).returncode == 0
@@ -152,29 +162,31 @@ def main() -> None:
     print(f"horizon {opts.horizon:g} s, warm-up {opts.horizon / 10:g} s, seed 1, best of {opts.rounds}, "
           f"{os.cpu_count()} cores")
     print(_interpreter.describe())
-    print(f"{'program':18s} {'serQ (s)':>9s} {'Rust (s)':>9s} {'ratio':>6s} {'turns':>7s} {'turns (Rust)':>12s} "
-          f"{'per turn':>8s}")
+    print(f"{'program':18s} {'serQ (s)':>9s} {'spread':>6s} {'Rust (s)':>9s} {'spread':>6s} {'ratio':>6s} "
+          f"{'turns':>7s} {'turns (Rust)':>12s} {'per turn':>8s}")
     ratios = []
     per_turn = []
     for name in names:
         program, workload, sets = CASES[name]
-        ours = theirs = math.inf
+        ours_all, theirs_all = [], []
         for _ in range(opts.rounds):
             ours_s, ours_turns = run_ours(program, sets, opts.horizon, EDITS.get(name))
             theirs_s, theirs_turns = run_theirs(workload, sets, opts.horizon, EDITS.get(name))
-            ours, theirs = min(ours, ours_s), min(theirs, theirs_s)
+            ours_all.append(ours_s)
+            theirs_all.append(theirs_s)
+        ours, theirs = min(ours_all), min(theirs_all)
         # the ratio of the times a turn served: the two draw from different streams, so one side may
         # serve more turns in the same simulated time (a heavier run, not a slower simulator)
         turn = (ours / ours_turns) / (theirs / theirs_turns) if ours_turns and theirs_turns else math.nan
         if name not in EDITS:  # (the geometric mean is of the seed's programs)
             ratios.append(ours / theirs)
             per_turn.append(turn)
-        print(f"{name:18s} {ours:9.3f} {theirs:9.3f} {ours / theirs:6.2f} {ours_turns:7d} {theirs_turns:12d} "
-              f"{turn:8.2f}", flush=True)
+        print(f"{name:18s} {ours:9.3f} {spread(ours_all):>6s} {theirs:9.3f} {spread(theirs_all):>6s} "
+              f"{ours / theirs:6.2f} {ours_turns:7d} {theirs_turns:12d} {turn:8.2f}", flush=True)
     if ratios:
         geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
         geo_turn = math.exp(sum(math.log(r) for r in per_turn) / len(per_turn))
-        print(f"{'geometric mean':18s} {'':9s} {'':9s} {geo:6.2f} {'':7s} {'':12s} {geo_turn:8.2f}"
+        print(f"{'geometric mean':18s} {'':9s} {'':6s} {'':9s} {'':6s} {geo:6.2f} {'':7s} {'':12s} {geo_turn:8.2f}"
               "  (the seed's programs)")
 
 

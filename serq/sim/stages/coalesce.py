@@ -275,8 +275,14 @@ class RunPlanner:
         req, k = head.blocking[0]  # type: ignore[union-attr]
         serial = req.session.serial
         used = self.used[id(pool)]
-        # the units a run's growths may take: a block more than its tokens per job, and one
-        enough = (self.cap + block) * len(self.idx) + block
+        # the units a run's growths may take: a block more than its tokens per job, and one. Its
+        # tokens: the iterations it may take, no more than the first cost fits before the next
+        # event (and two). A cost that falls could fit more; the run then stops at this ceiling,
+        # never above the true one, and the next plan goes on (the walk below reads the head's
+        # amount a block at a time: on long outputs, thousands of readings a plan without this)
+        room = (min(self.limit, self.horizon) - run.first) / run.cost + 2.0
+        iters = room if room < self.cap else self.cap
+        enough = (iters + block) * len(self.idx) + block
         size = cache.drained_first(serial, used, pool.cap)
         if size is None or not all(float(self.alloc[i]).is_integer() for i in self.idx if self.pools[i] is pool):
             # a growth evicts what passes cap − used − total, block by block from the tail

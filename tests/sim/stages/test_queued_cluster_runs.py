@@ -285,3 +285,31 @@ def test_a_blocking_amount_read_at_each_prefix_gives_the_report_of_one_iteration
             got.append(str(e))
     assert got[0] == got[1]
     assert reads[0] > 10  # (the runs did read the amount ahead)
+
+
+@pytest.mark.parametrize("units", ["min(prompt + o, cachedin(kv) + 512)", "prompt + 2 * cachedin(kv)"])
+def test_a_ceiling_below_the_kept_one_stops_runs_early_with_the_same_report(
+        units: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `_kept_ceil` walks the head's prefix only as far as the first cost fits iterations before
+    # the next event: with a cost that falls as a run goes, the run can reach that ceiling
+    # sooner than its true one. A lower ceiling must only end runs sooner: here every kept
+    # ceiling is two blocks above `used` at most (or `used`), and the report is one iteration
+    # at a time's
+    from serq.sim.stages import coalesce
+    real = coalesce.RunPlanner._kept_ceil
+    lowered = [0]
+
+    def low(self: Any, pool: Any) -> float:
+        ceiling = real(self, pool)
+        floor = self.used[id(pool)] + 2 * pool.block
+        if ceiling > floor:
+            lowered[0] += 1
+            return floor
+        return ceiling
+    monkeypatch.setattr(coalesce.RunPlanner, "_kept_ceil", low)
+    text = RETURNING.replace("CAP", "6000").replace("LAM", "2").replace("OUT", "400")
+    program = serq.load(text.replace("UNITS", units))
+    fast = serq.run(program, seed=1, horizon=40.0, warmup=4.0)
+    slow = serq.run(program, seed=1, horizon=40.0, warmup=4.0, engines={"engine": Plain})
+    assert fast.to_json() == slow.to_json()
+    assert lowered[0] > 20  # (runs did meet the lowered ceilings)
