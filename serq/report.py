@@ -18,7 +18,6 @@ max(header, widest cell) wide (§9.1).
 
 from __future__ import annotations
 
-import json
 import math
 import numbers
 import re
@@ -818,6 +817,13 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     return ["", line(header), line(["-" * w for w in widths]), *(line(r) for r in rows)]
 
 
+def _string(s: str) -> str:
+    """``s`` as a JSON string (``json.dumps``, not ASCII-escaped): json is
+    imported by the first report written as JSON, not by every run."""
+    from json import dumps
+    return dumps(s, ensure_ascii=False)
+
+
 def _encode(v: Any) -> str:
     """Compact JSON with Rust-like number forms (see :func:`shortest`)."""
     if v is None:
@@ -827,11 +833,11 @@ def _encode(v: Any) -> str:
     if v is False:
         return "false"
     if isinstance(v, str):
-        return json.dumps(v, ensure_ascii=False)
+        return _string(v)
     if isinstance(v, numbers.Real):
         return shortest(v) if math.isfinite(v) else "null"
     if isinstance(v, dict):
-        return "{" + ",".join(f"{json.dumps(str(k), ensure_ascii=False)}:{_encode(x)}" for k, x in v.items()) + "}"
+        return "{" + ",".join(f"{_string(str(k))}:{_encode(x)}" for k, x in v.items()) + "}"
     if isinstance(v, (list, tuple)):
         return "[" + ",".join(_encode(x) for x in v) + "]"
     raise TypeError(f"cannot encode {type(v).__name__} in a report")
