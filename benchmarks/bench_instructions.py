@@ -39,6 +39,13 @@ serq.run(loaded, seed=1, horizon=horizon, warmup=horizon / 10)
 '''
 
 
+#: What makes a count the same on every run of the same code: a fixed string hash (with a
+#: random one, sets and dicts of strings take other orders), and NumPy's BLAS on one thread
+#: (OpenBLAS starts a pool when numpy is imported, whose threads spin and are counted: a run
+#: of the very long outputs moved by 3 % between processes; serQ never calls BLAS).
+REPEATABLE = {"PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+
+
 def write_bytecode(where: str) -> None:
     """Compile checkout ``where``'s modules to bytecode now: else the first counted
     run compiles them (a fresh checkout, or PYTHONDONTWRITEBYTECODE set) and its
@@ -54,7 +61,8 @@ def instructions(where: str, prog: str, horizon: str, sets: list[str]) -> int:
     with the ``NAME=VALUE`` values ``sets`` (call :func:`write_bytecode` on the checkout first)."""
     out = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
                           sys.executable, "-c", CODE, prog, horizon, *sets], cwd=where,
-                         env={"PYTHONPATH": where, "PATH": "/usr/bin:/bin"}, capture_output=True, text=True)
+                         env={"PYTHONPATH": where, "PATH": "/usr/bin:/bin", **REPEATABLE}, capture_output=True,
+                         text=True)
     if out.returncode:
         sys.exit(out.stderr)
     found = re.search(r"I\s+refs:\s+([\d,]+)", out.stderr)
