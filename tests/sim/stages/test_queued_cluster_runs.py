@@ -293,8 +293,8 @@ def test_a_ceiling_below_the_kept_one_stops_runs_early_with_the_same_report(
     # `_kept_ceil` walks the head's prefix only as far as the first cost fits iterations before
     # the next event: with a cost that falls as a run goes, the run can reach that ceiling
     # sooner than its true one. A lower ceiling must only end runs sooner: here every kept
-    # ceiling is two blocks above `used` at most (or `used`), and the report is one iteration
-    # at a time's
+    # ceiling is at most two blocks above the pool's `used`, and the report is still one
+    # iteration at a time's
     from serq.sim.stages import coalesce
     real = coalesce.RunPlanner._kept_ceil
     lowered = [0]
@@ -312,4 +312,4 @@ def test_a_ceiling_below_the_kept_one_stops_runs_early_with_the_same_report(
     fast = serq.run(program, seed=1, horizon=40.0, warmup=4.0)
     slow = serq.run(program, seed=1, horizon=40.0, warmup=4.0, engines={"engine": Plain})
     assert fast.to_json() == slow.to_json()
-    assert lowered[0] > 20  # (runs did meet the lowered ceilings)
+    assert lowered[0] > 200  # (runs did meet the lowered ceilings: 391 and 294 of 410 and 300 plans)
