@@ -33,7 +33,6 @@ import importlib.util
 import os
 import pickle
 import sys
-import tempfile
 from typing import Any
 
 from ..errors import Source, Span
@@ -158,6 +157,8 @@ def store(source: Source, items: list[A.Item], count: int) -> None:
     folder = cache_dir()
     if folder is None:
         return
+    import tempfile  # (only a file parsed, not one read back, is written: with `random`, ~3 ms a start)
+
     try:
         os.makedirs(folder, mode=0o700, exist_ok=True)
         if not _trusted(folder):
