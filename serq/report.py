@@ -261,27 +261,20 @@ def _row_dict(row: StageSummary | PoolSummary, ints: Sequence[str]) -> dict[str,
     return out
 
 
-class Sample(NamedTuple):
-    """One observed value (§9.3): when, which session (its serial), the
+# The named tuples below are made with NamedTuple's call, not its class syntax: under
+# `from __future__ import annotations` a class body's field types are strings, and
+# NamedTuple compiles each into a ForwardRef at import (18 fields: about 4 ms of every start).
+
+Sample = NamedTuple("Sample", [("time", float), ("session", int), ("turn", float), ("value", float)])
+Sample.__doc__ = """One observed value (§9.3): when, which session (its serial), the
     session's ``turn_no`` then (0 in ``init``), and the value.  A named tuple:
     a long run records hundreds of thousands of them."""
 
-    time: float
-    session: int
-    turn: float
-    value: float
-
-
-class TaskRecord(NamedTuple):
-    """One completed task (a row of ``tasks.csv``): the root's serial, its
+TaskRecord = NamedTuple("TaskRecord", [("root", int), ("start", float), ("end", float), ("sessions", int),
+                                       ("depth", int)])
+TaskRecord.__doc__ = """One completed task (a row of ``tasks.csv``): the root's serial, its
     arrival, the end of the last session of its tree, the tree's sessions
     (the root included) and its greatest depth (0: the root alone)."""
-
-    root: int
-    start: float
-    end: float
-    sessions: int
-    depth: int
 
 
 @record
@@ -329,18 +322,10 @@ STEP_COLUMNS = ("time", "duration", "tokens", "decoders", "prefilled", "kv_decod
                 "residents")
 
 
-class StepRow(NamedTuple):
-    """One iteration of a step stage (see :data:`STEP_COLUMNS`)."""
-
-    time: float
-    duration: float
-    tokens: float
-    decoders: float
-    prefilled: float
-    kv_decode: float
-    kv_prefill: float
-    attention: float
-    residents: float
+StepRow = NamedTuple("StepRow", [("time", float), ("duration", float), ("tokens", float), ("decoders", float),
+                                 ("prefilled", float), ("kv_decode", float), ("kv_prefill", float),
+                                 ("attention", float), ("residents", float)])
+StepRow.__doc__ = """One iteration of a step stage (see :data:`STEP_COLUMNS`)."""
 
 
 class StepLog(Sequence):  # type: ignore[type-arg]
