@@ -280,7 +280,7 @@ class RunPlanner:
         # event (and two). A cost that falls could fit more; the run then stops at this ceiling,
         # never above the true one, and the next plan goes on (the walk below reads the head's
         # amount a block at a time: on long outputs, thousands of readings a plan without this)
-        room = (min(self.limit, self.horizon) - run.first) / run.cost + 2.0
+        room = self._room(run.cost) + 2.0
         iters = room if room < self.cap else self.cap
         enough = (iters + block) * len(self.idx) + block
         size = cache.drained_first(serial, used, pool.cap)
@@ -549,11 +549,16 @@ class RunPlanner:
         self._one_end(m, t, u, a, kv0)
         return cur
 
+    def _room(self, cost: float) -> float:
+        """The iterations of ``cost`` each that fit between the run's first end
+        and the next event or the horizon (a run whose cost grows takes no more)."""
+        run = self.run
+        assert run is not None
+        return (min(self.limit, self.horizon) - run.first) / cost
+
     def _long(self, cost: float) -> bool:
         """Whether the run may be long enough to plan in arrays: growths
         enough in the iterations allowed and with room before the next event."""
-        run = self.run
-        assert run is not None
         pool = self.pools[self.idx[0]] if self.idx else None
         block = pool.block if pool else None
         if block is None or not block > 0.0:
@@ -561,7 +566,7 @@ class RunPlanner:
         n = len(self.idx)
         if self.cap * n / block < MIN_ARRAY_GROWTHS:  # (`growths` below is at most this)
             return False
-        room = (min(self.limit, self.horizon) - run.first) / cost
+        room = self._room(cost)
         free = self.ceil[id(pool)] - self.used[id(pool)]
         if pool and pool.cache.spill is not None:  # (a growth that evicts from a pool that spills ends the run)
             free -= pool.cache.total
