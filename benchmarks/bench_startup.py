@@ -38,6 +38,7 @@ import math
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -199,4 +200,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    # piped into `head`: end quietly when the reader goes, as a shell command does
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     main()
