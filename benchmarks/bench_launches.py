@@ -8,7 +8,10 @@ horizon) with every step engine's ``_launch`` counted, and prints, per kind of
 launch — a prefill alone, prefills beside decodes ("mixed"), decodes only
 that became a coalesced run, decodes only that ran alone — how many there
 were and how many decoding residents they walked, beside the iterations the
-engines ran and the turns the sessions started.  A launch is what a run costs
+engines ran and the turns the sessions started; and how many mixed launches a
+coalesced run could take in as its first iteration (each prefill in it ends
+there with a chained decode, no decoder finishes, and the engine's next launch
+is a run over the same residents).  A launch is what a run costs
 outside its coalesced stretches (the planning walk over the batch, the
 iteration's cost, a timer, its end and commit): these counts say where the
 per-turn work of docs/speed.md goes, on any machine, in a few seconds.
@@ -18,7 +21,8 @@ seconds of the engine's parts added up (``time.perf_counter`` around each
 call; a call inside another is counted in both): planning an iteration
 (``start_iteration``, and in it the run planner's ``plan`` and the
 admissions' ``admit_next``) and ending one (``_iter_end``, and in it a run's
-``replay``), as shares of the whole ``serq.run``.  These are times, so they
+``replay``), as shares of the whole ``serq.run``; and in another run, the
+mixed launches' starts (with the admissions made in them) and ends.  These are times, so they
 move with the machine; the wrappers add about 1 µs a call.
 """
 
@@ -54,10 +58,15 @@ def count(case: str, horizon: float) -> None:
     walked: Counter[str] = Counter()
     turns = [0]
     launch, do_turn = StepEngine._launch, Session.do_turn
+    # per engine, the residents after its last launch when that was a mixed one a run could take
+    # in: its prefills all end in it with a chained decode, and no decoder finishes in it
+    closed: dict[int, int] = {}
+    folds = [0]
 
     def counted_launch(self: StepEngine, attention: float, preempted: bool, budget: float) -> bool:
         prefills = sum(1 for job, _t in self.assign if job.prefill)
         decodes = len(self.assign) - prefills
+        whole = all((job.work <= t) == (job.prefill and job.then is not None) for job, t in self.assign)
         out = launch(self, attention, preempted, budget)
         if prefills:
             kind = "mixed" if decodes else "prefill alone"
@@ -65,6 +74,11 @@ def count(case: str, horizon: float) -> None:
             kind = "decodes, run" if self.run_length > 1 else "decodes, alone"
         launches[kind] += 1
         walked[kind] += decodes
+        if kind == "decodes, run" and closed.get(id(self)) == len(self.residents):
+            folds[0] += 1
+        closed.pop(id(self), None)
+        if kind == "mixed" and whole:
+            closed[id(self)] = len(self.residents)
         return out
 
     def counted_turn(self: Session, *args: Any, **kwargs: Any) -> Any:
@@ -83,6 +97,8 @@ def count(case: str, horizon: float) -> None:
           f"({total / max(turns[0], 1):.2f} a turn)")
     for kind in KINDS:
         print(f"    {kind:15s} {launches[kind]:>9,} launches  {walked[kind]:>10,} decoders walked")
+    print(f"    mixed launches a run could take in: {folds[0]:,} (each prefill ends in it with a chained "
+          "decode, no decoder finishes, and the next launch is a run over the same residents)")
 
 
 def timed_run(program: Any, horizon: float, parts: tuple[tuple[type, str], ...]) -> tuple[float, dict[str, float]]:
@@ -115,8 +131,64 @@ def timed_run(program: Any, horizon: float, parts: tuple[tuple[type, str], ...])
 
 
 def times(case: str, horizon: float) -> None:
-    total, spent = timed_run(load(case), horizon, PARTS)
+    program = load(case)
+    total, spent = timed_run(program, horizon, PARTS)
     print(f"    run {total:.3f} s: " + ", ".join(f"{name} {x / total:.1%}" for name, x in spent.items()))
+    total, mixed = mixed_times(program, horizon)
+    print(f"    run {total:.3f} s: the mixed launches' starts {mixed[0] / total:.1%} (their admissions "
+          f"{mixed[1] / total:.1%}), their ends {mixed[2] / total:.1%}")
+
+
+def mixed_times(program: Any, horizon: float) -> tuple[float, list[float]]:
+    """The wall seconds of a run, and of its mixed launches' ``start_iteration`` (prefills
+    beside decodes), the admissions made in those, and their ``_iter_end``."""
+    serq.run(program, seed=1, horizon=5.0, warmup=0.0)
+    start, end, launch, admit = (StepEngine.start_iteration, StepEngine._iter_end, StepEngine._launch,
+                                 StepEngine.admit_next)
+    mixed: dict[int, bool] = {}  # engine → whether its launch in flight is a mixed one
+    spent = [0.0, 0.0, 0.0]
+    pending = [0.0]  # admissions of the start in progress
+
+    def timed_start(self: StepEngine, *args: Any, **kwargs: Any) -> Any:
+        pending[0] = 0.0
+        mixed[id(self)] = False  # (a start that launches nothing leaves it so)
+        t = time.perf_counter()
+        out = start(self, *args, **kwargs)
+        if mixed.get(id(self)):
+            spent[0] += time.perf_counter() - t
+            spent[1] += pending[0]
+        return out
+
+    def timed_admit(self: StepEngine, *args: Any, **kwargs: Any) -> Any:
+        t = time.perf_counter()
+        try:
+            return admit(self, *args, **kwargs)
+        finally:
+            pending[0] += time.perf_counter() - t
+
+    def kind_launch(self: StepEngine, *args: Any, **kwargs: Any) -> Any:
+        prefills = sum(1 for job, _t in self.assign if job.prefill)
+        mixed[id(self)] = 0 < prefills < len(self.assign)
+        return launch(self, *args, **kwargs)
+
+    def timed_end(self: StepEngine, *args: Any, **kwargs: Any) -> Any:
+        was = mixed.get(id(self)) and self.run is None
+        t = time.perf_counter()
+        out = end(self, *args, **kwargs)
+        if was:
+            spent[2] += time.perf_counter() - t
+        return out
+
+    StepEngine.start_iteration, StepEngine._iter_end = timed_start, timed_end  # type: ignore[method-assign]
+    StepEngine._launch, StepEngine.admit_next = kind_launch, timed_admit  # type: ignore[method-assign]
+    try:
+        t0 = time.perf_counter()
+        serq.run(program, seed=1, horizon=horizon, warmup=horizon / 10)
+        total = time.perf_counter() - t0
+    finally:
+        StepEngine.start_iteration, StepEngine._iter_end = start, end  # type: ignore[method-assign]
+        StepEngine._launch, StepEngine.admit_next = launch, admit  # type: ignore[method-assign]
+    return total, spent
 
 
 def main() -> None:
