@@ -1,10 +1,11 @@
 """The package type-checks: mypy finds no error in `serq` (from the repo root, so that
 pyproject.toml's `[tool.mypy]` settings apply).
 
-mypy runs in a process of its own: its command line ends with ``os._exit`` and skips freeing
-the half-gigabyte of types it built, which in the test's own process cost 8-14 s more when the
-pytest worker exits (`python -m pytest -n 1 tests/test_typing.py`: 30 s in-process, 18 s so).
-It only computes, so it has no timeout (tests/bounds.py)."""
+mypy runs in a process of its own: its command line ends with ``os._exit`` (mypy's
+``util.hard_exit``) and skips freeing the types it built (370 MB at most), which in the test's
+own process cost 8-14 s more when the pytest worker exits (`python -m pytest -n 1
+tests/test_typing.py`: 30 s in-process, 20 s so). It only computes, so it has no timeout
+(tests/bounds.py)."""
 
 from __future__ import annotations
 
