@@ -101,32 +101,41 @@ def count(case: str, horizon: float) -> None:
           "decode, no decoder finishes, and the next launch is a run over the same residents)")
 
 
-def timed_run(program: Any, horizon: float, parts: tuple[tuple[type, str], ...]) -> tuple[float, dict[str, float]]:
-    """``serq.run`` of ``program`` (seed 1, warm-up a tenth of ``horizon``) with the wall
-    seconds of each ``(class, method)`` of ``parts`` added up (a call inside another counts
-    in both): the run's seconds and each part's, by method name."""
-    serq.run(program, seed=1, horizon=5.0, warmup=0.0)  # (imports and first compiles)
-    spent = dict.fromkeys((name for _cls, name in parts), 0.0)
-    originals = [(cls, name, getattr(cls, name)) for cls, name in parts]
-
-    def timed(fn: Any, name: str) -> Any:
-        def call(*args: Any, **kwargs: Any) -> Any:
-            t = time.perf_counter()
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                spent[name] += time.perf_counter() - t
-        return call
-
-    for cls, name, fn in originals:
-        setattr(cls, name, timed(fn, name))
+def patched_run(program: Any, horizon: float, wrappers: list[tuple[type, str, Any]]) -> float:
+    """The wall seconds of ``serq.run`` of ``program`` (seed 1, warm-up a tenth of
+    ``horizon``, after a 5 s run for imports and first compiles), with each method
+    ``(class, name, make)`` of ``wrappers`` replaced by ``make(original)`` for the run."""
+    serq.run(program, seed=1, horizon=5.0, warmup=0.0)
+    originals = [(cls, name, getattr(cls, name)) for cls, name, _make in wrappers]
+    for (cls, name, fn), (_cls, _name, make) in zip(originals, wrappers):
+        setattr(cls, name, make(fn))
     try:
         t0 = time.perf_counter()
         serq.run(program, seed=1, horizon=horizon, warmup=horizon / 10)
-        total = time.perf_counter() - t0
+        return time.perf_counter() - t0
     finally:
         for cls, name, fn in originals:
             setattr(cls, name, fn)
+
+
+def timed_run(program: Any, horizon: float, parts: tuple[tuple[type, str], ...]) -> tuple[float, dict[str, float]]:
+    """:func:`patched_run` with the wall seconds of each ``(class, method)`` of ``parts``
+    added up (a call inside another counts in both): the run's seconds and each part's,
+    by method name."""
+    spent = dict.fromkeys((name for _cls, name in parts), 0.0)
+
+    def timed(name: str) -> Any:
+        def make(fn: Any) -> Any:
+            def call(*args: Any, **kwargs: Any) -> Any:
+                t = time.perf_counter()
+                try:
+                    return fn(*args, **kwargs)
+                finally:
+                    spent[name] += time.perf_counter() - t
+            return call
+        return make
+
+    total = patched_run(program, horizon, [(cls, name, timed(name)) for cls, name in parts])
     return total, spent
 
 
@@ -140,54 +149,53 @@ def times(case: str, horizon: float) -> None:
 
 
 def mixed_times(program: Any, horizon: float) -> tuple[float, list[float]]:
-    """The wall seconds of a run, and of its mixed launches' ``start_iteration`` (prefills
-    beside decodes), the admissions made in those, and their ``_iter_end``."""
-    serq.run(program, seed=1, horizon=5.0, warmup=0.0)
-    start, end, launch, admit = (StepEngine.start_iteration, StepEngine._iter_end, StepEngine._launch,
-                                 StepEngine.admit_next)
+    """The wall seconds of a run (:func:`patched_run`), and of its mixed launches'
+    ``start_iteration`` (prefills beside decodes), the admissions made in those, and
+    their ``_iter_end``."""
     mixed: dict[int, bool] = {}  # engine → whether its launch in flight is a mixed one
     spent = [0.0, 0.0, 0.0]
     pending = [0.0]  # admissions of the start in progress
 
-    def timed_start(self: StepEngine, *args: Any, **kwargs: Any) -> Any:
-        pending[0] = 0.0
-        mixed[id(self)] = False  # (a start that launches nothing leaves it so)
-        t = time.perf_counter()
-        out = start(self, *args, **kwargs)
-        if mixed.get(id(self)):
-            spent[0] += time.perf_counter() - t
-            spent[1] += pending[0]
-        return out
+    def start(fn: Any) -> Any:
+        def call(self: StepEngine, *args: Any, **kwargs: Any) -> Any:
+            pending[0] = 0.0
+            mixed[id(self)] = False  # (a start that launches nothing leaves it so)
+            t = time.perf_counter()
+            out = fn(self, *args, **kwargs)
+            if mixed[id(self)]:
+                spent[0] += time.perf_counter() - t
+                spent[1] += pending[0]
+            return out
+        return call
 
-    def timed_admit(self: StepEngine, *args: Any, **kwargs: Any) -> Any:
-        t = time.perf_counter()
-        try:
-            return admit(self, *args, **kwargs)
-        finally:
-            pending[0] += time.perf_counter() - t
+    def admit(fn: Any) -> Any:
+        def call(self: StepEngine, *args: Any, **kwargs: Any) -> Any:
+            t = time.perf_counter()
+            try:
+                return fn(self, *args, **kwargs)
+            finally:
+                pending[0] += time.perf_counter() - t
+        return call
 
-    def kind_launch(self: StepEngine, *args: Any, **kwargs: Any) -> Any:
-        prefills = sum(1 for job, _t in self.assign if job.prefill)
-        mixed[id(self)] = 0 < prefills < len(self.assign)
-        return launch(self, *args, **kwargs)
+    def launch(fn: Any) -> Any:
+        def call(self: StepEngine, *args: Any, **kwargs: Any) -> Any:
+            prefills = sum(1 for job, _t in self.assign if job.prefill)
+            mixed[id(self)] = 0 < prefills < len(self.assign)
+            return fn(self, *args, **kwargs)
+        return call
 
-    def timed_end(self: StepEngine, *args: Any, **kwargs: Any) -> Any:
-        was = mixed.get(id(self)) and self.run is None
-        t = time.perf_counter()
-        out = end(self, *args, **kwargs)
-        if was:
-            spent[2] += time.perf_counter() - t
-        return out
+    def end(fn: Any) -> Any:
+        def call(self: StepEngine, *args: Any, **kwargs: Any) -> Any:
+            was = mixed.get(id(self)) and self.run is None
+            t = time.perf_counter()
+            out = fn(self, *args, **kwargs)
+            if was:
+                spent[2] += time.perf_counter() - t
+            return out
+        return call
 
-    StepEngine.start_iteration, StepEngine._iter_end = timed_start, timed_end  # type: ignore[method-assign]
-    StepEngine._launch, StepEngine.admit_next = kind_launch, timed_admit  # type: ignore[method-assign]
-    try:
-        t0 = time.perf_counter()
-        serq.run(program, seed=1, horizon=horizon, warmup=horizon / 10)
-        total = time.perf_counter() - t0
-    finally:
-        StepEngine.start_iteration, StepEngine._iter_end = start, end  # type: ignore[method-assign]
-        StepEngine._launch, StepEngine.admit_next = launch, admit  # type: ignore[method-assign]
+    total = patched_run(program, horizon, [(StepEngine, "start_iteration", start), (StepEngine, "admit_next", admit),
+                                           (StepEngine, "_launch", launch), (StepEngine, "_iter_end", end)])
     return total, spent
 
 

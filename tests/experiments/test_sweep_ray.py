@@ -3,6 +3,8 @@ workers.  Skipped when Ray is not installed (`pip install 'serq[ray]'`)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +13,7 @@ from frontend_util import cli_main, default_sigint
 
 MG1 = "programs/single-turn/mg1.sq"
 ROOT = Path(__file__).resolve().parents[2]
+SERQ = str(Path(sys.executable).parent / "serq")  # this interpreter's command
 
 
 def sweep(tmp_path: Path, name: str, *extra: str) -> bytes:
@@ -20,13 +23,11 @@ def sweep(tmp_path: Path, name: str, *extra: str) -> bytes:
     process, a KeyboardInterrupt after the sweep would land in whatever test
     runs next, and could stop the whole session. One did reach a CI run, caught
     in a garbage collector's callback; this is its likely source."""
-    import subprocess
-    import sys
-
     out = tmp_path / name
-    argv = [str(Path(sys.executable).parent / "serq"), "sweep", MG1, "--set", "lam=0.5,0.7", "--seeds", "1-3",
+    argv = [SERQ, "sweep", MG1, "--set", "lam=0.5,0.7", "--seeds", "1-3",
             "--horizon", "300", "--warmup", "20", "--jobs", "2", "--quiet", "--out", str(out), *extra]
-    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, env=env())  # (its runs bounded by events)
+    # its runs are bounded by events (env); it waits on Ray, so HANG guards a true hang only
+    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, env=env(), timeout=HANG)
     assert done.returncode == 0, done.stderr
     return out.read_bytes()
 
@@ -56,14 +57,11 @@ def test_ctrl_c_on_ray_keeps_the_finished_runs_and_stops_ray(tmp_path: Path) -> 
     import json
     import os
     import signal
-    import subprocess
-    import sys
 
-    root = Path(__file__).resolve().parents[2]
     out = tmp_path / "rows.jsonl"
-    argv = [str(Path(sys.executable).parent / "serq"), "sweep", MG1, "--set", "lam=0.5:0.9:0.1", "--seeds", "1-6",
+    argv = [SERQ, "sweep", MG1, "--set", "lam=0.5:0.9:0.1", "--seeds", "1-6",
             "--horizon", "20000", "--warmup", "100", "--jobs", "2", "--backend", "ray", "--out", str(out)]
-    proc = subprocess.Popen(argv, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True, preexec_fn=default_sigint, env=env())
     # two rows written, however long Ray takes to start on a busy machine (HANG: a true hang only)
     wait_for(lambda: out.exists() and len(out.read_text().splitlines()) >= 2, "two rows in the file", proc)
