@@ -57,6 +57,10 @@ _MIN_BEFORE_IMPORT = 96
 #: import (~0.09 s) against 4–6 µs more a growth walked; 2 000 measured faster than 20 000 on the
 #: long-output programs (docs/speed.md), and the seed's programs never reach it.
 _WALK_FIRST = 2_000.0
+#: `_plan_by_growths` skips the first-growth search of a job whose room passes the run only
+#: below these (the positions' rounding then cannot make up the margin)
+_CAP_SKIP = 1 << 20
+_P_SKIP = 2.0 ** 30
 #: ``RunPlanner.vcost`` before the first long run compiles it.
 _UNCOMPILED = object()
 
@@ -365,19 +369,31 @@ class RunPlanner:
         last = cap + 1
         # the next growth of each job, (iteration, its index in idx): popped in serving order
         ex: list[float] = []
-        nxt: list[tuple[int, int]] = []
+        nxt: list[tuple[int, int]] = []  # (only the growths within the run: a later one is `last`)
+        firsts: list[int] = []
+        # a job whose allocation is more than the run's iterations past its position does not
+        # grow in it (`_first_growth` gives `last`): with p below 2^30 and cap below 2^20 the
+        # positions' rounding (at most cap ulps of 2^-22 each) is far below the margin of 1
+        skip = cap + 2.0 if cap < _CAP_SKIP else math.inf
         for n, i in enumerate(idx):
             p = pos[i]
+            a = alloc[i]
+            if a - p > skip and p < _P_SKIP:
+                ex.append(0.0)  # (never read: the job is not popped)
+                firsts.append(last)
+                continue
             # `_exact(p, cap)`: the steps a run takes (fewer than cap) are below exact_below(p) when
             # it is at least cap, whatever exact_steps says
             e: float = exact_below(p)
             if e < cap:
                 e = _exact(p, cap)
             ex.append(e)
-            nxt.append((_first_growth(p, alloc[i], 2, cap, e), n))
+            g = _first_growth(p, a, 2, cap, e)
+            firsts.append(g)
+            if g <= cap:
+                nxt.append((g, n))
         if self._long(cost):  # a long run: in arrays (serq/sim/stages/vector.py)
-            got = self._arrays().plan(self, cost, self.vcost if kv_cost is not None else None, self.view,
-                                      [g for g, _n in nxt])
+            got = self._arrays().plan(self, cost, self.vcost if kv_cost is not None else None, self.view, firsts)
             if got is not None:
                 return got
         heapify(nxt)
@@ -417,7 +433,10 @@ class RunPlanner:
                     stopped = True
                     break
                 x = ((p + (g - 2)) if g - 2 < e else plus_ones(p, g - 2)) + 1.0 - a  # the units past a
-                need = pool.round_up(a + x) - a
+                x = a + x  # `pool.round_up(a + x)` inline (x is finite: a ceil past the floats is x)
+                b = pool.block
+                q = x / b - EPS if b is not None else math.inf
+                need = (math.ceil(q) * b if q < math.inf else x) - a
                 if need > 0.0:
                     pid = id(pool)
                     u = used[pid]
@@ -434,7 +453,14 @@ class RunPlanner:
                         kv[i] = a
                     if pid in recheck:
                         again = True
-                it = _first_growth(p, a, g + 1, cap, e)
+                # `_first_growth(p, a, g + 1, cap, e)` inline
+                frm = g + 1
+                guess = a - p + 2.0
+                it = frm if not guess > frm else (last if guess > last else int(guess))
+                while it > frm and ((p + (it - 3)) if it - 3 < e else plus_ones(p, it - 3)) + 1.0 - a > EPS:
+                    it -= 1
+                while it <= cap and not ((p + (it - 2)) if it - 2 < e else plus_ones(p, it - 2)) + 1.0 - a > EPS:
+                    it += 1
                 if it <= cap:
                     heappush(nxt, (it, n))
             if stopped:

@@ -458,6 +458,30 @@ def test_a_position_plus_one_token_at_a_time_is_added_a_binade_at_once(seed: int
     assert plus_ones(p, 3) == ((p + 1.0) + 1.0) + 1.0
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_a_job_whose_room_passes_the_run_is_skipped_only_where_it_would_not_grow(seed: int) -> None:
+    # `_plan_by_growths` takes a job whose allocation is more than cap + 2 past its position as
+    # not growing in the run (first growth `cap + 1`) without the search, for positions below
+    # 2^30 and runs below 2^20 iterations: the search must agree at the edge of that margin,
+    # with positions of every bit of a fraction and those that cross binades (plus_ones)
+    from serq.sim.stages.coalesce import _CAP_SKIP, _P_SKIP, _exact, _first_growth
+    rng = random.Random(seed)
+    checked = 0
+    for _ in range(3000):
+        p = rng.choice([rng.uniform(0.0, 5000.0), rng.uniform(2040.0, 2048.0), rng.uniform(0.0, 1.0),
+                        float(rng.randrange(1 << 20)), rng.uniform(_P_SKIP / 2, _P_SKIP),
+                        math.nextafter(_P_SKIP, 0.0)])
+        cap = rng.choice([2, 3, 17, 500, rng.randrange(2, 70_000), _CAP_SKIP - 1])
+        a = p + (cap + 2.0) + rng.choice([1e-9, 1e-3, 0.5, 1.0, 16.0])  # just past the margin
+        if not (a - p > cap + 2.0):
+            continue
+        assert _first_growth(p, a, 2, cap, _exact(p, cap)) == cap + 1, (p, a, cap)
+        inside = p + (cap - 3.0)  # (and one whose room ends inside the run grows in it)
+        assert _first_growth(p, inside, 2, cap, _exact(p, cap)) <= cap, (p, inside, cap)
+        checked += 1
+    assert checked > 2500
+
+
 def test_long_decodes_from_fractional_prompts_keep_the_report_and_plan_by_growths(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # uniform prompts (a fraction of ~40 bits) and outputs of thousands of tokens: positions cross
