@@ -523,6 +523,7 @@ class RunPlanner:
         # the fast path's hottest.
         n = (g if g <= cap else cap + 1) - 2
         ev: tuple | None = None
+        period = _period(p0, a, g, b, cap, exact)  # (growths every `period` iterations, a block each)
         while True:
             if n > 0:
                 t_end = fold(repeat(cur, n), t) if n < _SHORT else fold_same(cur, n, t)  # the last decides
@@ -545,10 +546,14 @@ class RunPlanner:
             if m >= cap or not pool:
                 break
             # iteration g = m + 1: the job's token needs memory
-            x = a + (((p0 + (g - 2)) if g - 2 < exact else plus_ones(p0, g - 2)) + 1.0 - a)  # pool.round_up(x) inline
-            q = x / b - EPS if b is not None else math.inf
-            need = (math.ceil(q) * b if q < math.inf else x) - a  # type: ignore[operator]  # (q < inf: b set)
-            grew = need > 0.0
+            if period:
+                need = b  # type: ignore[assignment]  # (period > 0: b set)
+                grew = True
+            else:
+                x = a + (((p0 + (g - 2)) if g - 2 < exact else plus_ones(p0, g - 2)) + 1.0 - a)  # pool.round_up(x)
+                q = x / b - EPS if b is not None else math.inf  # inline
+                need = (math.ceil(q) * b if q < math.inf else x) - a  # type: ignore[operator]  # (q < inf: b set)
+                grew = need > 0.0
             if grew:
                 if u + need > pcap or (spilled is not None and u + spilled + need > pcap):
                     break  # it would preempt, stall or spill: the run stops before
@@ -562,13 +567,16 @@ class RunPlanner:
                     cur = cost_of_kv(kv0 if kv_view is None else kv_view)
                     if not (cur > 0.0 and math.isfinite(cur)):
                         break
-            frm = g + 1  # the next growth: _first_growth(p0, a, g + 1, cap, exact)
-            guess = a - p0 + 2.0  # (the first iteration past a whole allocation: no step to take)
-            nx = frm if not guess > frm else (cap + 1 if guess > cap + 1 else int(guess))
-            while nx > frm and ((p0 + (nx - 3)) if nx - 3 < exact else plus_ones(p0, nx - 3)) + 1.0 - a > EPS:
-                nx -= 1
-            while nx <= cap and not ((p0 + (nx - 2)) if nx - 2 < exact else plus_ones(p0, nx - 2)) + 1.0 - a > EPS:
-                nx += 1
+            if period:
+                nx = g + period
+            else:
+                frm = g + 1  # the next growth: _first_growth(p0, a, g + 1, cap, exact)
+                guess = a - p0 + 2.0  # (the first iteration past a whole allocation: no step to take)
+                nx = frm if not guess > frm else (cap + 1 if guess > cap + 1 else int(guess))
+                while nx > frm and ((p0 + (nx - 3)) if nx - 3 < exact else plus_ones(p0, nx - 3)) + 1.0 - a > EPS:
+                    nx -= 1
+                while nx <= cap and not ((p0 + (nx - 2)) if nx - 2 < exact else plus_ones(p0, nx - 2)) + 1.0 - a > EPS:
+                    nx += 1
             ev = (m - 1, [(0, need)], left, t) if grew else None
             n = (nx if nx <= cap else cap + 1) - g  # iteration g and those up to the next growth
             g = nx
@@ -907,6 +915,31 @@ def _exact(p: float, cap: int) -> float:
     turn, whatever ``d`` below this: all of a run's (``cap`` iterations) when
     every step is exact, else those that stay in ``p``'s binade."""
     return math.inf if exact_steps(p, cap) else exact_below(p)
+
+
+def _period(p: float, a: float, g: int, b: float | None, cap: int, exact: float) -> int:
+    """The block ``b`` as a whole number of iterations when one job's growths
+    from iteration ``g`` on (position ``p`` before iteration 2, allocation
+    ``a``) come every ``b`` iterations and take one block each, as
+    ``_plan_one``'s search and round-up would find them one by one; 0 when
+    that is not sure.  The conditions are those of
+    :func:`.vector.growths` for its one-block case: every ``p + d`` exact
+    (``exact`` infinite), ``b`` a power of two, ``a`` a whole number of blocks
+    and each growth's units past the allocation the same float, between
+    ``10^-6`` and one block (tests/sim/stages/test_coalesce_runs.py holds the
+    two ways equal)."""
+    if g > cap or b is None or exact != math.inf or not 1.0 <= b < 2.0**31:
+        return 0
+    bi = int(b)
+    if bi != b or bi & (bi - 1) or a % b != 0.0:
+        return 0
+    units = ((p + float(g - 2)) + 1.0) - a
+    if not units > EPS or ((p + float(g + bi - 3)) + 1.0) - (a + b) > EPS:
+        return 0  # (no growth at g, or one between two the period predicts)
+    f = units / b
+    if not (1e-6 <= f <= 1.0 and a / b + ((cap - g) // bi + 1) < 2.0**30):
+        return 0
+    return bi
 
 
 def _first_growth(p: float, a: float, frm: int, last: int, exact: float) -> int:

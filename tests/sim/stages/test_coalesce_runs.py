@@ -482,6 +482,37 @@ def test_a_job_whose_room_passes_the_run_is_skipped_only_where_it_would_not_grow
     assert checked > 2500
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_a_periodic_growth_is_the_search_and_round_up_of_each_growth(seed: int) -> None:
+    # `_plan_one` takes a job's growths as every `period` iterations, a block each, where
+    # `_period` says so: each growth then must be where the search finds it and take what the
+    # round-up gives, growth after growth, up to the run's cap (and the period be found often)
+    from serq.sim.stages.coalesce import EPS, _exact, _first_growth, _period
+    rng = random.Random(seed)
+    found = 0
+    for _ in range(1500):
+        b = rng.choice([16.0, 16.0, 32.0, 1.0, 8.0, 12.0, 16.5])
+        k = rng.choice([float(rng.randrange(1 << 20)), rng.uniform(0.0, 5000.0), rng.uniform(2040.0, 2048.0)])
+        p = rng.choice([k, math.floor(k * 64) / 64, math.floor(k) + 0.5, math.floor(k)])
+        a = rng.choice([math.ceil((p + 1.0) / b) * b, math.ceil((p + 1.0) / b) * b + b, p + 1.5, 0.0])
+        cap = rng.choice([3, 17, 200, rng.randrange(2, 3000)])
+        exact = _exact(p, cap)
+        g = _first_growth(p, a, 2, cap, exact)
+        period = _period(p, a, g, b, cap, exact)
+        if not period:
+            continue
+        found += 1
+        while g <= cap:  # the growth at g, as the loop took it before, then the next one's search
+            x = a + (((p + (g - 2)) if g - 2 < exact else 0.0) + 1.0 - a)
+            need = math.ceil(x / b - EPS) * b - a
+            assert need == b, (p, a, g, b, cap)
+            a = a + need
+            nxt = _first_growth(p, a, g + 1, cap, exact)
+            assert nxt == (g + period if g + period <= cap else cap + 1), (p, a, g, b, cap)
+            g = nxt
+    assert found > 300, found
+
+
 def test_long_decodes_from_fractional_prompts_keep_the_report_and_plan_by_growths(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # uniform prompts (a fraction of ~40 bits) and outputs of thousands of tokens: positions cross
