@@ -398,6 +398,7 @@ class RunPlanner:
                 return got
         heapify(nxt)
         p0 = [pos[i] for i in idx]
+        period = [-1] * len(idx)  # each job's `_period`, once it grows (-1: not asked yet)
         pools, used, ceils, recheck, kv_pool = self.pools, self.used, self.ceil, self.recheck, self.kv_pool
         # `kv_cost(kv)` folds every job's kv_decode (`reduce(add, kv, 0.0)`) at each growth: while
         # they are whole numbers and their sum stays below 2^53 every partial sum is exact, so the
@@ -432,11 +433,17 @@ class RunPlanner:
                 if not pool:
                     stopped = True
                     break
-                x = ((p + (g - 2)) if g - 2 < e else plus_ones(p, g - 2)) + 1.0 - a  # the units past a
-                x = a + x  # `pool.round_up(a + x)` inline (x is finite: a ceil past the floats is x)
                 b = pool.block
-                q = x / b - EPS if b is not None else math.inf
-                need = (math.ceil(q) * b if q < math.inf else x) - a
+                per = period[n]
+                if per < 0:  # (asked at the job's first growth in the run)
+                    per = period[n] = _period(p, a, g, b, cap, e)
+                if per:
+                    need = b  # type: ignore[assignment]  # (per > 0: b set)
+                else:
+                    x = ((p + (g - 2)) if g - 2 < e else plus_ones(p, g - 2)) + 1.0 - a  # the units past a
+                    x = a + x  # `pool.round_up(a + x)` inline (x is finite: a ceil past the floats is x)
+                    q = x / b - EPS if b is not None else math.inf
+                    need = (math.ceil(q) * b if q < math.inf else x) - a
                 if need > 0.0:
                     pid = id(pool)
                     u = used[pid]
@@ -453,14 +460,16 @@ class RunPlanner:
                         kv[i] = a
                     if pid in recheck:
                         again = True
-                # `_first_growth(p, a, g + 1, cap, e)` inline
-                frm = g + 1
-                guess = a - p + 2.0
-                it = frm if not guess > frm else (last if guess > last else int(guess))
-                while it > frm and ((p + (it - 3)) if it - 3 < e else plus_ones(p, it - 3)) + 1.0 - a > EPS:
-                    it -= 1
-                while it <= cap and not ((p + (it - 2)) if it - 2 < e else plus_ones(p, it - 2)) + 1.0 - a > EPS:
-                    it += 1
+                if per:
+                    it = g + per
+                else:  # `_first_growth(p, a, g + 1, cap, e)` inline
+                    frm = g + 1
+                    guess = a - p + 2.0
+                    it = frm if not guess > frm else (last if guess > last else int(guess))
+                    while it > frm and ((p + (it - 3)) if it - 3 < e else plus_ones(p, it - 3)) + 1.0 - a > EPS:
+                        it -= 1
+                    while it <= cap and not ((p + (it - 2)) if it - 2 < e else plus_ones(p, it - 2)) + 1.0 - a > EPS:
+                        it += 1
                 if it <= cap:
                     heappush(nxt, (it, n))
             if stopped:
@@ -923,12 +932,12 @@ def _period(p: float, a: float, g: int, b: float | None, cap: int, exact: float)
     ``a``) come every ``b`` iterations and take one block each, as
     ``_plan_one``'s search and round-up would find them one by one; 0 when
     that is not sure.  The conditions are those of
-    :func:`.vector.growths` for its one-block case: every ``p + d`` exact
-    (``exact`` infinite), ``b`` a power of two, ``a`` a whole number of blocks
-    and each growth's units past the allocation the same float, between
-    ``10^-6`` and one block (tests/sim/stages/test_coalesce_runs.py holds the
-    two ways equal)."""
-    if g > cap or b is None or exact != math.inf or not 1.0 <= b < 2.0**31:
+    :func:`.vector.growths` for its one-block case: every ``p + d`` up to the
+    run's cap exact (one addition for ``d`` below ``exact``), ``b`` a power of
+    two, ``a`` a whole number of blocks and each growth's units past the
+    allocation the same float, between ``10^-6`` and one block
+    (tests/sim/stages/test_coalesce_runs.py holds the two ways equal)."""
+    if g > cap or b is None or exact < cap + 2 or not 1.0 <= b < 2.0**31:
         return 0
     bi = int(b)
     if bi != b or bi & (bi - 1) or a % b != 0.0:
