@@ -80,6 +80,8 @@ class WindowSeries:
     __slots__ = ("width", "areas", "value", "last", "edge")
 
     def __init__(self, width: float) -> None:
+        if not (width > 0.0 and math.isfinite(width)):  # (a window of 0 never ends: `_advance` would loop)
+            raise ValueError(f"a window's width must be finite and > 0, not {width!r}")
         self.width = width
         self.areas: list[float] = [0.0]
         self.value = 0.0
@@ -129,9 +131,12 @@ class WindowSeries:
 
 
 def start_width(horizon: float) -> float:
-    """The first window width: a 512th of a finite horizon, else a millisecond."""
+    """The first window width: a 512th of a finite horizon (the horizon
+    itself where that share rounds to 0: a horizon of a few subnormal
+    seconds), else a millisecond."""
     if math.isfinite(horizon) and horizon > 0:
-        return horizon / MAX_WINDOWS
+        width = horizon / MAX_WINDOWS
+        return width if width > 0.0 else horizon
     return 1e-3
 
 

@@ -338,6 +338,8 @@ def simulate(program: ir.Program, *, seed: int | None = None, horizon: float | N
         from ..timeline import DEFAULT_SAMPLES, check_interval
 
         interval = float(horizon) / DEFAULT_SAMPLES if timeline is True else timeline
+        if timeline is True and not interval > 0.0:  # (a subnormal horizon's 200th rounds to 0: one
+            interval = float(horizon)  # interval, the horizon, samples its two ends)
         try:
             check_interval(interval, float(horizon))
         except ValueError as err:
