@@ -44,6 +44,7 @@ a fixed order: the verdict is the same on every machine.
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any, Sequence
 
 from ..report import Settling, shortest
@@ -315,9 +316,9 @@ def judge(*, series: Sequence[tuple[float, float]], series_name: str, backlog: W
         reasons = []
         advice = math.nan
     elif overloaded:  # growing all through: an overload, or a queue still filling; four times longer tells
-        advice = _round(4.0 * end)
-    else:
-        advice = _round(max(2.0 * end, suggested + 2.0 * measured, 5.0 * suggested))
+        advice = _round(min(4.0 * end, _LONGEST))
+    else:  # (past the largest float, the largest: a horizon `serq run` takes)
+        advice = _round(min(max(2.0 * end, suggested + 2.0 * measured, 5.0 * suggested), _LONGEST))
     evidence["overloaded"] = overloaded
     return Settling(settled=settled, reasons=reasons, warmup=_round(suggested), horizon=advice,
                     evidence=evidence)
@@ -327,8 +328,14 @@ def _g(x: float) -> str:
     return f"{x:.3g}"
 
 
+#: The longest horizon a suggestion gives: the largest float (a finite horizon is all a run takes).
+_LONGEST = sys.float_info.max
+
+
 def _round(x: float) -> float:
-    """A suggestion in three significant digits (a time to type, not to compare)."""
+    """A suggestion in three significant digits (a time to type, not to compare),
+    or ``x`` itself where those digits would round past the largest float."""
     if not math.isfinite(x) or x == 0.0:
         return x
-    return float(f"{x:.3g}")
+    r = float(f"{x:.3g}")
+    return r if math.isfinite(r) else x

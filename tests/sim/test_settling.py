@@ -124,6 +124,16 @@ def test_a_horizon_of_a_few_subnormal_seconds_ends_in_a_report() -> None:
     assert report.timeline is not None and report.timeline.times == [0.0, tiny]  # (its two ends)
 
 
+def test_the_longer_horizon_suggested_is_one_serq_run_takes() -> None:
+    # four (or two, five) times a horizon near the largest float is past it: the suggestion was
+    # `--horizon inf`, which `serq run` refuses; it is the largest float then, whose three
+    # significant digits (1.8e308) would round past it too
+    report = serq.run(mm1(0.5), horizon=1.7e308, warmup=1e308, arrivals=30)
+    assert report.settled is False and report.settling is not None
+    assert report.settling.horizon == sys.float_info.max
+    assert "--horizon inf" not in report.settling.line()
+
+
 def test_window_series_merges_pairs_to_stay_bounded() -> None:
     w = WindowSeries(1.0)
     w.set(0.0, 1.0)
