@@ -17,6 +17,7 @@ interval of :mod:`serq.experiments.stats`: the sweep reads this module's rule.
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any, Callable
 
 from ..errors import UsageError, suggest
@@ -75,10 +76,11 @@ def run_precise(run: Callable[[float, float], Any], rel: float, figure: str | No
                 cap: float | None = None) -> Any:
     """Run at ``(horizon, warmup)``, doubling both until ``figure`` is
     precise to ``rel`` or the horizon would pass ``cap`` (default
-    :data:`CAP` × ``horizon``); the last report, with ``report.precision``
+    :data:`CAP` × ``horizon``, at most the largest float); the last report, with ``report.precision``
     saying what was reached."""
     check_rel(rel)
-    cap = CAP * horizon if cap is None else cap
+    cap = min(CAP * horizon, sys.float_info.max) if cap is None else cap  # (a horizon near the largest
+    # float: the default cap is the largest, not inf, which --max-horizon refuses)
     if not (math.isfinite(cap) and cap >= horizon):
         raise UsageError(f"invalid value for --max-horizon: {cap:g} (must be finite and at least the horizon "
                          f"{horizon:g})")

@@ -79,3 +79,14 @@ def test_a_sweep_lengthens_each_run_and_its_rows_say_the_horizon() -> None:
     for r in result.rows:  # each run went past the horizon given until its mean was within 5 %
         assert r["horizon"] > 1_000 and r["horizon"] == r["warmup"] * 10
         assert r["observes.response.ci"] <= 0.05 * r["observes.response.mean"]
+
+
+def test_a_horizon_near_the_largest_float_has_a_cap_it_can_take() -> None:
+    # the default cap, 32 × the horizon, was inf past the largest float, and the run stopped with
+    # "invalid value for --max-horizon: inf", an option never given; it is the largest float then
+    prog = serq.load(MG1, sets={"lam": "0.5"})
+    report = serq.run(prog, horizon=1e308, warmup=0.0, arrivals=200, precision=1e-4)
+    assert report.precision["cap"] == sys.float_info.max
+    assert report.precision["runs"] == 1 and report.precision["reached"] is False  # (2e308 is past it)
+    with pytest.raises(UsageError, match="max-horizon"):  # (one given is still checked)
+        serq.run(prog, horizon=1e308, warmup=0.0, arrivals=200, precision=1e-4, max_horizon=float("inf"))
