@@ -301,9 +301,21 @@ def compute(*, model_name: str | None = None, params: float | None = None, layer
         assert hidden is not None and link is not None and ar_latency is not None
         gamma = 2.0 * layers * (2.0 * (K - 1) / K) * hidden * ab / link
         c0 = 2.0 * layers * ar_latency
-    return Roofline(a=2.0 * pa / (K * F) if K > 1 else 2.0 * pa / F,
-                    omega=params * wb / (K * W) if K > 1 else params * wb / W,
-                    beta=2.0 * layers * _kv_heads_per_gpu(kv_heads, K) * head_dim * kb / W,
+    a = 2.0 * pa / (K * F) if K > 1 else 2.0 * pa / F
+    omega = params * wb / (K * W) if K > 1 else params * wb / W
+    beta = 2.0 * layers * _kv_heads_per_gpu(kv_heads, K) * head_dim * kb / W
+    # each figure given is finite and > 0, and still a product or quotient of them can leave the
+    # floats (an efficiency of 1e-320, a bandwidth of 1e308): a constant of inf or 0 is no cost
+    for name, x in (("a", a), ("omega", omega), ("beta", beta)) + ((("gamma", gamma),) if K > 1 else ()):
+        if not (math.isfinite(x) and x > 0.0):
+            raise SerqError(f"the figures given make {name} {x:g} s, not a finite time above 0",
+                            helps=["a FLOP/s, bandwidth, efficiency or model size this far from a real one "
+                                   "leaves the floats: check --flops, --bandwidth, --flops-eff, --bw-eff and "
+                                   "--link-bandwidth"])
+    if not math.isfinite(c0):
+        raise SerqError(f"the figures given make c0 {c0:g} s, not a finite time",
+                        helps=["check --ar-latency: two all-reduces a layer take it each"])
+    return Roofline(a=a, omega=omega, beta=beta,
                     params=params, layers=layers, kv_heads=kv_heads, head_dim=head_dim, w_bytes=wb, kv_bytes=kb,
                     flops=flops, bandwidth=bandwidth, model_name=m.name if m else None,
                     gpu_name=g.name if g else None, dtype=dtype, kv_dtype=kv_dtype, flops_eff=flops_eff,

@@ -61,6 +61,20 @@ def test_errors() -> None:
         rl.compute(model_name="Qwen3-8B", flops=1e15)
 
 
+def test_figures_that_leave_the_floats_are_refused() -> None:
+    # each figure finite and > 0, and still a constant of inf or 0: no cost a program can run
+    with pytest.raises(SerqError, match="make a inf s"):
+        rl.compute(model_name="Qwen3-8B", gpu_name="H100-SXM", flops_eff=1e-320)
+    with pytest.raises(SerqError, match="make omega 0 s"):
+        rl.compute(model_name="Qwen3-8B", gpu_name="H100-SXM", bw_eff=1e308)
+    with pytest.raises(SerqError, match="make beta inf s"):
+        rl.compute(params=1.0, layers=10**6, kv_heads=10**6, head_dim=10**6, flops=1e15, bandwidth=1e-300)
+    with pytest.raises(SerqError, match="make gamma inf s"):
+        rl.compute(model_name="Qwen3-8B", gpu_name="H100-SXM", tp=4, link_bandwidth=5e-324)
+    with pytest.raises(SerqError, match="make c0 inf s"):
+        rl.compute(model_name="Qwen3-8B", gpu_name="H100-SXM", tp=4, ar_latency=1e308)
+
+
 def test_every_built_in_names_its_source() -> None:
     for g in rl.GPUS.values():
         assert "datasheet" in g.source
