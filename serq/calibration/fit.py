@@ -67,6 +67,11 @@ ROOFLINE_NAMES = ("a", "omega", "beta", "c0")
 # -- reading -----------------------------------------------------------------------------------
 
 
+#: The largest magnitude a step log's value may have, and the inverse the smallest duration of a
+#: relative fit: every value a fit squares (divided by a duration) and sums stays far inside the floats.
+_LARGEST = 1e50
+
+
 def read_csv(path: str | os.PathLike[str]) -> tuple[list[str], dict[str, np.ndarray]]:
     """A step log's columns (``-``: standard input): the header and each column as floats.  A missing
     ``duration`` column, a row of the wrong width or a value that is not a
@@ -102,6 +107,7 @@ def read_csv(path: str | os.PathLike[str]) -> tuple[list[str], dict[str, np.ndar
                 raise SerqError(f"{name}:1: " + (f"column `{h}` appears twice" if h else "an empty column name"))
             seen.add(h)
         width = len(header)
+        dur = header.index("duration")
         cols: list[list[float]] = [[] for _ in header]
         line = 1
         try:
@@ -118,6 +124,12 @@ def read_csv(path: str | os.PathLike[str]) -> tuple[list[str], dict[str, np.ndar
                         raise SerqError(f"{name}:{line}: `{header[k]}` is `{cell.strip()}`, not a number") from None
                     if not math.isfinite(v):
                         raise SerqError(f"{name}:{line}: `{header[k]}` is `{cell.strip()}`, not a finite number")
+                    if not abs(v) <= _LARGEST:
+                        raise SerqError(f"{name}:{line}: `{header[k]}` is `{cell.strip()}`, beyond ±{_LARGEST:g}",
+                                        helps=["a fit squares and sums each column (divided by the durations "
+                                               "with --relative): values this large leave the floats"])
+                    if k == dur and v < 0.0:
+                        raise SerqError(f"{name}:{line}: `duration` is `{cell.strip()}`, a negative time")
                     cols[k].append(v)
         except (csv.Error, UnicodeDecodeError) as err:
             raise SerqError(f"{name}:{line + 1}: {err}") from None
@@ -309,10 +321,10 @@ def _weights(y: np.ndarray, relative: bool) -> np.ndarray | None:
     """Row weights ``1 / duration`` for a relative fit (None: unweighted)."""
     if not relative:
         return None
-    bad = np.flatnonzero(~(y > 0.0))
+    bad = np.flatnonzero(~(y >= 1.0 / _LARGEST))
     if len(bad):
         raise SerqError(f"--relative: row {int(bad[0]) + 1} of the data has duration {y[bad[0]]:g}; "
-                        "a relative fit needs every duration > 0")
+                        f"a relative fit needs every duration at least {1.0 / _LARGEST:g} (it divides by them)")
     return 1.0 / y
 
 

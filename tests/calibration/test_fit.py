@@ -468,6 +468,27 @@ def test_a_non_finite_value_is_refused(tmp_path: Path) -> None:
         fitting.read_csv(path)
 
 
+def test_values_whose_squares_leave_the_floats_and_negative_times_are_refused(tmp_path: Path) -> None:
+    # a value of 1e308 made the fit's sums overflow: an internal error (exit 3) from math.fsum
+    path = _write(tmp_path, "duration,tokens\n0.1,5\n0.2,1e308\n0.3,7\n")
+    with pytest.raises(SerqError, match=r"steps\.csv:3: `tokens` is `1e308`, beyond ±1e\+50"):
+        fitting.read_csv(path)
+    r = serq_cli("fit", path)
+    assert r.returncode == 1 and "beyond ±1e+50" in r.stderr and "internal error" not in r.stderr
+    # a negative duration was fitted (R² nan)
+    with pytest.raises(SerqError, match=r"steps\.csv:3: `duration` is `-1`, a negative time"):
+        fitting.read_csv(_write(tmp_path, "duration,tokens\n0.1,5\n-1,6\n"))
+    # a relative fit divides by the durations: one of 1e-300 is as far out as a value of 1e300
+    header, cols = fitting.read_csv(_write(tmp_path, "duration,tokens\n0.1,5\n1e-300,6\n0.3,7\n"))
+    with pytest.raises(SerqError, match=r"row 2 of the data has duration 1e-300; .* at least 1e-50"):
+        fitting.fit_linear(cols, header, ["c", "tokens"], relative=True)
+    # at the bounds, every fit runs
+    text = "duration,tokens\n" + "".join(f"{1e-50 * (1 + k % 5)!r},{1e50 / (1 + k % 7)!r}\n" for k in range(40))
+    header, cols = fitting.read_csv(_write(tmp_path, text))
+    for relative in (False, True):
+        assert math.isfinite(fitting.fit_linear(cols, header, ["c", "tokens"], relative=relative).r2)
+
+
 def test_a_missing_duration_column_suggests_a_name(tmp_path: Path) -> None:
     path = _write(tmp_path, "time,durations,tokens\n0,0.1,5\n")
     with pytest.raises(SerqError) as err:
