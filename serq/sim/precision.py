@@ -60,6 +60,9 @@ def interval(report: Any, figure: str) -> tuple[float, float]:
     else:
         known = [f"client.{k}.mean" for k in report.client] + [f"observes.{k}.mean" for k in report.observes]
         best = suggest(figure, known)
+        if not known:  # (a run too short for anything to be observed)
+            raise UsageError(f"--precision on `{figure}`: the report has no means; the run observed nothing",
+                             helps=["a longer --horizon gives the report its figures"])
         raise UsageError(f"--precision on `{figure}`: the report has no such mean",
                          helps=([f"did you mean `{best}`?"] if best else []) + ["the means are " + ", ".join(known)])
     return float(s.mean), float(s.ci)

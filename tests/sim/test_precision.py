@@ -90,3 +90,12 @@ def test_a_horizon_near_the_largest_float_has_a_cap_it_can_take() -> None:
     assert report.precision["runs"] == 1 and report.precision["reached"] is False  # (2e308 is past it)
     with pytest.raises(UsageError, match="max-horizon"):  # (one given is still checked)
         serq.run(prog, horizon=1e308, warmup=0.0, arrivals=200, precision=1e-4, max_horizon=float("inf"))
+
+
+def test_a_run_that_observed_nothing_says_so() -> None:
+    # a trace's program over a horizon too short for a session: the report has no mean at all,
+    # and the help listed "the means are " and nothing
+    prog = serq.load(ROOT / "programs" / "cluster" / "vidur.sq")
+    with pytest.raises(UsageError, match="the report has no means; the run observed nothing") as err:
+        serq.run(prog, horizon=1e-320, warmup=0.0, precision=0.1)
+    assert "the means are" not in err.value.render() and "longer --horizon" in err.value.render()
