@@ -460,16 +460,7 @@ class RunPlanner:
                         kv[i] = a
                     if pid in recheck:
                         again = True
-                if per:
-                    it = g + per
-                else:  # `_first_growth(p, a, g + 1, cap, e)` inline
-                    frm = g + 1
-                    guess = a - p + 2.0
-                    it = frm if not guess > frm else (last if guess > last else int(guess))
-                    while it > frm and ((p + (it - 3)) if it - 3 < e else plus_ones(p, it - 3)) + 1.0 - a > EPS:
-                        it -= 1
-                    while it <= cap and not ((p + (it - 2)) if it - 2 < e else plus_ones(p, it - 2)) + 1.0 - a > EPS:
-                        it += 1
+                it = g + per if per else _first_growth(p, a, g + 1, cap, e)
                 if it <= cap:
                     heappush(nxt, (it, n))
             if stopped:
@@ -528,11 +519,13 @@ class RunPlanner:
         # Iterations m + 1 … m + n all cost `cur`: the first may be a growth (its event `ev`), the
         # others need no memory. They are added in one fold, cut at the first end that is not
         # before the next event or is past the horizon (then the run ends there). The common
-        # steps are written out here (`_fold_free`, `add_iters`, `_first_growth`): this loop is
-        # the fast path's hottest.
+        # steps are written out here (`_fold_free`, `add_iters`): this loop is the fast path's
+        # hottest. Growths a block apart (`_period`, the usual run) need neither the round-up
+        # nor the search for the next one.
         n = (g if g <= cap else cap + 1) - 2
         ev: tuple | None = None
         period = _period(p0, a, g, b, cap, exact)  # (growths every `period` iterations, a block each)
+        block = b if b is not None else 0.0  # (each one's need then: b is set)
         while True:
             if n > 0:
                 t_end = fold(repeat(cur, n), t) if n < _SHORT else fold_same(cur, n, t)  # the last decides
@@ -556,7 +549,7 @@ class RunPlanner:
                 break
             # iteration g = m + 1: the job's token needs memory
             if period:
-                need = b  # type: ignore[assignment]  # (period > 0: b set)
+                need = block
                 grew = True
             else:
                 x = a + (((p0 + (g - 2)) if g - 2 < exact else plus_ones(p0, g - 2)) + 1.0 - a)  # pool.round_up(x)
@@ -576,16 +569,7 @@ class RunPlanner:
                     cur = cost_of_kv(kv0 if kv_view is None else kv_view)
                     if not (cur > 0.0 and math.isfinite(cur)):
                         break
-            if period:
-                nx = g + period
-            else:
-                frm = g + 1  # the next growth: _first_growth(p0, a, g + 1, cap, exact)
-                guess = a - p0 + 2.0  # (the first iteration past a whole allocation: no step to take)
-                nx = frm if not guess > frm else (cap + 1 if guess > cap + 1 else int(guess))
-                while nx > frm and ((p0 + (nx - 3)) if nx - 3 < exact else plus_ones(p0, nx - 3)) + 1.0 - a > EPS:
-                    nx -= 1
-                while nx <= cap and not ((p0 + (nx - 2)) if nx - 2 < exact else plus_ones(p0, nx - 2)) + 1.0 - a > EPS:
-                    nx += 1
+            nx = g + period if period else _first_growth(p0, a, g + 1, cap, exact)  # the next growth
             ev = (m - 1, [(0, need)], left, t) if grew else None
             n = (nx if nx <= cap else cap + 1) - g  # iteration g and those up to the next growth
             g = nx
