@@ -79,7 +79,9 @@ def run(
     """Simulate a program and return its :class:`~serq.report.Report`.
 
     Unset arguments take the program's ``run { … }`` values (seed 1, warm-up
-    0; the horizon must come from one or the other).  ``engines`` maps a step
+    0; the horizon must come from one or the other).  The horizon, warm-up and
+    arrivals are numbers and the seed an integer ≥ 0 (NumPy's too); anything
+    else is a :class:`~serq.SerqError` naming the argument.  ``engines`` maps a step
     stage's name to a :class:`serq.sim.stages.step.StepEngine` subclass.
     ``max_live`` caps the sessions live at once (default 1 000 000, or the
     environment variable ``SERQ_MAX_LIVE``): past it the run ends with an error.

@@ -18,6 +18,7 @@ import gc
 import math
 import os
 from contextlib import contextmanager
+from numbers import Integral, Real
 from typing import Any, Iterator, Mapping, Sequence
 
 from .. import ir
@@ -322,11 +323,15 @@ def simulate(program: ir.Program, *, seed: int | None = None, horizon: float | N
     from .results import build_report
 
     settings = program.run
+    for name, x in (("horizon", horizon), ("warmup", warmup), ("arrivals", arrivals)):  # (from Python: the
+        if x is not None and (isinstance(x, bool) or not isinstance(x, Real)):  # CLI's are numbers)
+            raise SerqError(f"{name} must be a number, not {x!r}")
     seed = settings.seed if seed is None else seed
+    if isinstance(seed, bool) or not isinstance(seed, Integral) or seed < 0:  # (a NumPy integer is one)
+        raise SerqError(f"the seed must be an unsigned integer, not {seed!r}")
+    seed = int(seed)
     horizon, warmup = settings.window(horizon, warmup)
     arrivals = settings.arrivals if arrivals is None else arrivals
-    if seed < 0:
-        raise SerqError(f"the seed must be an unsigned integer, not {seed}")
     if arrivals is not None and not (arrivals >= 1 and float(arrivals).is_integer()):
         raise SerqError(f"arrivals must be a positive whole number, not {arrivals}")
     if max_live is not None and not (isinstance(max_live, int) and max_live >= 1):

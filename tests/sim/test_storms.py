@@ -220,3 +220,21 @@ def test_many_events_at_one_instant_are_fine_when_sessions_explain_them() -> Non
                "session { run d (1); run d (0); run d (0); run d (1); }\nrun { horizon 5; }")
     report = serq.run(serq.load(program))
     assert report.arrivals == 30000 and report.ended == 30000
+
+
+def test_the_api_refuses_arguments_of_the_wrong_type_by_name() -> None:
+    # from Python, `horizon="100"` was a TypeError from math ("must be real number, not str"),
+    # `seed=1.5` ran as seed 1, and `horizon=True` as a horizon of 1
+    program = serq.load(MG1)
+    for kw, shown in ((dict(horizon="100"), "horizon must be a number, not '100'"),
+                      (dict(horizon=True), "horizon must be a number, not True"),
+                      (dict(warmup="1"), "warmup must be a number, not '1'"),
+                      (dict(arrivals="3"), "arrivals must be a number, not '3'"),
+                      (dict(seed=1.5), "the seed must be an unsigned integer, not 1.5"),
+                      (dict(seed=True), "the seed must be an unsigned integer, not True")):
+        with pytest.raises(serq.SerqError) as err:
+            serq.run(program, **{"horizon": 50, "warmup": 5, **kw})  # type: ignore[arg-type]
+        assert str(err.value) == shown
+    import numpy as np  # (NumPy's integers and floats are numbers, as a notebook's loop gives them)
+    same = serq.run(program, horizon=np.int64(50), warmup=np.float32(5), seed=np.int64(3))
+    assert same.observes == serq.run(program, horizon=50, warmup=5, seed=3).observes
