@@ -81,7 +81,6 @@ class Builder(ExprVisits, NodeVisitor):
 
     def visit_other_item(self, node, ch):
         word: Tok = ch[1]
-        rest = node.children[2].text.split()
         if word.text in RETIRED:
             raise error(f"`{word.text}` is a retired word and names nothing: {RETIRED[word.text]}", word.span)
         if word.text in ADVANCED_ITEMS:

@@ -402,7 +402,6 @@ class PrefixCache:
         b = self.block
         if b is None:
             return self._take_piece(store, key, e)
-        s = e.size
         total = self.total
         eu = self.evicted_units
         if cap != self._cap:

@@ -111,7 +111,6 @@ class Holds:
         """Give back every pool of a hold, caching per its clause (§2.6).  A
         hold that completed normally also resets ``computed`` and retries
         admissions at once."""
-        s = req.session
         for k in range(len(req.pools)):
             if req.held[k]:
                 self.release_part(req, k)
