@@ -59,10 +59,10 @@ def interval(report: Any, figure: str) -> tuple[float, float]:
         s = report.client[head]
     else:
         known = [f"client.{k}.mean" for k in report.client] + [f"observes.{k}.mean" for k in report.observes]
-        best = suggest(figure, known)
         if not known:  # (a run too short for anything to be observed)
             raise UsageError(f"--precision on `{figure}`: the report has no means; the run observed nothing",
                              helps=["a longer --horizon gives the report its figures"])
+        best = suggest(figure, known)
         raise UsageError(f"--precision on `{figure}`: the report has no such mean",
                          helps=([f"did you mean `{best}`?"] if best else []) + ["the means are " + ", ".join(known)])
     return float(s.mean), float(s.ci)

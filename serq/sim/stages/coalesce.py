@@ -57,8 +57,10 @@ _MIN_BEFORE_IMPORT = 96
 #: import (~0.09 s) against 4–6 µs more a growth walked; 2 000 measured faster than 20 000 on the
 #: long-output programs (docs/speed.md), and the seed's programs never reach it.
 _WALK_FIRST = 2_000.0
-#: `_plan_by_growths` skips the first-growth search of a job whose room passes the run only
-#: below these (the positions' rounding then cannot make up the margin)
+#: `_plan_by_growths` takes a job as not growing in a run, without the first-growth search,
+#: when its allocation passes its position by more than the run's cap and this margin; only
+#: for caps and positions below these (the positions' rounding then cannot make up the margin)
+_SKIP_MARGIN = 2.0
 _CAP_SKIP = 1 << 20
 _P_SKIP = 2.0 ** 30
 #: ``RunPlanner.vcost`` before the first long run compiles it.
@@ -370,17 +372,15 @@ class RunPlanner:
         # the next growth of each job, (iteration, its index in idx): popped in serving order
         ex: list[float] = []
         nxt: list[tuple[int, int]] = []  # (only the growths within the run: a later one is `last`)
-        firsts: list[int] = []
         # a job whose allocation is more than the run's iterations past its position does not
         # grow in it (`_first_growth` gives `last`): with p below 2^30 and cap below 2^20 the
-        # positions' rounding (at most cap ulps of 2^-22 each) is far below the margin of 1
-        skip = cap + 2.0 if cap < _CAP_SKIP else math.inf
+        # positions' rounding (at most cap ulps of 2^-22 each) is far below the margin
+        skip = cap + _SKIP_MARGIN if cap < _CAP_SKIP else math.inf
         for n, i in enumerate(idx):
             p = pos[i]
             a = alloc[i]
             if a - p > skip and p < _P_SKIP:
                 ex.append(0.0)  # (never read: the job is not popped)
-                firsts.append(last)
                 continue
             # `_exact(p, cap)`: the steps a run takes (fewer than cap) are below exact_below(p) when
             # it is at least cap, whatever exact_steps says
@@ -389,10 +389,12 @@ class RunPlanner:
                 e = _exact(p, cap)
             ex.append(e)
             g = _first_growth(p, a, 2, cap, e)
-            firsts.append(g)
             if g <= cap:
                 nxt.append((g, n))
         if self._long(cost):  # a long run: in arrays (serq/sim/stages/vector.py)
+            firsts = [last] * len(idx)  # each job's first growth (`last`: none in the run)
+            for g, n in nxt:
+                firsts[n] = g
             got = self._arrays().plan(self, cost, self.vcost if kv_cost is not None else None, self.view, firsts)
             if got is not None:
                 return got

@@ -460,11 +460,11 @@ def test_a_position_plus_one_token_at_a_time_is_added_a_binade_at_once(seed: int
 
 @pytest.mark.parametrize("seed", range(4))
 def test_a_job_whose_room_passes_the_run_is_skipped_only_where_it_would_not_grow(seed: int) -> None:
-    # `_plan_by_growths` takes a job whose allocation is more than cap + 2 past its position as
-    # not growing in the run (first growth `cap + 1`) without the search, for positions below
-    # 2^30 and runs below 2^20 iterations: the search must agree at the edge of that margin,
-    # with positions of every bit of a fraction and those that cross binades (plus_ones)
-    from serq.sim.stages.coalesce import _CAP_SKIP, _P_SKIP, _exact, _first_growth
+    # `_plan_by_growths` takes a job whose allocation is more than cap + _SKIP_MARGIN past its
+    # position as not growing in the run (first growth `cap + 1`) without the search, for
+    # positions below 2^30 and runs below 2^20 iterations: the search must agree at the edge of
+    # that margin, with positions of every bit of a fraction and those that cross binades
+    from serq.sim.stages.coalesce import _CAP_SKIP, _P_SKIP, _SKIP_MARGIN, _exact, _first_growth
     rng = random.Random(seed)
     checked = 0
     for _ in range(3000):
@@ -472,8 +472,8 @@ def test_a_job_whose_room_passes_the_run_is_skipped_only_where_it_would_not_grow
                         float(rng.randrange(1 << 20)), rng.uniform(_P_SKIP / 2, _P_SKIP),
                         math.nextafter(_P_SKIP, 0.0)])
         cap = rng.choice([2, 3, 17, 500, rng.randrange(2, 70_000), _CAP_SKIP - 1])
-        a = p + (cap + 2.0) + rng.choice([1e-9, 1e-3, 0.5, 1.0, 16.0])  # just past the margin
-        if not (a - p > cap + 2.0):
+        a = p + (cap + _SKIP_MARGIN) + rng.choice([1e-9, 1e-3, 0.5, 1.0, 16.0])  # just past the margin
+        if not (a - p > cap + _SKIP_MARGIN):
             continue
         assert _first_growth(p, a, 2, cap, _exact(p, cap)) == cap + 1, (p, a, cap)
         inside = p + (cap - 3.0)  # (and one whose room ends inside the run grows in it)
