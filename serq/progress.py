@@ -1,14 +1,20 @@
 """A long single run's progress on standard error (``serq run``; issue 25).
 
 A daemon thread reads the run's clock every half second and rewrites one line,
-``simulated 812.4 of 2000 s (41 %) · 12 s``; it says nothing for the first
+``simulated 812.4 of 2000 s (41 %) · 12 s · about 17 s left``; it says nothing for the first
 second (``SERQ_PROGRESS_AFTER`` seconds), so a short run prints nothing, and it clears its line when the run
 ends.  Reading a float the simulator writes is safe under the GIL, and the
 event loop pays nothing for it.
+
+The time left is the wall time so far scaled by the simulated time still to
+go, at the pace so far; it shows once the run has taken a second, so that a
+horizon far past what was meant (a closed system at ``--horizon 1e308``) says
+so on the line rather than only in a share that stays at 0 %.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import threading
@@ -34,8 +40,17 @@ class RunProgress:
     def line(self) -> str:
         """What the line says now."""
         t = self.now()
-        share = f" ({100.0 * t / self.horizon:.0f} %)" if self.horizon > 0 else ""
-        return f"simulated {t:.6g} of {self.horizon:.6g} s{share} · {time.monotonic() - self._start:.0f} s"
+        horizon = self.horizon
+        share = f" ({100.0 * t / horizon:.0f} %)" if horizon > 0 else ""
+        spent = time.monotonic() - self._start
+        text = f"simulated {t:.6g} of {horizon:.6g} s{share} · {spent:.0f} s"
+        if spent >= 1.0 and 0.0 < t < horizon:
+            left = (horizon - t) / t * spent  # (in this order: no overflow for a horizon near the largest float)
+            if left < 0.5:
+                text += " · less than a second left"
+            elif left < math.inf:
+                text += f" · about {wall(left)} left"
+        return text
 
     def _show(self) -> None:
         text = self.line()
@@ -71,6 +86,20 @@ class RunProgress:
                 self.stream.flush()
             except (OSError, ValueError):
                 pass
+
+
+def wall(seconds: float) -> str:
+    """A wall-clock duration as the line gives it: seconds, minutes, hours,
+    days or years, whichever reads best (``17 s``, ``4 min``, ``2.5e+299 years``)."""
+    if seconds < 99.5:
+        return f"{seconds:.0f} s"
+    if seconds < 99.5 * 60:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 47.5 * 3600:
+        return f"{seconds / 3600:.0f} h"
+    if seconds < 730 * 86400:
+        return f"{seconds / 86400:.0f} days"
+    return f"{seconds / (365.25 * 86400):.3g} years"
 
 
 def after() -> float:

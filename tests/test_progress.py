@@ -38,6 +38,47 @@ def test_the_line_says_the_simulated_time_against_the_horizon_and_is_cleared(
     assert text.endswith("\r" + " " * width + "\r")  # the line is gone when the run ends
 
 
+def _line_after(monkeypatch: pytest.MonkeyPatch, t: float, horizon: float, spent: float) -> str:
+    """The line of a run at ``t`` of ``horizon`` after ``spent`` wall seconds (a clock that stands still)."""
+    monkeypatch.setattr(serq.progress, "time", types.SimpleNamespace(monotonic=lambda: 100.0 + spent))
+    bar = RunProgress(lambda: t, horizon, io.StringIO())
+    bar._start = 100.0
+    return bar.line()
+
+
+def test_the_line_gives_the_wall_time_left_at_the_pace_so_far(monkeypatch: pytest.MonkeyPatch) -> None:
+    # 12 s for the first 5 of 10 simulated seconds: 12 s more for the other 5
+    assert _line_after(monkeypatch, 5.0, 10.0, 12.0) == "simulated 5 of 10 s (50 %) · 12 s · about 12 s left"
+    # a fifth done in 30 s: 120 s more, said in minutes
+    assert _line_after(monkeypatch, 400.0, 2000.0, 30.0).endswith("· 30 s · about 2 min left")
+    # nearly there: not "about 0 s"
+    assert _line_after(monkeypatch, 9.9, 10.0, 20.0).endswith("· 20 s · less than a second left")
+    # not before a second has passed (no pace to go by), nor at or past the horizon
+    assert _line_after(monkeypatch, 5.0, 10.0, 0.5) == "simulated 5 of 10 s (50 %) · 0 s"
+    assert "left" not in _line_after(monkeypatch, 10.0, 10.0, 30.0)
+    assert "left" not in _line_after(monkeypatch, 0.0, 10.0, 30.0)
+
+
+def test_a_horizon_far_past_what_was_meant_says_so_in_years(monkeypatch: pytest.MonkeyPatch) -> None:
+    # `serq run programs/multi-turn/closed.sq --horizon 1e308`: the share stays at 0 %, the time left
+    # tells the user the run will not end; no overflow to inf on the way
+    line = _line_after(monkeypatch, 271048.0, 1e308, 12.0)
+    assert line.startswith("simulated 271048 of 1e+308 s (0 %) · 12 s · about ")
+    assert line.endswith(" years left")
+    years = float(line.split("about ")[1].split(" ")[0])
+    assert years == pytest.approx(1e308 / 271048.0 * 12.0 / (365.25 * 86400), rel=1e-2)
+    # a pace that would give more than the largest float: the time left is not said
+    assert "left" not in _line_after(monkeypatch, 1e-300, 1e308, 12.0)
+
+
+@pytest.mark.parametrize(("seconds", "said"), [
+    (0.6, "1 s"), (59.0, "59 s"), (99.4, "99 s"), (100.0, "2 min"), (3000.0, "50 min"), (7200.0, "2 h"),
+    (47 * 3600.0, "47 h"), (3 * 86400.0, "3 days"), (400 * 86400.0, "400 days"),
+    (10 * 365.25 * 86400, "10 years"), (3.2e9 * 365.25 * 86400, "3.2e+09 years")])
+def test_wall_times_read_in_the_unit_that_suits_them(seconds: float, said: str) -> None:
+    assert serq.progress.wall(seconds) == said
+
+
 def test_a_short_run_shows_nothing() -> None:
     # a run that ends before the line's delay: a delay no machine reaches, not one the sleep
     # must stay under (issue 38)
