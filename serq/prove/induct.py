@@ -78,7 +78,7 @@ def rate_form(claim: ir.Claim) -> tuple[Fraction, Fraction, Fraction] | None:
     lhs, rhs = (e.a, e.b) if e.op == "<=" else (e.b, e.a)
     try:
         d = _lin(ir.Binary("-", rhs, lhs))  # rhs − lhs ≥ 0: γ·now − α·served + (δ − β)
-    except _NotLinear:
+    except (_NotLinear, Unsupported):  # (a number with no exact value, inf or NaN: the exploration says so)
         return None
     alpha, gamma = -d.s, d.n
     if alpha < 0 or gamma < 0:
@@ -205,4 +205,7 @@ def _tok_lin(e: ir.Expr) -> tuple[Fraction, Fraction] | None:
 
 
 def _show(x: Fraction) -> str:
-    return str(x.numerator) if x.denominator == 1 else f"{float(x):g}"
+    """A bound as the reason gives it: a whole number in full up to 15 digits, else 6 significant ones."""
+    if x.denominator == 1 and abs(x.numerator) < 10**15:
+        return str(x.numerator)
+    return f"{float(x):g}"

@@ -251,6 +251,26 @@ def test_a_rate_claim_is_proved_for_every_workload_only_when_every_iteration_pay
         assert v.verdict in ("proved", "refuted")
 
 
+def test_an_infinite_constant_in_a_rate_claim_is_unknown_with_its_reason_not_an_internal_error(tmp_path):
+    # `serq prove programs/papers/dai_fastertransformer.sq --set c=inf` ended in exit 3 (an Unsupported
+    # from the induction's linear form); the claim is now left to the exploration, which says why
+    for slack in ("inf", "-inf"):
+        v = _verdicts(prove(_prog(tmp_path, RATE.format(cost="tokens / 2", slack=slack))))["rate"]
+        assert v.verdict == "unknown"
+        assert f"outside the exact fragment: the number {slack}" in v.reason
+    code, out, _err = cli_streams("prove", str(ROOT / "programs/papers/dai_fastertransformer.sq"), "--set", "c=inf")
+    assert code == 5 and "outside the exact fragment: the number inf" in out, out
+
+
+def test_a_huge_bound_in_the_induction_reason_is_given_in_six_digits_not_three_hundred(tmp_path):
+    # `serq prove programs/papers/dai_fastertransformer.sq --set c=1e308` printed the rate as an integer of
+    # 306 digits
+    text = RATE.format(cost="1e300 * tokens", slack=0).replace("served <= 2 * now", "1e300 * served <= 2 * now")
+    v = _verdicts(prove(_prog(tmp_path, text)))["rate"]
+    assert (v.verdict, v.family) == ("proved", "every workload, every path")
+    assert "lasts at least 5e+299·t" in v.reason and len(v.reason) < 300, v.reason
+
+
 def test_serq_prove_exits_0_proved_4_refuted_5_unknown_and_prints_json(tmp_path):
     proved = tmp_path / "ok.sq"
     proved.write_text(PERIODIC.replace("claim early", "// claim early").replace("claim fast", "// claim fast")
