@@ -22,6 +22,7 @@ division by zero, an infinite number.  A draw is the caller's business
 from __future__ import annotations
 
 import math
+import sys
 from fractions import Fraction
 from typing import Any, Callable, Union
 
@@ -70,6 +71,44 @@ def number(x: float) -> Q:
     if x == x and x not in (math.inf, -math.inf) and x == int(x) and abs(x) < 2**53:
         return int(x)
     return norm(exact(x))
+
+
+def shown(x: Any, exact: bool = False) -> str:
+    """An exact number as a verdict gives it: a whole number in full (of up to
+    15 digits, or any number of them with ``exact``), else six significant
+    digits (``0.333333``; ``1e+320`` and ``1e-320`` from the integers, where
+    a float would overflow or lose digits).  With ``exact``, a value the six
+    digits do not give exactly is followed by them: ``1/3 (≈ 0.333333)``."""
+    x = Fraction(x)
+    if x.denominator == 1 and (exact or abs(x.numerator) < 10**15):
+        return str(x.numerator)
+    try:
+        f = float(x)
+    except OverflowError:
+        f = math.inf
+    if f and abs(f) < math.inf and not abs(f) < sys.float_info.min:
+        approx = f"{f:g}"
+        return f"{x} (≈ {approx})" if exact and Fraction(f) != x else approx
+    approx = _scientific(x)  # (past the largest float, or below the least normal one)
+    return f"{x} (≈ {approx})" if exact else approx
+
+
+def _scientific(x: Fraction) -> str:
+    """``x`` (not 0) to six significant digits, as ``%g`` writes a large or small number."""
+    sign = "-" if x < 0 else ""
+    x = abs(x)
+    e = len(str(x.numerator)) - len(str(x.denominator))  # (within one of the exponent)
+    while x >= Fraction(10) ** (e + 1):
+        e += 1
+    while x < Fraction(10) ** e:
+        e -= 1
+    digits = round(x * Fraction(10) ** (5 - e))  # six digits (ties to even), or 10^6 when x rounds up
+    if digits >= 10**6:
+        digits //= 10
+        e += 1
+    head = str(digits).rstrip("0")
+    mantissa = head[0] + ("." + head[1:] if len(head) > 1 else "")
+    return f"{sign}{mantissa}e{'-' if e < 0 else '+'}{abs(e):02d}"
 
 
 class Env:

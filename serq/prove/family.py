@@ -25,7 +25,7 @@ from typing import Any, Iterable, Sequence
 
 from .. import ir
 from ..expr import walk
-from .exact import Unsupported, exact
+from .exact import Unsupported, exact, shown
 
 #: The most values one attribute's support may have before the user is asked to bound it.
 MAX_SUPPORT = 4096
@@ -286,34 +286,29 @@ class Family:
         if kind == "times":
             times = self.arrivals[1]
             if self.endless:
-                parts.append(f"the program's arrivals, every {_show(times[1] - times[0])} from {_show(times[0])}"
+                parts.append(f"the program's arrivals, every {shown(times[1] - times[0])} from {shown(times[0])}"
                              " for all time")
             else:
                 n = self.sessions if self.sessions is not None else len(times)
                 parts.append(f"{n} session(s) at the program's instants")
         else:
             _, step, m, k = self.arrivals
-            shown = (", ".join(_show(step * i) for i in range(m)) if m <= 4 else
-                     f"0, {_show(step)}, …, {_show(step * (m - 1))}")
-            parts.append(f"{k} session(s), each arriving at one of {m} instants {shown}")
+            instants = (", ".join(shown(step * i) for i in range(m)) if m <= 4 else
+                        f"0, {shown(step)}, …, {shown(step * (m - 1))}")
+            parts.append(f"{k} session(s), each arriving at one of {m} instants {instants}")
         for slot, vals in self.choices.items():
             parts.append(f"`{self.names[slot]}` in {_values(vals)}")
         return "; ".join(parts) + (" (" + "; ".join(self.notes) + ")" if self.notes else "")
 
 
-def _show(x: Any) -> str:
-    x = Fraction(x)
-    return str(x.numerator) if x.denominator == 1 else f"{float(x):g}"
-
-
 def _values(vals: Sequence[Fraction]) -> str:
     if len(vals) <= 6:
-        return "{" + ", ".join(_show(v) for v in vals) + "}"
+        return "{" + ", ".join(shown(v) for v in vals) + "}"
     steps = {vals[i + 1] - vals[i] for i in range(len(vals) - 1)}
     if len(steps) == 1:
         step = steps.pop()
-        return f"{_show(vals[0])}..{_show(vals[-1])}" + ("" if step == 1 else f" step {_show(step)}")
-    return "{" + ", ".join(_show(v) for v in vals[:3]) + f", … {len(vals)} values, …, {_show(vals[-1])}}}"
+        return f"{shown(vals[0])}..{shown(vals[-1])}" + ("" if step == 1 else f" step {shown(step)}")
+    return "{" + ", ".join(shown(v) for v in vals[:3]) + f", … {len(vals)} values, …, {shown(vals[-1])}}}"
 
 
 def build_family(p: ir.Program, *, bounds: Sequence[Bound] = (), sessions: int | None = None,

@@ -24,7 +24,7 @@ from typing import Any
 
 from .. import ir
 from ..expr import walk
-from .exact import Env, Unsupported, compiled, exact
+from .exact import Env, Unsupported, compiled, exact, shown
 
 #: the most pieces the cost is checked on
 MAX_PIECES = 100_000
@@ -125,8 +125,8 @@ def prove_by_induction(p: ir.Program, claim: ir.Claim) -> str | None:
         if 2 * fu - fv < 0 or 2 * fv - fu < 0 or margin(b) < 0:
             return None
     return (f"by induction over the iterations, for every workload: each iteration of `{st.name}` of t tokens "
-            f"lasts at least {_show(alpha / gamma) if gamma else '0'}·t (checked for every t up to the budget "
-            f"{_show(budget)}), and the claim holds when nothing has been served")
+            f"lasts at least {shown(alpha / gamma) if gamma else '0'}·t (checked for every t up to the budget "
+            f"{shown(budget)}), and the claim holds when nothing has been served")
 
 
 def _degree(e: ir.Expr) -> int:
@@ -204,8 +204,3 @@ def _tok_lin(e: ir.Expr) -> tuple[Fraction, Fraction] | None:
     return None
 
 
-def _show(x: Fraction) -> str:
-    """A bound as the reason gives it: a whole number in full up to 15 digits, else 6 significant ones."""
-    if x.denominator == 1 and abs(x.numerator) < 10**15:
-        return str(x.numerator)
-    return f"{float(x):g}"

@@ -17,7 +17,7 @@ from fractions import Fraction
 from typing import Any, Sequence
 
 from .. import ir
-from .exact import Unsupported
+from .exact import Unsupported, shown
 from .explore import Explorer, Limits, Verdict, explore_endless
 from .family import Bound, Family, Unbounded, build_family
 
@@ -64,9 +64,9 @@ class Proof:
             what = "at end" if v.kind == "end" else f"{v.kind} iteration of {v.stage}"
             head = f"claim {v.name} ({what}): {v.verdict}"
             if v.first is not None:
-                head += f" at {_show(v.first)}"
+                head += f" at {_exactly(v.first)}"
             if v.period is not None and v.verdict in ("proved", "no witness"):
-                head += f", for all time (the path repeats every {_show(v.period)})"
+                head += f", for all time (the path repeats every {_exactly(v.period)})"
             lines.append(head)
             if v.reason:
                 lines.append(f"  why: {v.reason}")
@@ -77,8 +77,8 @@ class Proof:
             if v.sessions is not None:
                 label = "witness" if v.verdict == "witnessed" else "counterexample"
                 for s in v.sessions:
-                    attrs = ", ".join(f"{k} = {_show(x)}" for k, x in s["attributes"].items())
-                    lines.append(f"  {label}: session {s['serial']} arrives at {_show(s['arrival'])}"
+                    attrs = ", ".join(f"{k} = {_exactly(x)}" for k, x in s["attributes"].items())
+                    lines.append(f"  {label}: session {s['serial']} arrives at {_exactly(s['arrival'])}"
                                  + (f": {attrs}" if attrs else ""))
             replay = self.replay(v)
             if replay is not None:
@@ -93,14 +93,6 @@ class Proof:
         if any(v.verdict == "unknown" for v in self.verdicts):
             return 5
         return 0
-
-
-def _show(x: Any) -> str:
-    x = Fraction(x)
-    if x.denominator == 1:
-        return str(x.numerator)
-    f = float(x)
-    return f"{f:g}" if Fraction(f) == x else f"{x} (≈ {f:g})"
 
 
 def prove(program: ir.Program, *, bounds: Sequence[Bound] = (), sessions: int | None = None,
@@ -220,3 +212,8 @@ def _machines(p: ir.Program, family: Family):
     _, step, m, k = family.arrivals
     for combo in itertools.combinations_with_replacement(range(m), k):
         yield Machine(p, arrivals=[step * i for i in combo])
+
+
+def _exactly(x: Any) -> str:
+    """A time or value of a verdict: exact (a whole number in full), with six digits beside a fraction."""
+    return shown(x, exact=True)

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import serq
+from serq.prove.exact import shown
 from serq.prove.explore import Limits
 from serq.prove.family import Bound
 from serq.prove.periodic import Nonlinear, repetitions_to_check
@@ -269,6 +270,33 @@ def test_a_huge_bound_in_the_induction_reason_is_given_in_six_digits_not_three_h
     v = _verdicts(prove(_prog(tmp_path, text)))["rate"]
     assert (v.verdict, v.family) == ("proved", "every workload, every path")
     assert "lasts at least 5e+299·t" in v.reason and len(v.reason) < 300, v.reason
+
+
+@pytest.mark.parametrize("value", ["1e-320", "1e300"])
+def test_constants_past_the_floats_give_verdicts_in_six_digits(value):
+    # `serq prove programs/papers/bari_rad.sq --set bcol=1e-320` ended in an internal error (the
+    # induction's rate 1/1e-320 past the largest float), and `bcol=1e300` described `vp` with integers
+    # of 301 digits
+    code, out, _err = cli_streams("prove", str(ROOT / "programs/papers/bari_rad.sq"), "--max-states", "2000",
+                                  "--max-paths", "40", "--set", f"bcol={value}")
+    assert code == 5, out
+    assert "claim token_rate (every iteration of E): proved" in out
+    assert f"up to the budget {value.replace('e3', 'e+3')})" in out
+    assert max(len(line) for line in out.splitlines()) < 400, out
+
+
+@pytest.mark.parametrize("x, plain, exactly", [
+    (Fraction(5), "5", "5"),
+    (Fraction(1, 3), "0.333333", "1/3 (≈ 0.333333)"),
+    (Fraction(10**15), "1e+15", "1000000000000000"),
+    (Fraction(10) ** 320, "1e+320", str(10**320)),
+    (-Fraction(10) ** 320 / 7, "-1.42857e+319", f"-{10**320}/7 (≈ -1.42857e+319)"),
+    (Fraction(1, 10**320), "1e-320", f"1/{10**320} (≈ 1e-320)"),
+    (Fraction(9999995) * Fraction(10) ** 315, "1e+322", str(9999995 * 10**315)),  # (a tie, to even)
+])
+def test_a_number_is_shown_whole_or_in_six_digits_past_the_floats_too(x, plain, exactly):
+    assert shown(x) == plain
+    assert shown(x, exact=True) == exactly
 
 
 def test_serq_prove_exits_0_proved_4_refuted_5_unknown_and_prints_json(tmp_path):
