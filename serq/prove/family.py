@@ -62,6 +62,13 @@ def _fin(xs: Iterable[Fraction]) -> Finite:
     return Finite(vals)
 
 
+def _too_many(count: Any) -> None:
+    """:class:`Unbounded` when a support of ``count`` values is too large to list
+    (counted first: listing 1e300 values to count them would never end)."""
+    if count > MAX_SUPPORT:
+        raise Unbounded(f"{shown(count)} values")
+
+
 def _as_range(s: Support) -> tuple[Any, Any, bool]:
     """(lo, hi, whole) of a support."""
     if isinstance(s, Finite):
@@ -137,6 +144,7 @@ def support(e: ir.Expr, attrs: dict[int, Support]) -> Support:
             k, other = (ca, b) if ca is not None else (cb, a)
             lo, hi, whole = _as_range(other)
             if isinstance(other, Whole) and k is not None and k.denominator == 1 and k != 0 and hi != math.inf:
+                _too_many(hi - lo + 1)
                 return _fin(k * v for v in _whole_values(other))
             return Real(*sorted((k * lo, k * hi), key=float)) if k != 0 else Finite((Fraction(0),))
         if e.op in ("+", "-") and (ca is not None or cb is not None):

@@ -285,6 +285,18 @@ def test_constants_past_the_floats_give_verdicts_in_six_digits(value):
     assert max(len(line) for line in out.splitlines()) < 400, out
 
 
+def test_a_support_too_large_to_list_is_counted_not_listed():
+    # `serq prove programs/papers/bari_rad.sq --set vpmax=1e300` listed the 1e300 values of
+    # `bcol * floor(~uniform(1, vpmax + 1))` to find there were too many: it never ended
+    code, out, _err = cli_streams("prove", str(ROOT / "programs/papers/bari_rad.sq"), "--max-states", "2000",
+                                  "--max-paths", "40", "--set", "vpmax=1e300")
+    assert code == 5, out
+    assert "the family has no bound: `vp` (1e+300 values): bound it with --bound vp=LO..HI" in out
+    code, out, _err = cli_streams("prove", str(ROOT / "programs/papers/bari_rad.sq"), "--max-states", "2000",
+                                  "--max-paths", "40", "--set", "vpmax=1e5")
+    assert "the family has no bound: `vp` (100000 values)" in out
+
+
 @pytest.mark.parametrize("x, plain, exactly", [
     (Fraction(5), "5", "5"),
     (Fraction(1, 3), "0.333333", "1/3 (≈ 0.333333)"),
