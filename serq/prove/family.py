@@ -122,8 +122,11 @@ def support(e: ir.Expr, attrs: dict[int, Support]) -> Support:
     if isinstance(e, ir.Call) and e.fn in ("min", "max") and len(e.args) == 2:
         a, b = (support(x, attrs) for x in e.args)
         if isinstance(a, Finite) and isinstance(b, Finite):
-            f = min if e.fn == "min" else max
-            return _fin(f(x, y) for x in a.values for y in b.values)
+            # (each value of a pair's min is a value of one side that the other side reaches up to,
+            # and of its max one the other side reaches down to: the pairs need not be listed)
+            if e.fn == "min":
+                return _fin([x for x in a.values if x <= b.values[-1]] + [y for y in b.values if y <= a.values[-1]])
+            return _fin([x for x in a.values if x >= b.values[0]] + [y for y in b.values if y >= a.values[0]])
         cb = _const(b) if _const(b) is not None else _const(a)
         other = a if _const(b) is not None else b
         if cb is not None:
@@ -137,6 +140,11 @@ def support(e: ir.Expr, attrs: dict[int, Support]) -> Support:
     if isinstance(e, ir.Binary) and e.op in ("+", "-", "*"):
         a, b = (support(x, attrs) for x in (e.a, e.b))
         if isinstance(a, Finite) and isinstance(b, Finite):
+            if e.op != "*" and len(a.values) + len(b.values) - 1 > MAX_SUPPORT:
+                # a sum or difference of m and n distinct numbers takes at least m + n − 1 values
+                # (the least of one side with each of the other, then the greatest of the other
+                # with each of the first): too many, without listing the m·n pairs
+                raise Unbounded(f"at least {len(a.values) + len(b.values) - 1} values")
             op = {"+": lambda x, y: x + y, "-": lambda x, y: x - y, "*": lambda x, y: x * y}[e.op]
             return _fin(op(x, y) for x in a.values for y in b.values)
         ca, cb = _const(a), _const(b)
