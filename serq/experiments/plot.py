@@ -35,6 +35,7 @@ from typing import Any, Mapping, Sequence
 from ..errors import SerqError, UsageError, suggest
 from ..report import shortest
 from .stats import Interval, across
+from .summary import nearest_figure
 
 #: The output formats, by suffix.
 FORMATS = {".png": "png", ".svg": "svg"}
@@ -123,9 +124,9 @@ def _columns(rows: Sequence[Mapping[str, Any]]) -> list[str]:
 def _need_column(name: str, columns: Sequence[str], source: str) -> None:
     if name in columns:
         return
-    best = suggest(name, columns)
-    if best is not None:
-        raise UsageError(f"unknown column `{name}` in {source}; did you mean `{best}`?")
+    got = nearest_figure(name, columns)
+    if got is not None:
+        raise UsageError(f"unknown column `{name}` in {source}; did you mean `{got[0]}`?")
     head, dot, _ = name.rpartition(".")
     near = [c for c in columns if dot and c.startswith(head + dot)]  # client.ttft.p9: client.ttft.*
     listed = near or list(columns)

@@ -322,11 +322,36 @@ def check_show(show: Sequence[str], known: Mapping[str, None], axes: Sequence[st
         raise UsageError(f"unknown figure `{f}`: no run of this sweep has it", helps=_figure_helps(f, columns))
 
 
-def _figure_helps(f: str, columns: Sequence[str]) -> list[str]:
-    """For an unknown figure ``f``: the one near name, else the figures under its stem."""
+def nearest_figure(f: str, columns: Sequence[str]) -> tuple[str, str] | None:
+    """The figure an unknown name ``f`` most likely meant, and the stem it
+    was found by (``""`` when by the whole name): a column within two edits
+    of ``f``; else, where ``f`` names a figure of several columns, or is
+    within two edits of one (``gauge.kv_usage_max`` for
+    ``gauges.kv_usage_max``), that figure's mean (or first column); None when
+    nothing is that near."""
     best = suggest(f, list(columns))
+    if best is not None:
+        return best, ""
+    stems: dict[str, str] = {}
+    for c in columns:
+        stem = c.rpartition(".")[0]
+        if stem and (stem not in stems or c == stem + ".mean"):
+            stems[stem] = c
+    stem = f if f in stems else suggest(f, list(stems))
+    return (stems[stem], stem) if stem is not None else None
+
+
+def _figure_helps(f: str, columns: Sequence[str]) -> list[str]:
+    """For an unknown figure ``f``: the one it most likely meant (and its
+    stem's other figures), else the figures under its own stem."""
+    got = nearest_figure(f, columns)
+    if got is not None:
+        best, stem = got
+        helps = [f"did you mean `{best}`?"]
+        if stem:
+            helps.append(f"the figures `{stem}.*`: {', '.join(c for c in columns if c.startswith(stem + '.'))}")
+        return helps
     stem = f.rpartition(".")[0] + "."
     near = [c for c in columns if c.startswith(stem)] if stem != "." else []
-    return ([f"did you mean `{best}`?"] if best
-            else [f"the figures `{stem}*`: {', '.join(near)}"] if near
+    return ([f"the figures `{stem}*`: {', '.join(near)}"] if near
             else ["the figures are the columns of --out (see --json)"])

@@ -147,6 +147,9 @@ def test_an_axis_that_is_neither_x_nor_hue_is_an_error_naming_it():
                                    "`policy`, `seed`, `horizon`, `client.ttft.p99`, `pools.kv.preemptions`"),
     ({"y": "client.ttft.p999"}, "unknown column `client.ttft.p999` in the rows; did you mean `client.ttft.p99`?"),
     ({"x": "Lamda"}, "unknown column `Lamda` in the rows; did you mean `Lambda`?"),
+    # a figure named without its statistic, or near such a name: its column (the mean, else the first)
+    ({"y": "pools.kv"}, "unknown column `pools.kv` in the rows; did you mean `pools.kv.preemptions`?"),
+    ({"y": "client.ttf"}, "unknown column `client.ttf` in the rows; did you mean `client.ttft.p99`?"),
     ({"hue": "polcy"}, "unknown column `polcy` in the rows; did you mean `policy`?"),
     ({"y": "policy", "hue": "policy"}, "column `policy` is not a number (it holds `fcfs`)"),
     ({"where": ["policy=lpm"], "hue": "policy"}, "no rows in the rows have policy=lpm"),

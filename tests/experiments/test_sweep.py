@@ -9,6 +9,7 @@ from frontend_util import cli_main
 
 from serq.errors import UsageError
 from serq.experiments.grid import parse_seeds, parse_set_axis, parse_slo, value_text
+from serq.experiments.summary import nearest_figure
 
 MG1 = "programs/single-turn/mg1.sq"
 
@@ -125,6 +126,22 @@ def test_an_unknown_figure_with_no_single_near_name_lists_its_siblings() -> None
     assert code == 2, out
     assert "help: the figures `observes.response.*`: observes.response.count, observes.response.mean," in out
     assert "observes.response.p99" in out
+
+
+def test_a_figure_named_without_its_statistic_or_near_one_gets_its_mean() -> None:
+    # `--show gauge.kv_usage_max` (for gauges.kv_usage_max.mean) had no did-you-mean: the name is
+    # more than two edits from every column, but one edit from a figure's stem
+    code, out = cli_main("sweep", MG1, "--quiet", "--jobs", "1", "--set", "lam=0.5", "--horizon", "20",
+                         "--warmup", "0", "--show", "observe.response")
+    assert code == 2, out
+    assert "help: did you mean `observes.response.mean`?" in out
+    assert "help: the figures `observes.response.*`: observes.response.count, observes.response.mean," in out
+    columns = ["client.ttft.count", "client.ttft.mean", "gauges.kv.mean", "gauges.kv.ci", "pools.kv.preemptions"]
+    assert nearest_figure("gauge.kv", columns) == ("gauges.kv.mean", "gauges.kv")
+    assert nearest_figure("client.ttft", columns) == ("client.ttft.mean", "client.ttft")  # (the mean, not the first)
+    assert nearest_figure("pools.kv", columns) == ("pools.kv.preemptions", "pools.kv")
+    assert nearest_figure("client.ttft.man", columns) == ("client.ttft.mean", "")
+    assert nearest_figure("stages.engine", columns) is None
 
 
 def test_an_unknown_policy_is_a_usage_error() -> None:
