@@ -337,8 +337,8 @@ def nearest_figure(f: str, columns: Sequence[str]) -> tuple[str, str] | None:
         stem = c.rpartition(".")[0]
         if stem and (stem not in stems or c == stem + ".mean"):
             stems[stem] = c
-    stem = f if f in stems else suggest(f, list(stems))
-    return (stems[stem], stem) if stem is not None else None
+    near = f if f in stems else suggest(f, list(stems))
+    return (stems[near], near) if near is not None else None
 
 
 def _figure_helps(f: str, columns: Sequence[str]) -> list[str]:
