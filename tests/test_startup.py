@@ -74,6 +74,28 @@ def test_serq_run_imports_no_pydantic_tabulate_or_draw() -> None:
     assert not loaded(mods, NEVER)
 
 
+def _blas_threads_after(code: str, **environ: str | None) -> str:
+    """``OPENBLAS_NUM_THREADS`` as a fresh interpreter sees it once ``code`` has run."""
+    probe = f"import os, sys\n{code}\nprint(os.environ.get('OPENBLAS_NUM_THREADS', 'unset'))"
+    child = env(**{k: v for k, v in environ.items() if v is not None})
+    for k in [k for k, v in environ.items() if v is None]:
+        child.pop(k, None)
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, env=child)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip().splitlines()[-1]
+
+
+def test_the_command_starts_blas_with_one_thread_unless_the_user_chose() -> None:
+    # serq never calls BLAS; OpenBLAS's threads only take CPU from the run (serq/cli.py, one_blas_thread)
+    call = "from serq import cli\ncli.one_blas_thread()"
+    assert _blas_threads_after(call, OPENBLAS_NUM_THREADS=None) == "1"
+    assert _blas_threads_after(call, OPENBLAS_NUM_THREADS="4") == "4"  # the user's choice stands
+    # NumPy loaded already (its pool started): nothing to change; and a library caller's process is left alone
+    assert _blas_threads_after("import numpy\n" + call, OPENBLAS_NUM_THREADS=None) == "unset"
+    assert _blas_threads_after("import serq\nserq.run(serq.load('programs/single-turn/mg1.sq'), horizon=5, warmup=0)",
+                               OPENBLAS_NUM_THREADS=None) == "unset"
+
+
 def test_a_refused_option_value_still_gets_typer_s_message() -> None:
     from frontend_util import cli_main
 
