@@ -75,22 +75,33 @@ def number(x: float) -> Q:
 
 def shown(x: Any, exact: bool = False) -> str:
     """An exact number as a verdict gives it: a whole number in full (of up to
-    15 digits, or any number of them with ``exact``), else six significant
-    digits (``0.333333``; ``1e+320`` and ``1e-320`` from the integers, where
-    a float would overflow or lose digits).  With ``exact``, a value the six
-    digits do not give exactly is followed by them: ``1/3 (≈ 0.333333)``."""
+    15 digits), else six significant digits (``0.333333``; ``1e+320`` and
+    ``1e-320`` from the integers, where a float would overflow or lose
+    digits).  With ``exact``, a value is given exactly where that takes at
+    most :data:`EXACT_CHARS` characters, followed by the six digits where
+    they are not the same (``1/3 (≈ 0.333333)``), and by them alone, after a
+    ``≈``, where it takes more."""
     x = Fraction(x)
-    if x.denominator == 1 and (exact or abs(x.numerator) < 10**15):
-        return str(x.numerator)
+    whole = x.denominator == 1
+    text = str(x.numerator) if whole else str(x)
+    if whole and (abs(x.numerator) < 10**15 or (exact and len(text) <= EXACT_CHARS)):
+        return text
     try:
         f = float(x)
     except OverflowError:
         f = math.inf
     if f and abs(f) < math.inf and not abs(f) < sys.float_info.min:
         approx = f"{f:g}"
-        return f"{x} (≈ {approx})" if exact and Fraction(f) != x else approx
-    approx = _scientific(x)  # (past the largest float, or below the least normal one)
-    return f"{x} (≈ {approx})" if exact else approx
+        same = Fraction(f) == x and Fraction(approx) == x
+    else:
+        approx, same = _scientific(x), False  # (past the largest float, or below the least normal one)
+    if not exact or same:
+        return approx
+    return f"{text} (≈ {approx})" if len(text) <= EXACT_CHARS else f"≈ {approx}"
+
+
+#: the longest exact value a verdict gives (``shown``); a longer one is given to six digits
+EXACT_CHARS = 40
 
 
 def _scientific(x: Fraction) -> str:

@@ -327,10 +327,14 @@ def test_a_sum_of_two_large_supports_is_refused_by_its_count_without_listing_its
     (Fraction(5), "5", "5"),
     (Fraction(1, 3), "0.333333", "1/3 (≈ 0.333333)"),
     (Fraction(10**15), "1e+15", "1000000000000000"),
-    (Fraction(10) ** 320, "1e+320", str(10**320)),
-    (-Fraction(10) ** 320 / 7, "-1.42857e+319", f"-{10**320}/7 (≈ -1.42857e+319)"),
-    (Fraction(1, 10**320), "1e-320", f"1/{10**320} (≈ 1e-320)"),
-    (Fraction(9999995) * Fraction(10) ** 315, "1e+322", str(9999995 * 10**315)),  # (a tie, to even)
+    (Fraction(1, 10), "0.1", "1/10 (≈ 0.1)"),
+    (Fraction(1234567, 1024), "1205.63", "1234567/1024 (≈ 1205.63)"),  # (a float, but not its six digits)
+    (Fraction(10**39), "1e+39", str(10**39)),  # (forty digits: exact)
+    (Fraction(10) ** 320, "1e+320", "≈ 1e+320"),  # (longer: six digits)
+    (-Fraction(10) ** 320 / 7, "-1.42857e+319", "≈ -1.42857e+319"),
+    (Fraction(1, 10**320), "1e-320", "≈ 1e-320"),
+    (Fraction(47063, 5) + Fraction(1, 10**320), "9412.6", "≈ 9412.6"),  # dai_fastertransformer.sq, a=1e-320
+    (Fraction(9999995) * Fraction(10) ** 315, "1e+322", "≈ 1e+322"),  # (a tie, to even)
 ])
 def test_a_number_is_shown_whole_or_in_six_digits_past_the_floats_too(x, plain, exactly):
     assert shown(x) == plain
