@@ -202,5 +202,3 @@ def _tok_lin(e: ir.Expr) -> tuple[Fraction, Fraction] | None:
         if e.op == "/" and b[0] == 0 and b[1] != 0:
             return a[0] / b[1], a[1] / b[1]
     return None
-
-
