@@ -119,11 +119,17 @@ def test_an_unknown_axis_gets_a_did_you_mean() -> None:
     assert "help: did you mean `lam`?" in out
 
 
+def _refused_show(figure: str) -> str:
+    """What `serq sweep --show FIGURE` says of a figure no run has (exit 2)."""
+    code, out = cli_main("sweep", MG1, "--quiet", "--jobs", "1", "--set", "lam=0.5", "--horizon", "20",
+                         "--warmup", "0", "--show", figure)
+    assert code == 2, out
+    return out
+
+
 def test_an_unknown_figure_with_no_single_near_name_lists_its_siblings() -> None:
     # p98 is as near to p90 as to p99: no did-you-mean, but the row's figures under that name
-    code, out = cli_main("sweep", MG1, "--quiet", "--jobs", "1", "--set", "lam=0.5", "--horizon", "20",
-                         "--warmup", "0", "--show", "observes.response.p98")
-    assert code == 2, out
+    out = _refused_show("observes.response.p98")
     assert "help: the figures `observes.response.*`: observes.response.count, observes.response.mean," in out
     assert "observes.response.p99" in out
 
@@ -131,9 +137,7 @@ def test_an_unknown_figure_with_no_single_near_name_lists_its_siblings() -> None
 def test_a_figure_named_without_its_statistic_or_near_one_gets_its_mean() -> None:
     # `--show gauge.kv_usage_max` (for gauges.kv_usage_max.mean) had no did-you-mean: the name is
     # more than two edits from every column, but one edit from a figure's stem
-    code, out = cli_main("sweep", MG1, "--quiet", "--jobs", "1", "--set", "lam=0.5", "--horizon", "20",
-                         "--warmup", "0", "--show", "observe.response")
-    assert code == 2, out
+    out = _refused_show("observe.response")
     assert "help: did you mean `observes.response.mean`?" in out
     assert "help: the figures `observes.response.*`: observes.response.count, observes.response.mean," in out
     columns = ["client.ttft.count", "client.ttft.mean", "gauges.kv.mean", "gauges.kv.ci", "pools.kv.preemptions"]
