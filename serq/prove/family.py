@@ -69,6 +69,16 @@ def _too_many(count: Any) -> None:
         raise Unbounded(f"{shown(count)} values")
 
 
+def _products_at_least(a: Sequence[Fraction], b: Sequence[Fraction]) -> int:
+    """The fewest values the products of two sets of distinct numbers can
+    take: m positive (or negative) numbers times n positive (or negative)
+    ones take at least m + n − 1, as the sums of their logarithms do; the
+    products of the other signs may fall on those, so the most of the four
+    counts is the bound (0 when a side is all zeros)."""
+    signs = [(sum(1 for x in xs if x > 0), sum(1 for x in xs if x < 0)) for xs in (a, b)]
+    return max([m + n - 1 for m in signs[0] for n in signs[1] if m and n], default=0)
+
+
 def _as_range(s: Support) -> tuple[Any, Any, bool]:
     """(lo, hi, whole) of a support."""
     if isinstance(s, Finite):
@@ -140,11 +150,12 @@ def support(e: ir.Expr, attrs: dict[int, Support]) -> Support:
     if isinstance(e, ir.Binary) and e.op in ("+", "-", "*"):
         a, b = (support(x, attrs) for x in (e.a, e.b))
         if isinstance(a, Finite) and isinstance(b, Finite):
-            if e.op != "*" and len(a.values) + len(b.values) - 1 > MAX_SUPPORT:
-                # a sum or difference of m and n distinct numbers takes at least m + n − 1 values
-                # (the least of one side with each of the other, then the greatest of the other
-                # with each of the first): too many, without listing the m·n pairs
-                raise Unbounded(f"at least {len(a.values) + len(b.values) - 1} values")
+            # a sum or difference of m and n distinct numbers takes at least m + n − 1 values (the
+            # least of one side with each of the other, then the greatest of the other with each of
+            # the first), a product as many of one sign: too many, without listing the m·n pairs
+            fewest = _products_at_least(a.values, b.values) if e.op == "*" else len(a.values) + len(b.values) - 1
+            if fewest > MAX_SUPPORT:
+                raise Unbounded(f"at least {fewest} values")
             op = {"+": lambda x, y: x + y, "-": lambda x, y: x - y, "*": lambda x, y: x * y}[e.op]
             return _fin(op(x, y) for x in a.values for y in b.values)
         ca, cb = _const(a), _const(b)

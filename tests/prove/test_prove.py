@@ -14,7 +14,7 @@ import serq
 from serq import ir
 from serq.prove.exact import shown
 from serq.prove.explore import Limits
-from serq.prove.family import Bound, Finite, Unbounded, support
+from serq.prove.family import Bound, Finite, Unbounded, _products_at_least, support
 from serq.prove.periodic import Nonlinear, repetitions_to_check
 from serq.prove.verdicts import prove
 from tests.frontend_util import cli_streams
@@ -311,13 +311,26 @@ def test_min_and_max_of_two_listed_supports_are_found_without_their_pairs():
             assert isinstance(got, Finite) and got.values == tuple(sorted({f(x, y) for x in a for y in b}))
 
 
-def test_a_sum_of_two_large_supports_is_refused_by_its_count_without_listing_its_pairs():
+def test_a_sum_difference_or_product_of_two_large_supports_is_refused_by_its_count_not_its_pairs():
     # `1 + a + b` with a and b each of 4000 values: 16 million pairs were listed (80 s) to find more
     # than 4096 sums; m + n − 1 of them at least tells it at once
     big = Finite(tuple(Fraction(v) for v in range(4000)))
     for op in ("+", "-"):
         with pytest.raises(Unbounded, match="at least 7999 values"):
             support(ir.Binary(op, ir.Attr(20, "a"), ir.Attr(21, "b")), {20: big, 21: big})
+    # a product too: m positive numbers times n positive ones take at least m + n − 1 values (as sums
+    # of their logarithms); with a sign each, the most of the four counts
+    positive = Finite(tuple(Fraction(v) for v in range(1, 4001)))
+    with pytest.raises(Unbounded, match="at least 7999 values"):
+        support(ir.Binary("*", ir.Attr(20, "a"), ir.Attr(21, "b")), {20: positive, 21: positive})
+    signed = Finite(tuple(Fraction(v) for v in range(-3, 4)))  # (7 values: 3 negative, a zero, 3 positive)
+    got = support(ir.Binary("*", ir.Attr(20, "a"), ir.Attr(21, "b")), {20: signed, 21: signed})
+    assert isinstance(got, Finite) and got.values == tuple(sorted({x * y for x in signed.values for y in signed.values}))
+    rnd = random.Random(5)
+    for _ in range(300):  # the bound never exceeds the products' count
+        a, b = (tuple(sorted({Fraction(rnd.randint(-9, 9), rnd.choice([1, 2])) for _ in range(rnd.randint(1, 8))}))
+                for _ in range(2))
+        assert _products_at_least(a, b) <= len({x * y for x in a for y in b})
     small = Finite(tuple(Fraction(v) for v in range(3)))
     got = support(ir.Binary("+", ir.Attr(20, "a"), ir.Attr(21, "b")), {20: small, 21: small})
     assert isinstance(got, Finite) and got.values == tuple(Fraction(v) for v in range(5))
