@@ -62,13 +62,6 @@ def _fin(xs: Iterable[Fraction]) -> Finite:
     return Finite(vals)
 
 
-def _too_many(count: Any) -> None:
-    """:class:`Unbounded` when a support of ``count`` values is too large to list
-    (counted first: listing 1e300 values to count them would never end)."""
-    if count > MAX_SUPPORT:
-        raise Unbounded(f"{shown(count)} values")
-
-
 def _products_at_least(a: Sequence[Fraction], b: Sequence[Fraction]) -> int:
     """The fewest values the products of two sets of distinct numbers can
     take: m positive (or negative) numbers times n positive (or negative)
@@ -163,8 +156,8 @@ def support(e: ir.Expr, attrs: dict[int, Support]) -> Support:
             k, other = (ca, b) if ca is not None else (cb, a)
             lo, hi, whole = _as_range(other)
             if isinstance(other, Whole) and k is not None and k.denominator == 1 and k != 0 and hi != math.inf:
-                _too_many(hi - lo + 1)
-                return _fin(k * v for v in _whole_values(other))
+                # (a Whole holds more than MAX_SUPPORT values, `_whole`: counted, not listed to count)
+                raise Unbounded(f"{shown(hi - lo + 1)} values")
             return Real(*sorted((k * lo, k * hi), key=float)) if k != 0 else Finite((Fraction(0),))
         if e.op in ("+", "-") and (ca is not None or cb is not None):
             if cb is not None:
@@ -200,10 +193,6 @@ def _whole(lo: Any, hi: Any) -> Support:
     if hi != math.inf and lo != -math.inf and hi - lo + 1 <= MAX_SUPPORT:
         return _fin(Fraction(v) for v in range(int(lo), int(hi) + 1))
     return Whole(lo, hi)
-
-
-def _whole_values(s: Whole) -> range:
-    return range(int(s.lo), int(s.hi) + 1)
 
 
 @dataclass(frozen=True)
