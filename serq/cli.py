@@ -849,10 +849,10 @@ def one_blas_thread() -> None:
     """Start NumPy's BLAS with one thread in a ``serq`` process, unless the
     user chose (``OPENBLAS_NUM_THREADS`` set) or NumPy is already loaded.
     serQ never calls BLAS (its arrays are elementwise and sequential sums),
-    but OpenBLAS starts a thread a core when NumPy is imported, and on a
-    shared machine they take CPU from the run: ``serq run`` of the very long
-    outputs of docs/speed.md in 0.80 s against 0.90 s, best of three.  A
-    library caller's process is left as it is (:func:`serq.run` sets nothing)."""
+    but OpenBLAS starts a thread a core when NumPy is imported, and they take
+    CPU from the run (docs/speed.md, "NumPy's BLAS with one thread": 0.80–0.99 s
+    of user CPU against 0.94–1.07 s on the very long outputs).  A library
+    caller's process is left as it is (:func:`serq.run` sets nothing)."""
     if "numpy" not in sys.modules:
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 

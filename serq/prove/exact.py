@@ -83,7 +83,7 @@ def shown(x: Any, exact: bool = False) -> str:
     ``≈``, where it takes more."""
     x = Fraction(x)
     whole = x.denominator == 1
-    text = str(x.numerator) if whole else str(x)
+    text = str(x)  # (a whole Fraction's is its numerator's)
     if whole and (abs(x.numerator) < 10**15 or (exact and len(text) <= EXACT_CHARS)):
         return text
     try:
