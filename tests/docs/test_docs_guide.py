@@ -5,12 +5,13 @@ The conventions (stated at the top of the guide too):
 
 * Every line of a ```` ```sh ```` block is a shell command (``bash -c``), unless
   it is empty or starts with ``#``; a line ending in ``\\`` continues on the
-  next.  The commands run in the order of the page (all of them, once, whichever
-  tests are selected), in **one work folder**
-  (a temporary directory holding symbolic links ``programs``, ``lib`` and
-  ``docs`` to the checkout), so they are the commands a reader types at the
-  top of the checkout, and the files they write (``--out``, ``--dump``) land
-  in the work folder.  ``serq`` and ``python`` are this interpreter's.  A
+  next.  The commands of a section (a ``## `` heading) run in the order of the
+  page, in **one work folder** of the section's own (a temporary directory
+  holding symbolic links ``programs``, ``lib`` and ``docs`` to the checkout),
+  so they are the commands a reader types at the top of the checkout, and the
+  files they write (``--out``, ``--dump``) land in the work folder.  A
+  section reads only the files its own steps wrote, so the sections are
+  separate tests, which pytest-xdist spreads over the cores.  ``serq`` and ``python`` are this interpreter's.  A
   command that exits non-zero fails the test.
 * A ```` ```csv NAME ```` block (a language and a file name) is a file the
   reader writes by hand: the test writes it to NAME in the work folder when
@@ -32,6 +33,7 @@ import os
 import re
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -134,37 +136,68 @@ def run_step(step: dict, work: Path) -> str | None:
     return None
 
 
-@pytest.fixture(scope="module")
-def ran(tmp_path_factory) -> dict[int, str | None]:
-    """Every step of the page, run once in order in one work folder (so that
-    selecting one step's test still runs the steps it depends on)."""
-    work = tmp_path_factory.mktemp("guide")
-    for name in ("programs", "lib", "docs"):
-        (work / name).symlink_to(ROOT / name)
-    results: dict[int, str | None] = {}
-    failed = None
+def sections() -> list[tuple[str, list[dict]]]:
+    """The guide's steps by section: (the ``## `` heading, its steps in page order)."""
+    heads = [(TEXT.count("\n", 0, m.start()) + 1, m.group(1).strip())
+             for m in re.finditer(r"^## (.*)$", TEXT, flags=re.M)]
+    out: list[tuple[str, list[dict]]] = []
     for step in STEPS:
-        if failed is not None:
-            results[step["line"]] = f"not run: the step at docs/guide.md:{failed} failed"
-            continue
-        result = results[step["line"]] = run_step(step, work)
-        if result is not None and not result.startswith("skip:"):
-            failed = step["line"]
-    return results
+        title = next((t for line, t in reversed(heads) if line < step["line"]), "(before any section)")
+        if not out or out[-1][0] != title:
+            out.append((title, []))
+        out[-1][1].append(step)
+    return out
+
+
+SECTIONS = sections()
 
 
 def test_the_guide_has_commands_and_outputs():
     kinds = [s["kind"] for s in STEPS]
     assert kinds.count("sh") >= 5 and "file" in kinds
     assert sum(1 for s in STEPS if s.get("expect")) >= 5
+    assert len(SECTIONS) >= 5
 
 
-@pytest.mark.parametrize("step", STEPS, ids=lambda s: f"line{s['line']}")
-def test_a_step_of_the_guide(step, ran):
-    result = ran[step["line"]]
-    if result is not None and result.startswith("skip:"):
-        pytest.skip(result[5:].strip())
-    assert result is None, result
+def test_no_section_reads_a_file_another_section_wrote():
+    """The sections run apart, each in its own folder: no step names a file (``--out``, ``-o``,
+    ``--dump``, ``>``, or a ```` ```csv NAME ```` block) that only an earlier section wrote."""
+    written: dict[str, str] = {}
+    for title, steps in SECTIONS:
+        mine: set[str] = set()
+        for step in steps:
+            if step["kind"] == "file":
+                mine.add(step["name"])
+                continue
+            for command in step["commands"]:
+                words = command.split()
+                for name, where in written.items():
+                    assert name not in words or name in mine, (
+                        f"docs/guide.md:{step['line']} reads {name}, which section {where!r} wrote")
+                for k, w in enumerate(words[:-1]):
+                    if w in ("--out", "-o", "--dump", ">"):
+                        mine.add(words[k + 1])
+        written.update(dict.fromkeys(mine, title))
+    assert "knee.csv" in written and "tiny.csv" in written  # the check sees the page's files
+
+
+@pytest.mark.parametrize("section", SECTIONS, ids=lambda s: s[0].split(".")[0])
+def test_a_section_of_the_guide(section, tmp_path):
+    """Every step of a section in order, in one work folder; the steps after a failed one are not run."""
+    title, steps = section
+    for name in ("programs", "lib", "docs"):
+        (tmp_path / name).symlink_to(ROOT / name)
+    skipped = []
+    for step in steps:
+        result = run_step(step, tmp_path)
+        if result is not None and result.startswith("skip:"):
+            skipped.append(f"docs/guide.md:{step['line']}: {result[5:].strip()}")
+            continue
+        assert result is None, f"section {title!r}: {result}"
+    if len(skipped) == len(steps):
+        pytest.skip("; ".join(skipped))
+    for why in skipped:
+        warnings.warn(why, stacklevel=1)
 
 
 def test_a_python_block_is_an_example_file_verbatim():
