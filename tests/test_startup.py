@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -72,6 +73,36 @@ def test_serq_run_imports_no_pydantic_tabulate_or_draw() -> None:
     mods = modules_after(command("run", MG1, "--horizon", "5", "--warmup", "0", "--seed", "2", "--set", "lam=0.5"))
     assert "serq.sim.simulator" in mods  # it did run the program
     assert not loaded(mods, NEVER)
+
+
+def test_serq_run_imports_simpy_without_importlib_metadata() -> None:
+    # SimPy's __init__ asks importlib.metadata for its version: ~40 ms of imports (email, zipfile,
+    # socket) in every run; serq.sim imports SimPy with a stand-in there (serq/sim/__init__.py)
+    mods = modules_after(command("run", MG1, "--horizon", "5", "--warmup", "0"))
+    assert "simpy" in mods and "serq.sim.simulator" in mods
+    assert not loaded(mods, ("importlib.metadata", "email", "zipfile"))
+
+
+def _simpy_after(code: str) -> list[object]:
+    """What a fresh interpreter sees of SimPy once ``code`` has run: its version (as the real
+    importlib.metadata gives it too), whether that module is the real one, and SimPy's API."""
+    probe = (f"{code}\nimport sys, json, importlib, importlib.metadata as m, simpy\n"
+             "print(json.dumps([simpy.__version__, m.version('simpy'), m.__file__ is not None,"
+             " importlib.metadata is m, simpy.Environment.__name__, hasattr(simpy, 'nothing')]))")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, env=env())
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("first", [
+    "import serq.sim",  # the stand-in: SimPy's version on first use
+    "import importlib.metadata\nimport serq.sim",  # the real module already there: a plain import
+    "import threading, time\nthreading.Thread(target=time.sleep, args=(0.5,)).start()\nimport serq.sim",
+])
+def test_simpy_keeps_its_version_and_importlib_metadata_is_the_real_one(first: str) -> None:
+    seen = _simpy_after(first)
+    assert seen[0] == seen[1] and re.fullmatch(r"\d+\.\d+(\.\d+)?\S*", seen[0])
+    assert seen[2:] == [True, True, "Environment", False]
 
 
 def _blas_threads_after(code: str, **environ: str | None) -> str:
