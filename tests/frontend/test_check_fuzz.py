@@ -45,9 +45,11 @@ def write(tree: Path, name: str, text: str) -> Path:
     lib = text if name == "lib/vllm.sq" else SOURCES["lib/vllm.sq"]
     prog = SOURCES["programs/multi-turn/vllm.sq"] if name == "lib/vllm.sq" else text
     prog = prog.replace('use "std/vllm";', 'use "../../lib/vllm.sq";')  # the copy's library, mutated or not
-    (tree / "lib" / "vllm.sq").write_text(lib, encoding="utf-8")
+    # (a lone surrogate that `st.characters()` inserted is written as the bytes no UTF-8 file holds,
+    # as the random text below is: the check must refuse those too)
+    (tree / "lib" / "vllm.sq").write_text(lib, encoding="utf-8", errors="surrogatepass")
     path = tree / "programs" / "x" / "p.sq"
-    path.write_text(prog, encoding="utf-8")
+    path.write_text(prog, encoding="utf-8", errors="surrogatepass")
     return path
 
 
