@@ -75,6 +75,14 @@ def test_serq_run_imports_no_pydantic_tabulate_or_draw() -> None:
     assert not loaded(mods, NEVER)
 
 
+def last_line_after(probe: str, environ: dict[str, str] | None = None) -> str:
+    """The last line ``probe`` prints in a fresh interpreter (which must exit 0)."""
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True,
+                          env=env() if environ is None else environ)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip().splitlines()[-1]
+
+
 def test_serq_run_imports_simpy_without_importlib_metadata() -> None:
     # SimPy's __init__ asks importlib.metadata for its version: ~40 ms of imports (email, zipfile,
     # socket) in every run; serq.sim imports SimPy with a stand-in there (serq/sim/__init__.py)
@@ -89,9 +97,7 @@ def _simpy_after(code: str) -> list[object]:
     probe = (f"{code}\nimport sys, json, importlib, importlib.metadata as m, simpy\n"
              "print(json.dumps([simpy.__version__, m.version('simpy'), m.__file__ is not None,"
              " importlib.metadata is m, simpy.Environment.__name__, hasattr(simpy, 'nothing')]))")
-    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, env=env())
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return json.loads(last_line_after(probe))
 
 
 @pytest.mark.parametrize("first", [
@@ -111,9 +117,7 @@ def _blas_threads_after(code: str, **environ: str | None) -> str:
     child = env(**{k: v for k, v in environ.items() if v is not None})
     for k in [k for k, v in environ.items() if v is None]:
         child.pop(k, None)
-    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, env=child)
-    assert done.returncode == 0, done.stderr
-    return done.stdout.strip().splitlines()[-1]
+    return last_line_after(probe, child)
 
 
 def test_the_command_starts_blas_with_one_thread_unless_the_user_chose() -> None:
