@@ -38,10 +38,9 @@ def modules_after(code: str) -> set[str]:
         f"{code}\n"
         "sys.__stdout__.write('\\n@@' + json.dumps(sorted(sys.modules)))\n"
     )
-    # it only computes (its runs bounded by events, tests/bounds.py): no timeout
-    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, env=env())
-    assert "@@" in done.stdout, done.stderr
-    return set(json.loads(done.stdout.rsplit("@@", 1)[1]))
+    last = last_line_after(probe)
+    assert last.startswith("@@"), last
+    return set(json.loads(last[2:]))
 
 
 def command(*argv: str) -> str:
@@ -76,7 +75,8 @@ def test_serq_run_imports_no_pydantic_tabulate_or_draw() -> None:
 
 
 def last_line_after(probe: str, environ: dict[str, str] | None = None) -> str:
-    """The last line ``probe`` prints in a fresh interpreter (which must exit 0)."""
+    """The last line ``probe`` prints in a fresh interpreter (which must exit 0); it only
+    computes, its runs bounded by events (tests/bounds.py): no timeout."""
     done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True,
                           env=env() if environ is None else environ)
     assert done.returncode == 0, done.stderr
