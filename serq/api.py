@@ -32,14 +32,14 @@ def load(program: str | os.PathLike[str], *, sets: Sets = (), trace: str | None 
     the workload's trace file (relative to the current folder).  A program
     whose workload names no trace file has none to replace: ``trace`` is then
     an error rather than silently ignored (nothing would read its columns)."""
-    from .frontend import load_program
-
     pairs = list(sets.items()) if isinstance(sets, Mapping) else list(sets)
     pairs = [(k, str(v)) for k, v in pairs]
     if isinstance(program, str) and _looks_like_source(program):
+        from .frontend import load_program
+
         loaded = load_program(text=program, sets=pairs)
     else:
-        loaded = load_program(path=os.fspath(program), sets=pairs)
+        loaded = _load_file(os.fspath(program), pairs)
     if trace is None:
         return loaded
     if loaded.trace is None:
@@ -50,6 +50,23 @@ def load(program: str | os.PathLike[str], *, sets: Sets = (), trace: str | None 
         )
     # The replacement, as the front end's own `trace=` makes it: the path as given, the order kept.
     return dataclasses.replace(loaded, trace=TraceDecl(trace, loaded.trace.ordered))
+
+
+def _load_file(path: str, pairs: list[tuple[str, str]]) -> Program:
+    """The program in file ``path`` linked with ``pairs``: as kept, when the
+    disk still holds what it was linked from (serq/linked.py), else through the
+    front end, and kept."""
+    from . import linked
+
+    kept = linked.load(path, pairs)
+    if kept is not None:
+        return kept
+    from .frontend import load_program
+
+    with linked.recording() as found:
+        loaded = load_program(path=path, sets=pairs)
+    linked.store(path, pairs, loaded, found)
+    return loaded
 
 
 def check(program: str | os.PathLike[str], *, sets: Sets = ()) -> str:

@@ -61,6 +61,17 @@ class Span:
         return f"{self.source.name}:{line}:{col}"
 
 
+@record(frozen=True)
+class ViaSpan(Span):
+    """A span inside a definition's body, as expanded at one or more use sites:
+    ``via`` lists (definition name, use-site span), innermost first.  (Made by
+    the front end's expansion; defined here, beside :class:`Span`, because a
+    linked program holds them and a kept one is read back without importing
+    the front end: serq/linked.py.)"""
+
+    via: tuple[tuple[str, Span], ...] = ()
+
+
 class SerqError(Exception):
     """An error in a program, its input files or its run, meant for the user.
 

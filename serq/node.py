@@ -37,7 +37,7 @@ _NAMES: dict[type, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], tupl
 SOURCES: list[tuple[str, str]] = []
 #: serq's modules that make ``@node`` or ``@record`` classes (tests/test_node.py checks the list)
 MAKERS = ("serq.errors", "serq.frontend.ast", "serq.frontend.build", "serq.frontend.build_expr", "serq.frontend.defs",
-          "serq.frontend.diag", "serq.frontend.expand", "serq.frontend.lexer", "serq.frontend.link",
+          "serq.frontend.expand", "serq.frontend.lexer", "serq.frontend.link",
           "serq.frontend.queues", "serq.frontend.resolve", "serq.ir", "serq.report",
           "serq.sim.goodput", "serq.sim.stages.hooks", "serq.sim.stages.waiting", "serq.units")
 _CODES: dict[str, CodeType] | None = None

@@ -5,16 +5,9 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping, Sequence
 
-from ..errors import SerqError, Span, suggest
-from ..node import record
+from ..errors import SerqError, Span, ViaSpan, suggest
 
-
-@record(frozen=True)
-class ViaSpan(Span):
-    """A span inside a definition's body, as expanded at one or more use sites:
-    ``via`` lists (definition name, use-site span), innermost first."""
-
-    via: tuple[tuple[str, Span], ...] = ()
+__all__ = ["ViaSpan", "at", "at_from", "did_you_mean", "error", "unknown"]
 
 
 def at(span: Span) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 
-from .. import reading
+from .. import linked, reading
 from ..errors import SerqError, Source, Span
 from . import ast as A
 from .diag import error
@@ -39,9 +39,11 @@ _ITEM_WORD = {
 def read_text(path: str, limit: int = MAX_BYTES) -> str:
     """The text of a program file; a missing, unreadable or oversized file is a program error."""
     try:
-        return reading.read_text(path, limit)
+        text = reading.read_text(path, limit)
     except reading.Unreadable as err:
         raise _unreadable(err, path, path, None) from None
+    linked.read(path, text)  # (what a kept linked program depends on: serq/linked.py)
+    return text
 
 
 def _unreadable(err: reading.Unreadable, path: str, written: str, where: Span | None) -> SerqError:
@@ -87,20 +89,26 @@ def find_library(written: str, using: str | None, where: Span) -> str:
         name = written[len(STD):]
         path = os.path.join(BUNDLED, name if name.endswith(".sq") else name + ".sq")
         if "/" not in name and os.path.isfile(path):
-            return path
+            return path  # (its text is checked when a kept linked program is read: the read is recorded)
         raise error(f'`use "{written}"`: no bundled library of that name', where,
                     helps=["the bundled libraries are " + ", ".join(f'`use "{b}";`' for b in bundled())])
     here = None
     if using is not None:
         here = os.path.normpath(os.path.join(os.path.dirname(using), written))
-        if os.path.isabs(written) or "\0" in written or os.path.lexists(here):
+        if os.path.isabs(written) or "\0" in written:
+            return here
+        there = os.path.lexists(here)
+        linked.looked("lexists", here, there)
+        if there:
             return here
     elif os.path.isabs(written):
         return written
     folders = library_folders()
     for folder in folders:
         candidate = os.path.normpath(os.path.join(folder, written))
-        if os.path.isfile(candidate):
+        found = os.path.isfile(candidate)
+        linked.looked("isfile", candidate, found)
+        if found:
             return candidate
     searched = ([os.path.dirname(here) or "."] if here is not None else []) + folders
     shown = ", ".join(f"`{reading.show_path(f)}`" for f in searched) or "no folder (SERQ_PATH is not set)"
@@ -137,6 +145,7 @@ def _splice(items: list[A.Item], source: Source, seen: set[str], out: list[A.Ite
             canonical = os.path.realpath(path)
         except ValueError:  # a NUL byte, or a character no file name can hold
             canonical = path  # reading it fails below, with the reason
+        linked.looked("realpath", path, canonical)  # (a file read once: which ones are the same file)
         if canonical in seen:
             continue
         seen.add(canonical)
@@ -148,6 +157,7 @@ def _splice(items: list[A.Item], source: Source, seen: set[str], out: list[A.Ite
                             notes=[f"`{item.path}` holds more than the {budget[0]:_} bytes left"
                                    .replace("_", " ")], helps=[_LIMITS]) from None
             raise _unreadable(err, path, item.path, item.path_span) from None
+        linked.read(path, text)
         budget[0] -= len(text.encode("utf-8"))
         lib = Source(text, path)
         try:

@@ -36,6 +36,8 @@ import sys
 from typing import Any
 
 from ..errors import Source, Span
+from ..linked import cache_dir, prune
+from ..linked import trusted as _trusted
 from . import ast as A
 from .lexer import NUMBER, number_value
 
@@ -49,22 +51,13 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 #: serQ's sources the syntax tree depends on, relative to the package: every
 #: module ``serq.frontend.parse`` imports (tests/frontend/test_parsed.py holds the list to that).
-OWN = ("__init__.py", "api.py", "errors.py", "expr.py", "fpmath.py", "ir.py", "node.py", "_node_inits.py",
-       "reading.py")
+OWN = ("__init__.py", "api.py", "errors.py", "expr.py", "fpmath.py", "ir.py", "linked.py", "node.py",
+       "_node_inits.py", "reading.py")
 
 #: The libraries the parser runs on, checked by their files' sizes and times.
 LIBRARIES = ("parsimonious", "regex")
 
 _FINGERPRINT: bytes | None = None
-
-
-def cache_dir() -> str | None:
-    """The folder of the entries, or None when the cache is off (``SERQ_CACHE_DIR=``)."""
-    given = os.environ.get("SERQ_CACHE_DIR")
-    if given is not None:
-        return given or None
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "serq", "parsed")
 
 
 def fingerprint() -> bytes:
@@ -124,19 +117,6 @@ class _Unpickler(pickle.Unpickler):
         return self.source
 
 
-def _trusted(folder: str) -> bool:
-    """Whether entries in ``folder`` may be read: it is this user's, and no one
-    else may write in it (where the system has owners: a pickle from someone
-    else could run their code)."""
-    if not hasattr(os, "getuid"):
-        return True
-    try:
-        st = os.stat(folder)
-    except OSError:
-        return False
-    return st.st_uid == os.getuid() and not st.st_mode & 0o022
-
-
 def load(source: Source) -> tuple[list[A.Item], int] | None:
     """The items and the token count of ``source`` as it parsed before, or None."""
     folder = cache_dir()
@@ -171,22 +151,9 @@ def store(source: Source, items: list[A.Item], count: int) -> None:
         except BaseException:
             os.unlink(tmp)
             raise
-        _prune(folder)
+        prune(folder, ".pickle", MAX_ENTRIES)
     except Exception:  # noqa: BLE001 - a read-only or full disk, a tree that does not pickle: no cache
         return
-
-
-def _prune(folder: str) -> None:
-    """Keep at most :data:`MAX_ENTRIES` entries: past that, remove the oldest half."""
-    entries = [e for e in os.scandir(folder) if e.name.endswith(".pickle")]
-    if len(entries) <= MAX_ENTRIES:
-        return
-    entries.sort(key=lambda e: e.stat().st_mtime_ns)
-    for e in entries[:len(entries) - MAX_ENTRIES // 2]:
-        try:
-            os.unlink(e.path)
-        except OSError:
-            pass
 
 
 def parse_counted(source: Source, library: bool = False, max_tokens: int | None = None) -> tuple[list[A.Item], int]:

@@ -1,0 +1,248 @@
+"""Linked programs kept on disk, so that a program loaded again skips the front end.
+
+A ``serq run`` of a small program spends about a fifth of its start in the
+front end even when every parse is kept (serq/frontend/parsed.py): importing
+the binding, expansion and linking steps, and running them.  A program loaded
+from a file without error is kept as its IR (:class:`serq.ir.Program`),
+pickled.  The next load of the same file with the same ``--set`` values reads it
+back in about a millisecond, and imports none of :mod:`serq.frontend`.
+
+Never stale.  An entry's name hashes everything the load depended on besides
+the files it read:
+
+* the interpreter's version;
+* every ``.py`` file of the serq package, by name, size and modification time,
+  as Python's bytecode cache checks a source;
+* the program's path as given and absolute, and the current folder (a trace's
+  path is kept relative to them);
+* ``SERQ_PATH`` and the ``--set`` pairs in order.
+
+The entry lists what the load found on disk, and each item is checked again
+before the entry is used:
+
+* every file it read (the program and each library), with the hash of its text
+  and its canonical path;
+* every place where it looked for a library, with whether something was there
+  (a library added where none was would change the program), and the canonical
+  path of every library named (a file is read once however it is named).
+
+Only a load that succeeded is kept.  A program with an error goes through the
+front end every time, and its errors come from there.  Programs given as text
+or on standard input are not kept.
+
+Where: the kept parses' folder (``SERQ_CACHE_DIR``, else
+``$XDG_CACHE_HOME/serq/parsed``, else ``~/.cache/serq/parsed``), as files
+``HASH.linked``, at most :data:`MAX_ENTRIES` of them, with the same trust
+rules as the kept parses.  An entry that cannot be read, or that does not
+match, counts as a miss.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import sys
+import threading
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
+
+from . import reading
+
+if TYPE_CHECKING:
+    from .ir import Program
+
+#: The format of an entry (raise it when the entry's layout changes).
+MAGIC = b"serq-linked-1"
+
+#: Entries kept at most; writing one more removes the oldest half.
+MAX_ENTRIES = 1000
+
+SUFFIX = ".linked"
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__))
+
+class _Recording(threading.local):
+    #: What the load being recorded in this thread found on disk (:func:`recording`); None: nothing is recorded.
+    found: list[tuple[Any, ...]] | None = None
+
+
+_recording = _Recording()
+
+_STAMP: bytes | None = None
+
+#: A file read again to be compared is read up to this size (past the front end's own bound for a
+#: program and its libraries, so a file that grew past that bound differs and is a miss).
+_READ_LIMIT = 8 * reading.MiB
+
+
+def cache_dir() -> str | None:
+    """The folder of the entries, or None when keeping is off (``SERQ_CACHE_DIR=``)."""
+    given = os.environ.get("SERQ_CACHE_DIR")
+    if given is not None:
+        return given or None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "serq", "parsed")
+
+
+def trusted(folder: str) -> bool:
+    """Whether entries in ``folder`` may be read: it is this user's, and no one
+    else may write in it (a pickle from someone else could run their code)."""
+    if not hasattr(os, "getuid"):
+        return True
+    try:
+        st = os.stat(folder)
+    except OSError:
+        return False
+    return st.st_uid == os.getuid() and not st.st_mode & 0o022
+
+
+def package_stamp() -> bytes:
+    """The interpreter's version and every source file of the serq package, by
+    name, size and modification time (read once a process)."""
+    global _STAMP
+    if _STAMP is None:
+        h = hashlib.sha256(MAGIC)
+        h.update(sys.version.encode())
+        for folder, subfolders, files in os.walk(_PACKAGE):
+            subfolders[:] = sorted(d for d in subfolders if d != "__pycache__")
+            for name in sorted(files):
+                if name.endswith(".py"):
+                    path = os.path.join(folder, name)
+                    st = os.stat(path)
+                    h.update(f"{os.path.relpath(path, _PACKAGE)}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+        _STAMP = h.digest()
+    return _STAMP
+
+
+def _key(path: str, sets: Sequence[tuple[str, str]]) -> str:
+    """The hex digest naming the entry of ``path`` loaded with ``sets`` (see the module)."""
+    h = hashlib.sha256(package_stamp())
+    for part in (path, os.path.abspath(path), os.getcwd(), os.environ.get("SERQ_PATH", "")):
+        h.update(part.encode("utf-8", "surrogatepass") + b"\0")
+    h.update(repr(list(sets)).encode("utf-8", "surrogatepass"))
+    return h.hexdigest()
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+# -- what a load finds on disk (called by serq/frontend/library.py) ----------------------------
+
+
+def read(path: str, text: str) -> None:
+    """The load being recorded read ``text`` from ``path``."""
+    found = _recording.found
+    if found is not None:
+        found.append(("read", path, os.path.realpath(path), _digest(text)))
+
+
+def looked(kind: str, path: str, found: Any) -> None:
+    """The load being recorded asked :mod:`os.path` ``kind`` of ``path``
+    (``"lexists"``, ``"isfile"`` or ``"realpath"``) and was told ``found``."""
+    record = _recording.found
+    if record is not None:
+        record.append((kind, path, found))
+
+
+@contextmanager
+def recording() -> Iterator[list[tuple[Any, ...]]]:
+    """Record what the loads inside (in this thread) find on disk, into the list given."""
+    was = _recording.found
+    found: list[tuple[Any, ...]] = []
+    _recording.found = found
+    try:
+        yield found
+    finally:
+        _recording.found = was
+
+
+def _same(found: list[tuple[Any, ...]]) -> bool:
+    """Whether the disk still holds what a load found there."""
+    for item in found:
+        kind = item[0]
+        if kind == "read":
+            _kind, path, real, digest = item
+            try:
+                if os.path.realpath(path) != real or _digest(reading.read_text(path, _READ_LIMIT)) != digest:
+                    return False
+            except (reading.Unreadable, OSError, ValueError):
+                return False
+        elif kind == "lexists":
+            if os.path.lexists(item[1]) != item[2]:
+                return False
+        elif kind == "isfile":
+            if os.path.isfile(item[1]) != item[2]:
+                return False
+        elif kind == "realpath":
+            try:
+                if os.path.realpath(item[1]) != item[2]:
+                    return False
+            except (OSError, ValueError):
+                return False
+        else:
+            return False
+    return True
+
+
+# -- entries ----------------------------------------------------------------------------------
+
+
+def load(path: str, sets: Sequence[tuple[str, str]]) -> "Program | None":
+    """The program ``path`` linked with ``sets`` as kept, if the disk holds
+    what it was linked from; else None."""
+    if path == reading.STDIO:
+        return None
+    folder = cache_dir()
+    if folder is None or not trusted(folder):
+        return None
+    try:
+        key = _key(path, sets)
+        with open(os.path.join(folder, key + SUFFIX), "rb") as f:
+            magic, mark, found, program = pickle.load(f)
+        if magic != MAGIC or mark != key or not _same(found):
+            return None
+    except Exception:  # noqa: BLE001 - missing, unreadable, cut short, of another layout, no current folder: a miss
+        return None
+    return program  # type: ignore[no-any-return]
+
+
+def store(path: str, sets: Sequence[tuple[str, str]], program: "Program", found: list[tuple[Any, ...]]) -> None:
+    """Keep ``program``, linked from ``path`` with ``sets`` after finding
+    ``found`` on disk (nothing when the folder cannot be written)."""
+    folder = cache_dir()
+    if folder is None or path == reading.STDIO:
+        return
+    import tempfile
+
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        if not trusted(folder):
+            return
+        key = _key(path, sets)
+        fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                pickle.dump((MAGIC, key, found, program), f, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, os.path.join(folder, key + SUFFIX))
+        except BaseException:
+            os.unlink(tmp)
+            raise
+        prune(folder, SUFFIX, MAX_ENTRIES)
+    except Exception:  # noqa: BLE001 - a read-only or full disk, a program that does not pickle: not kept
+        return
+
+
+def prune(folder: str, suffix: str, most: int) -> None:
+    """Keep at most ``most`` entries named ``*suffix`` in ``folder``: past that,
+    remove the oldest half (the kept parses' and the linked programs' alike)."""
+    entries = [e for e in os.scandir(folder) if e.name.endswith(suffix)]
+    if len(entries) <= most:
+        return
+    entries.sort(key=lambda e: e.stat().st_mtime_ns)
+    for e in entries[:len(entries) - most // 2]:
+        try:
+            os.unlink(e.path)
+        except OSError:
+            pass
