@@ -11,8 +11,9 @@ Never stale.  An entry's name hashes everything the load depended on besides
 the files it read:
 
 * the interpreter's version;
-* every ``.py`` file of the serq package, by name, size and modification time,
-  as Python's bytecode cache checks a source;
+* every ``.py`` file of the serq package and of the parser's libraries
+  (Parsimonious, ``regex``), by name, size and modification time, as Python's
+  bytecode cache checks a source;
 * the program's path as given and absolute, and the current folder (a trace's
   path is kept relative to them);
 * ``SERQ_PATH`` and the ``--set`` pairs in order.
@@ -97,20 +98,34 @@ def trusted(folder: str) -> bool:
     return st.st_uid == os.getuid() and not st.st_mode & 0o022
 
 
+#: The libraries the parser runs on (as the kept parses' fingerprint names them): their files
+#: count in the key too, as serQ's own do.
+PARSER_LIBRARIES = ("parsimonious", "regex")
+
+
 def package_stamp() -> bytes:
-    """The interpreter's version and every source file of the serq package, by
-    name, size and modification time (read once a process)."""
+    """The interpreter's version and every source file of the serq package and of
+    the parser's libraries, by name, size and modification time (read once a
+    process)."""
     global _STAMP
     if _STAMP is None:
+        import importlib.util
+
         h = hashlib.sha256(MAGIC)
         h.update(sys.version.encode())
-        for folder, subfolders, files in os.walk(_PACKAGE):
-            subfolders[:] = sorted(d for d in subfolders if d != "__pycache__")
-            for name in sorted(files):
-                if name.endswith(".py"):
-                    path = os.path.join(folder, name)
-                    st = os.stat(path)
-                    h.update(f"{os.path.relpath(path, _PACKAGE)}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+        roots = [("serq", _PACKAGE)]
+        for lib in PARSER_LIBRARIES:
+            spec = importlib.util.find_spec(lib)  # (finds the package without importing it)
+            roots += [(lib, d) for d in (spec.submodule_search_locations or [])] if spec is not None else []
+        for name, root in roots:
+            h.update(f"\0{name}\0".encode())
+            for folder, subfolders, files in os.walk(root):
+                subfolders[:] = sorted(d for d in subfolders if d != "__pycache__")
+                for file in sorted(files):
+                    if file.endswith(".py"):
+                        path = os.path.join(folder, file)
+                        st = os.stat(path)
+                        h.update(f"{os.path.relpath(path, root)}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
         _STAMP = h.digest()
     return _STAMP
 

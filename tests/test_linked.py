@@ -213,3 +213,16 @@ def test_a_load_from_a_folder_that_is_gone_links_as_before(tmp_path: Path, kept:
     gone.rmdir()  # (os.getcwd() now fails: the key cannot be made, so nothing is kept or read)
     assert serq.load(path) == serq.load(path)
     assert kept["front"] == 2
+
+
+def test_the_key_follows_the_parser_libraries_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    lib = tmp_path / "site" / "fakeparser"
+    lib.mkdir(parents=True)
+    (lib / "__init__.py").write_text("RULES = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    monkeypatch.setattr(linked, "PARSER_LIBRARIES", ("fakeparser",))
+    monkeypatch.setattr(linked, "_STAMP", None)
+    before = linked.package_stamp()
+    (lib / "__init__.py").write_text("RULES = 22\n")  # (another size: an upgrade of the parser)
+    monkeypatch.setattr(linked, "_STAMP", None)
+    assert linked.package_stamp() != before
