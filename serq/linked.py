@@ -63,18 +63,20 @@ SUFFIX = ".linked"
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__))
 
-class _Recording(threading.local):
-    #: What the load being recorded in this thread found on disk (:func:`recording`); None: nothing is recorded.
-    found: list[tuple[Any, ...]] | None = None
-
-
-_recording = _Recording()
-
 _STAMP: bytes | None = None
 
 #: A file read again to be compared is read up to this size (past the front end's own bound for a
 #: program and its libraries, so a file that grew past that bound differs and is a miss).
 _READ_LIMIT = 8 * reading.MiB
+
+
+class _Recording(threading.local):
+    """What the load being recorded in this thread finds on disk (:func:`recording`)."""
+
+    found: list[tuple[Any, ...]] | None = None  # (None: nothing is recorded)
+
+
+_recording = _Recording()
 
 
 def cache_dir() -> str | None:
