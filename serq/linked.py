@@ -11,9 +11,9 @@ Never stale.  An entry's name hashes everything the load depended on besides
 the files it read:
 
 * the interpreter's version;
-* every ``.py`` file of the serq package and of the parser's libraries
-  (Parsimonious, ``regex``), by name, size and modification time, as Python's
-  bytecode cache checks a source;
+* every file of the serq package and of the parser's libraries (Parsimonious,
+  ``regex``), by name, size and modification time, as Python's bytecode cache
+  checks a source;
 * the program's path as given and absolute, and the current folder (a trace's
   path is kept relative to them);
 * ``SERQ_PATH`` and the ``--set`` pairs in order.
@@ -21,11 +21,11 @@ the files it read:
 The entry lists what the load found on disk, and each item is checked again
 before the entry is used:
 
-* every file it read (the program and each library), with the hash of its text
-  and its canonical path;
+* every file it read (the program and each library), with the hash of its text;
 * every place where it looked for a library, with whether something was there
-  (a library added where none was would change the program), and the canonical
-  path of every library named (a file is read once however it is named).
+  (a library added where none was would change the program);
+* the canonical path of the program and of every library named (a file is read
+  once however it is named).
 
 Only a load that succeeded is kept.  A program with an error goes through the
 front end every time, and its errors come from there.  Programs given as text
@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from .ir import Program
 
 #: The format of an entry (raise it when the entry's layout changes).
-MAGIC = b"serq-linked-1"
+MAGIC = b"serq-linked-2"
 
 #: Entries kept at most; writing one more removes the oldest half.
 MAX_ENTRIES = 1000
@@ -105,29 +105,37 @@ def trusted(folder: str) -> bool:
 PARSER_LIBRARIES = ("parsimonious", "regex")
 
 
+def stamp_files(h: Any, name: str, root: str) -> None:
+    """Add to ``h`` every file under ``root`` (``__pycache__`` left out) by its
+    path, size and modification time, as Python's bytecode cache checks a source."""
+    h.update(f"\0{name}\0".encode())
+    for folder, subfolders, files in os.walk(root):
+        subfolders[:] = sorted(d for d in subfolders if d != "__pycache__")
+        for file in sorted(files):
+            path = os.path.join(folder, file)
+            st = os.stat(path)
+            h.update(f"{os.path.relpath(path, root)}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+
+
+def stamp_parser_libraries(h: Any) -> None:
+    """:func:`stamp_files` of each of :data:`PARSER_LIBRARIES`, found without importing it."""
+    import importlib.util
+
+    for lib in PARSER_LIBRARIES:
+        spec = importlib.util.find_spec(lib)
+        for root in (spec.submodule_search_locations or []) if spec is not None else []:
+            stamp_files(h, lib, root)
+
+
 def package_stamp() -> bytes:
-    """The interpreter's version and every source file of the serq package and of
-    the parser's libraries, by name, size and modification time (read once a
-    process)."""
+    """The interpreter's version and the files of the serq package and of the
+    parser's libraries (read once a process)."""
     global _STAMP
     if _STAMP is None:
-        import importlib.util
-
         h = hashlib.sha256(MAGIC)
         h.update(sys.version.encode())
-        roots = [("serq", _PACKAGE)]
-        for lib in PARSER_LIBRARIES:
-            spec = importlib.util.find_spec(lib)  # (finds the package without importing it)
-            roots += [(lib, d) for d in (spec.submodule_search_locations or [])] if spec is not None else []
-        for name, root in roots:
-            h.update(f"\0{name}\0".encode())
-            for folder, subfolders, files in os.walk(root):
-                subfolders[:] = sorted(d for d in subfolders if d != "__pycache__")
-                for file in sorted(files):
-                    if file.endswith(".py"):
-                        path = os.path.join(folder, file)
-                        st = os.stat(path)
-                        h.update(f"{os.path.relpath(path, root)}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+        stamp_files(h, "serq", _PACKAGE)
+        stamp_parser_libraries(h)
         _STAMP = h.digest()
     return _STAMP
 
@@ -152,7 +160,7 @@ def read(path: str, text: str) -> None:
     """The load being recorded read ``text`` from ``path``."""
     found = _recording.found
     if found is not None:
-        found.append(("read", path, os.path.realpath(path), _digest(text)))
+        found.append(("read", path, _digest(text)))
 
 
 def looked(kind: str, path: str, found: Any) -> None:
@@ -176,29 +184,20 @@ def recording() -> Iterator[list[tuple[Any, ...]]]:
 
 
 def _same(found: list[tuple[Any, ...]]) -> bool:
-    """Whether the disk still holds what a load found there."""
-    for item in found:
-        kind = item[0]
+    """Whether the disk still holds what a load found there (a file that cannot
+    be read now raises: :func:`load` takes that as a miss)."""
+    for kind, path, seen in found:
         if kind == "read":
-            _kind, path, real, digest = item
-            try:
-                if os.path.realpath(path) != real or _digest(reading.read_text(path, _READ_LIMIT)) != digest:
-                    return False
-            except (reading.Unreadable, OSError, ValueError):
-                return False
+            now: Any = _digest(reading.read_text(path, _READ_LIMIT))
         elif kind == "lexists":
-            if os.path.lexists(item[1]) != item[2]:
-                return False
+            now = os.path.lexists(path)
         elif kind == "isfile":
-            if os.path.isfile(item[1]) != item[2]:
-                return False
+            now = os.path.isfile(path)
         elif kind == "realpath":
-            try:
-                if os.path.realpath(item[1]) != item[2]:
-                    return False
-            except (OSError, ValueError):
-                return False
+            now = os.path.realpath(path)
         else:
+            return False
+        if now != seen:
             return False
     return True
 

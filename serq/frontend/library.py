@@ -124,7 +124,9 @@ def load_items(source: Source) -> list[A.Item]:
     """The program's items, with every library spliced in place of its ``use``."""
     seen: set[str] = set()
     if source.path is not None:
-        seen.add(os.path.realpath(source.path))
+        canonical = os.path.realpath(source.path)
+        linked.looked("realpath", source.path, canonical)
+        seen.add(canonical)
     out: list[A.Item] = []
     items, tokens = parse_counted(source, max_tokens=MAX_TOKENS)
     budget = [MAX_BYTES - len(source.text.encode("utf-8", "surrogatepass")), MAX_TOKENS - tokens]

@@ -29,14 +29,13 @@ else's, or that others may write in, is not used.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import os
 import pickle
 import sys
 from typing import Any
 
 from ..errors import Source, Span
-from ..linked import cache_dir, prune
+from ..linked import cache_dir, prune, stamp_parser_libraries
 from ..linked import trusted as _trusted
 from . import ast as A
 from .lexer import NUMBER, number_value
@@ -54,8 +53,6 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OWN = ("__init__.py", "api.py", "errors.py", "expr.py", "fpmath.py", "ir.py", "linked.py", "node.py",
        "_node_inits.py", "reading.py")
 
-#: The libraries the parser runs on, checked by their files' sizes and times.
-LIBRARIES = ("parsimonious", "regex")
 
 _FINGERPRINT: bytes | None = None
 
@@ -74,14 +71,7 @@ def fingerprint() -> bytes:
                 data = f.read()
             h.update(f"\0{os.path.relpath(name, _ROOT)}\0{len(data)}\0".encode())
             h.update(data)
-        for lib in LIBRARIES:
-            h.update(f"\0{lib}\0".encode())
-            spec = importlib.util.find_spec(lib)  # (finds the package without importing it)
-            for folder in (spec.submodule_search_locations or []) if spec is not None else []:
-                for entry in sorted(os.scandir(folder), key=lambda e: e.name):
-                    if entry.is_file():
-                        st = entry.stat()
-                        h.update(f"{entry.name}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+        stamp_parser_libraries(h)
         _FINGERPRINT = h.digest()
     return _FINGERPRINT
 
