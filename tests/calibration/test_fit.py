@@ -95,17 +95,25 @@ def test_every_duration_is_the_cost_expression_of_its_row(vllm_runs: tuple) -> N
         assert r.duration == c0 + max(omega + beta * (r.kv_decode + r.kv_prefill), r.tokens * a)
 
 
-def test_the_cli_writes_stage_steps_csv_and_the_same_report(tmp_path: Path) -> None:
-    a = serq_cli("run", str(VLLM), "--horizon", "250", "--dump", str(tmp_path / "a"), "--steps")
+@pytest.fixture(scope="module")
+def cli_steps(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess, Path]:
+    """`serq run vllm.sq --horizon 250 --dump DIR --steps`, run once for the two tests that read it
+    (the run with --steps is the dearest part of each: every iteration one by one)."""
+    folder = tmp_path_factory.mktemp("steps") / "a"
+    return serq_cli("run", str(VLLM), "--horizon", "250", "--dump", str(folder), "--steps"), folder
+
+
+def test_the_cli_writes_stage_steps_csv_and_the_same_report(tmp_path: Path, cli_steps: tuple) -> None:
+    a, folder_a = cli_steps
     b = serq_cli("run", str(VLLM), "--horizon", "250", "--dump", str(tmp_path / "b"))
     assert a.returncode == 0 and b.returncode == 0, a.stderr + b.stderr
     assert a.stdout == b.stdout
-    files_a = sorted(p.name for p in (tmp_path / "a").iterdir())
+    files_a = sorted(p.name for p in folder_a.iterdir())
     files_b = sorted(p.name for p in (tmp_path / "b").iterdir())
     assert files_a == sorted(files_b + ["engine.steps.csv"])
     for name in files_b:
-        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
-    lines = (tmp_path / "a" / "engine.steps.csv").read_text().splitlines()
+        assert (folder_a / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+    lines = (folder_a / "engine.steps.csv").read_text().splitlines()
     assert lines[0] == ",".join(STEP_COLUMNS)
     assert len(lines) > 1000
 
@@ -170,10 +178,12 @@ def test_a_linear_fit_recovers_a_linear_cost(tmp_path: Path) -> None:
     assert "OK" in serq.check(tmp_path / "refit.sq")
 
 
-def test_the_cli_fit_prints_lets_and_sets(tmp_path: Path) -> None:
-    r = serq_cli("run", str(VLLM), "--horizon", "250", "--warmup", "0", "--dump", str(tmp_path), "--steps")
+def test_the_cli_fit_prints_lets_and_sets(cli_steps: tuple) -> None:
+    # the step log of the module's `serq run --horizon 250 --dump DIR --steps` (this test ran its own
+    # with --warmup 0: the log has every iteration from time 0 whatever the warm-up, the same bytes)
+    r, folder = cli_steps
     assert r.returncode == 0, r.stderr
-    steps = tmp_path / "engine.steps.csv"
+    steps = folder / "engine.steps.csv"
     r = serq_cli("fit", str(steps), "--roofline")
     assert r.returncode == 0, r.stderr
     assert "let a = 2e-05;" in r.stdout
