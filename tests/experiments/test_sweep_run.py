@@ -211,7 +211,11 @@ def test_import_serq_does_not_import_the_experiments() -> None:
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a process group")
 def test_ctrl_c_stops_the_workers_and_leaves_a_valid_resumable_file(tmp_path: Path) -> None:
     out = tmp_path / "rows.jsonl"
-    argv = [str(Path(sys.executable).parent / "serq"), "sweep", MG1, "--set", "lam=0.5:0.9:0.1", "--seeds", "1-6",
+    # 15 runs (5 points x 3 seeds; were 30 with seeds 1-6): the Ctrl-C comes once two rows are
+    # written, with 13 runs of horizon 20000 (0.6 s each on an idle machine, some 4 s of work on two
+    # workers) still to go -- what the test needs is a sweep still running when the signal comes,
+    # then a resume that finishes it; the runs after those two are the resume's own cost
+    argv = [str(Path(sys.executable).parent / "serq"), "sweep", MG1, "--set", "lam=0.5:0.9:0.1", "--seeds", "1-3",
             "--horizon", "20000", "--warmup", "100", "--jobs", "2", "--out", str(out)]
     proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True, preexec_fn=default_sigint, env=env())
@@ -224,8 +228,8 @@ def test_ctrl_c_stops_the_workers_and_leaves_a_valid_resumable_file(tmp_path: Pa
     lines = [line for line in stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("interrupted: ") and "--resume" in lines[0], stderr
     kept = [json.loads(line) for line in out.read_text().splitlines()]
-    assert 2 <= len(kept) < 30
-    assert f"{len(kept)} of 30 runs kept" in lines[0]
+    assert 2 <= len(kept) < 15
+    assert f"{len(kept)} of 15 runs kept" in lines[0]
     order = [(r["lam"], r["seed"]) for r in kept]
     assert order == sorted(order)
     # the workers (and multiprocessing's resource tracker) go: nothing of the group is left (HANG: one
@@ -238,7 +242,7 @@ def test_ctrl_c_stops_the_workers_and_leaves_a_valid_resumable_file(tmp_path: Pa
     assert done.stderr == ""  # --quiet
     final = [json.loads(line) for line in out.read_text().splitlines()]
     assert [(r["lam"], r["seed"]) for r in final] == [(lam, s) for lam in (0.5, 0.6, 0.7, 0.8, 0.9)
-                                                      for s in range(1, 7)]
+                                                      for s in range(1, 4)]
     assert all(k in final for k in kept)
 
 
