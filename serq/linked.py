@@ -107,14 +107,27 @@ PARSER_LIBRARIES = ("parsimonious", "regex")
 
 def stamp_files(h: Any, name: str, root: str) -> None:
     """Add to ``h`` every file under ``root`` (``__pycache__`` left out) by its
-    path, size and modification time, as Python's bytecode cache checks a source."""
-    h.update(f"\0{name}\0".encode())
-    for folder, subfolders, files in os.walk(root):
-        subfolders[:] = sorted(d for d in subfolders if d != "__pycache__")
-        for file in sorted(files):
-            path = os.path.join(folder, file)
-            st = os.stat(path)
-            h.update(f"{os.path.relpath(path, root)}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+    path, size and modification time, as Python's bytecode cache checks a source:
+    a folder's files in name order, then each subfolder's in turn, as
+    ``os.walk`` visits them (a link to a folder is not followed), in one update."""
+    parts: list[str] = [f"\0{name}\0"]
+    _stamp_folder(parts, root, "")
+    h.update("".join(parts).encode())
+
+
+def _stamp_folder(parts: list[str], folder: str, rel: str) -> None:
+    with os.scandir(folder) as found:
+        entries = sorted(found, key=lambda e: e.name)
+    below = []
+    for entry in entries:
+        if entry.is_dir():
+            if entry.name != "__pycache__" and not entry.is_symlink():
+                below.append(entry)
+            continue
+        st = entry.stat()  # (a link's target, as os.stat)
+        parts.append(f"{rel}{entry.name}\0{st.st_size}\0{st.st_mtime_ns}\0")
+    for entry in below:
+        _stamp_folder(parts, entry.path, f"{rel}{entry.name}{os.sep}")
 
 
 def stamp_parser_libraries(h: Any) -> None:
