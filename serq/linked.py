@@ -40,7 +40,6 @@ match, counts as a miss.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import pickle
 import sys
@@ -49,6 +48,16 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from . import reading
+
+# SHA-256 from the interpreter's own module where it has one: hashlib loads OpenSSL's library,
+# about 11 M instructions, 3 % of a small run's start-up (the digests are the same)
+try:
+    from _sha256 import sha256  # (CPython 3.11)
+except ImportError:  # pragma: no cover - the interpreter decides
+    try:
+        from _sha2 import sha256  # type: ignore[import-not-found,no-redef,unused-ignore]  # (CPython 3.12 on)
+    except ImportError:
+        from hashlib import sha256  # type: ignore[assignment,unused-ignore]
 
 if TYPE_CHECKING:
     from .ir import Program
@@ -145,7 +154,7 @@ def package_stamp() -> bytes:
     parser's libraries (read once a process)."""
     global _STAMP
     if _STAMP is None:
-        h = hashlib.sha256(MAGIC)
+        h = sha256(MAGIC)
         h.update(sys.version.encode())
         stamp_files(h, "serq", _PACKAGE)
         stamp_parser_libraries(h)
@@ -155,7 +164,7 @@ def package_stamp() -> bytes:
 
 def _key(path: str, sets: Sequence[tuple[str, str]]) -> str:
     """The hex digest naming the entry of ``path`` loaded with ``sets`` (see the module)."""
-    h = hashlib.sha256(package_stamp())
+    h = sha256(package_stamp())
     for part in (path, os.path.abspath(path), os.getcwd(), os.environ.get("SERQ_PATH", "")):
         h.update(part.encode("utf-8", "surrogatepass") + b"\0")
     h.update(repr(list(sets)).encode("utf-8", "surrogatepass"))
@@ -163,7 +172,7 @@ def _key(path: str, sets: Sequence[tuple[str, str]]) -> str:
 
 
 def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 # -- what a load finds on disk (called by serq/frontend/library.py) ----------------------------

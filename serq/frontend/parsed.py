@@ -28,14 +28,13 @@ else's, or that others may write in, is not used.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import pickle
 import sys
 from typing import Any
 
 from ..errors import Source, Span
-from ..linked import cache_dir, prune, stamp_parser_libraries
+from ..linked import cache_dir, prune, sha256, stamp_parser_libraries
 from ..linked import trusted as _trusted
 from . import ast as A
 from .lexer import NUMBER, number_value
@@ -61,7 +60,7 @@ def fingerprint() -> bytes:
     """The hash of everything a file's syntax tree depends on besides its text."""
     global _FINGERPRINT
     if _FINGERPRINT is None:
-        h = hashlib.sha256(MAGIC)
+        h = sha256(MAGIC)
         h.update(sys.version.encode())  # (the lexer's `re` follows the interpreter's Unicode tables)
         front = os.path.join(_ROOT, "frontend")
         names = [os.path.join(_ROOT, n) for n in OWN]
@@ -78,7 +77,7 @@ def fingerprint() -> bytes:
 
 def _entry(folder: str, text: str) -> str:
     """The file of ``text``'s entry."""
-    h = hashlib.sha256(fingerprint())
+    h = sha256(fingerprint())
     h.update(text.encode("utf-8", "surrogatepass"))
     return os.path.join(folder, h.hexdigest() + ".pickle")
 
