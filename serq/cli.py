@@ -23,6 +23,10 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, List, Optional
 
+from ._collector import for_the_command
+
+for_the_command()  # the collector as in a run from here on: typer's and the run's modules load (serq/_collector.py)
+
 import typer
 import typer.main
 

@@ -14,14 +14,13 @@ work, only if no other event is pending at this instant.
 
 from __future__ import annotations
 
-import gc
 import math
 import os
-from contextlib import contextmanager
 from numbers import Integral, Real
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from .. import ir
+from .._collector import fewer
 from ..errors import RunInterrupted, SerqError, SerqRuntimeError
 from ..expr import base_namespace
 from . import choose, choose_index, deployment, lazy, rng
@@ -356,7 +355,7 @@ def simulate(program: ir.Program, *, seed: int | None = None, horizon: float | N
                     arrivals=arrivals, engines=engines, max_live=max_live, steps=steps, max_events=max_events,
                     goodput=goodput, timeline=interval, sessions=sessions)
     try:
-        with _fewer_collections():
+        with fewer():  # (serq/_collector.py)
             if progress:
                 from ..progress import RunProgress
 
@@ -374,25 +373,3 @@ def simulate(program: ir.Program, *, seed: int | None = None, horizon: float | N
     except ZeroDivisionError as err:  # pragma: no cover - arithmetic is IEEE in compiled code
         raise SerqRuntimeError(f"arithmetic error: {err}") from None
     return build_report(sim)
-
-
-#: The youngest generation's threshold during a run (Python's default is 700).
-GC_YOUNG = 10_000
-
-
-@contextmanager
-def _fewer_collections() -> Iterator[None]:
-    """Python's cycle collector runs less often while the run lasts (its
-    youngest generation collected after ``GC_YOUNG`` allocations, not 700):
-    a run makes and drops many small objects. On ``programs/pd/llmd.sq`` the
-    collections took 0.15–0.20 s of a 4–5 s run (timed by ``gc.callbacks``),
-    0.06–0.10 s after this, and the run executes 36 million fewer instructions
-    at horizon 500 (docs/pd.md, "Speed").  The collector's setting is put back
-    after; nothing a run computes depends on when it collects."""
-    old = gc.get_threshold()
-    if 0 < old[0] < GC_YOUNG:
-        gc.set_threshold(GC_YOUNG, *old[1:])
-    try:
-        yield
-    finally:
-        gc.set_threshold(*old)
