@@ -16,7 +16,7 @@ import serq
 from serq import _collector
 
 ROOT = Path(__file__).resolve().parent.parent
-MG1 = ROOT / "programs" / "single-turn" / "mg1.sq"
+VLLM = ROOT / "programs" / "multi-turn" / "vllm.sq"
 
 
 def test_a_run_collects_less_often_and_puts_the_setting_back() -> None:
@@ -47,19 +47,19 @@ def test_the_command_process_collects_as_a_run_does_from_its_start() -> None:
 
 
 def test_the_report_does_not_depend_on_when_the_collector_runs(monkeypatch: pytest.MonkeyPatch) -> None:
-    program = serq.load(MG1)
+    program = serq.load(VLLM)
     old = gc.get_threshold()
-    monkeypatch.setattr(_collector, "YOUNG", 200)  # (else the run raises the threshold to 10 000)
+    monkeypatch.setattr(_collector, "YOUNG", 10)  # (else the run raises the threshold to 10 000)
     try:
-        gc.set_threshold(200, 5, 5)  # often: every 200 new objects, all three generations
+        gc.set_threshold(10, 2, 2)  # often: every 10 new objects, the oldest every 40
         before = sum(g["collections"] for g in gc.get_stats())
-        often = serq.run(program, seed=3, horizon=200, warmup=20).text()
+        often = serq.run(program, seed=3, horizon=100, warmup=10).text()
         collected = sum(g["collections"] for g in gc.get_stats()) - before
         gc.disable()
-        never = serq.run(program, seed=3, horizon=200, warmup=20).text()
+        never = serq.run(program, seed=3, horizon=100, warmup=10).text()
     finally:
         gc.enable()
         gc.set_threshold(*old)
-    assert collected > 100  # (it did run, and often)
+    assert collected > 1000  # (it did run, and often)
     assert often == never
     assert "response" in often
