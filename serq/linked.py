@@ -125,6 +125,7 @@ def stamp_files(h: Any, name: str, root: str) -> None:
 
 
 def _stamp_folder(parts: list[str], folder: str, rel: str) -> None:
+    """:func:`stamp_files` of ``folder`` (``rel``, its path under the root), into ``parts``."""
     with os.scandir(folder) as found:
         entries = sorted(found, key=lambda e: e.name)
     below = []
