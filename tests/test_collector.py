@@ -48,9 +48,10 @@ def test_the_command_process_collects_as_a_run_does_from_its_start() -> None:
 
 def test_the_report_does_not_depend_on_when_the_collector_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     program = serq.load(VLLM)
-    old = gc.get_threshold()
+    old, was = gc.get_threshold(), gc.isenabled()
     monkeypatch.setattr(_collector, "YOUNG", 10)  # (else the run raises the threshold to 10 000)
     try:
+        gc.enable()
         gc.set_threshold(10, 2, 2)  # often: every 10 new objects, the oldest every 40
         before = sum(g["collections"] for g in gc.get_stats())
         often = serq.run(program, seed=3, horizon=100, warmup=10).text()
@@ -58,8 +59,11 @@ def test_the_report_does_not_depend_on_when_the_collector_runs(monkeypatch: pyte
         gc.disable()
         never = serq.run(program, seed=3, horizon=100, warmup=10).text()
     finally:
-        gc.enable()
         gc.set_threshold(*old)
-    assert collected > 1000  # (it did run, and often)
+        if was:
+            gc.enable()
+    # (it did run, and often: 1 500 times in a fresh process, 610 in a CI worker — the count of
+    # new objects it goes by is those made less those freed, and depends on what the process holds)
+    assert collected > 100
     assert often == never
     assert "response" in often
