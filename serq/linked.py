@@ -45,7 +45,7 @@ import pickle
 import sys
 import threading
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from typing import IO, TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from . import reading
 
@@ -250,26 +250,42 @@ def load(path: str, sets: Sequence[tuple[str, str]]) -> "Program | None":
 def store(path: str, sets: Sequence[tuple[str, str]], program: "Program", found: list[tuple[Any, ...]]) -> None:
     """Keep ``program``, linked from ``path`` with ``sets`` after finding
     ``found`` on disk (nothing when the folder cannot be written)."""
-    folder = cache_dir()
-    if folder is None or path == reading.STDIO:
+    if path == reading.STDIO:
         return
-    import tempfile
+    try:
+        key = _key(path, sets)
+    except OSError:  # (the current folder is gone)
+        return
+    write_entry(key + SUFFIX, MAX_ENTRIES, lambda f: pickle.dump((MAGIC, key, found, program), f,
+                                                                 protocol=pickle.HIGHEST_PROTOCOL))
+
+
+def write_entry(name: str, most: int, dump: Callable[[IO[bytes]], None]) -> None:
+    """Write the entry ``name`` into :func:`cache_dir` by ``dump(file)``, whole or
+    not at all (a temporary file, then a rename), and keep at most ``most``
+    entries of its suffix (:func:`prune`); nothing when keeping is off, the
+    folder is not this user's alone, or the entry cannot be written (a
+    read-only or full disk, something that does not pickle).  The kept parses'
+    and the linked programs' writer."""
+    folder = cache_dir()
+    if folder is None:
+        return
+    import tempfile  # (only an entry written needs it, not one read back: with `random`, ~3 ms a start)
 
     try:
         os.makedirs(folder, mode=0o700, exist_ok=True)
         if not trusted(folder):
             return
-        key = _key(path, sets)
         fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as f:
-                pickle.dump((MAGIC, key, found, program), f, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, os.path.join(folder, key + SUFFIX))
+                dump(f)
+            os.replace(tmp, os.path.join(folder, name))
         except BaseException:
             os.unlink(tmp)
             raise
-        prune(folder, SUFFIX, MAX_ENTRIES)
-    except Exception:  # noqa: BLE001 - a read-only or full disk, a program that does not pickle: not kept
+        prune(folder, os.path.splitext(name)[1], most)
+    except Exception:  # noqa: BLE001 - not kept
         return
 
 

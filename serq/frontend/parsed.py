@@ -34,7 +34,7 @@ import sys
 from typing import Any
 
 from ..errors import Source, Span
-from ..linked import cache_dir, prune, sha256, stamp_parser_libraries
+from ..linked import cache_dir, sha256, stamp_parser_libraries, write_entry
 from ..linked import trusted as _trusted
 from . import ast as A
 from .lexer import NUMBER, number_value
@@ -75,11 +75,11 @@ def fingerprint() -> bytes:
     return _FINGERPRINT
 
 
-def _entry(folder: str, text: str) -> str:
-    """The file of ``text``'s entry."""
+def _name(text: str) -> str:
+    """The file name of ``text``'s entry."""
     h = sha256(fingerprint())
     h.update(text.encode("utf-8", "surrogatepass"))
-    return os.path.join(folder, h.hexdigest() + ".pickle")
+    return h.hexdigest() + ".pickle"
 
 
 class _Pickler(pickle.Pickler):
@@ -112,7 +112,7 @@ def load(source: Source) -> tuple[list[A.Item], int] | None:
     if folder is None or not _trusted(folder):
         return None
     try:
-        with open(_entry(folder, source.text), "rb") as f:
+        with open(os.path.join(folder, _name(source.text)), "rb") as f:
             magic, mark, text, items, count = _Unpickler(f, source).load()
     except Exception:  # noqa: BLE001 - missing, unreadable, cut short or of another layout: a miss
         return None
@@ -123,26 +123,8 @@ def load(source: Source) -> tuple[list[A.Item], int] | None:
 
 def store(source: Source, items: list[A.Item], count: int) -> None:
     """Keep ``source``'s items and token count (nothing when the cache cannot be written)."""
-    folder = cache_dir()
-    if folder is None:
-        return
-    import tempfile  # (only a file parsed, not one read back, is written: with `random`, ~3 ms a start)
-
-    try:
-        os.makedirs(folder, mode=0o700, exist_ok=True)
-        if not _trusted(folder):
-            return
-        fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                _Pickler(f, source).dump((MAGIC, fingerprint(), source.text, items, count))
-            os.replace(tmp, _entry(folder, source.text))
-        except BaseException:
-            os.unlink(tmp)
-            raise
-        prune(folder, ".pickle", MAX_ENTRIES)
-    except Exception:  # noqa: BLE001 - a read-only or full disk, a tree that does not pickle: no cache
-        return
+    write_entry(_name(source.text), MAX_ENTRIES,
+                lambda f: _Pickler(f, source).dump((MAGIC, fingerprint(), source.text, items, count)))
 
 
 def parse_counted(source: Source, library: bool = False, max_tokens: int | None = None) -> tuple[list[A.Item], int]:

@@ -79,7 +79,7 @@ def test_an_entry_under_the_name_of_another_text_is_a_miss(cache):
     one, two = Source("let a = 1;\n"), Source("let b = 2;\n")
     parsed.parse_counted(one)
     parsed.parse_counted(two)
-    shutil.copy(parsed._entry(str(cache), one.text), parsed._entry(str(cache), two.text))
+    shutil.copy(cache / parsed._name(one.text), cache / parsed._name(two.text))
     assert parsed.load(two) is None  # the text kept in the entry is compared in full
 
 
@@ -135,7 +135,7 @@ def test_a_file_with_errors_is_not_kept(cache):
 def test_a_damaged_entry_is_parsed_again_and_rewritten(cache):
     source = Source("let a = 1;\nlet b = a + 2;\n")
     items, count = parsed.parse_counted(source)
-    entry = Path(parsed._entry(str(cache), source.text))
+    entry = cache / parsed._name(source.text)
     entry.write_bytes(entry.read_bytes()[:40])
     assert parsed.load(source) is None
     assert parsed.parse_counted(source) == (items, count)  # (one source: its spans compare equal)
@@ -194,12 +194,12 @@ def test_the_oldest_entries_go_past_the_limit(cache, monkeypatch):
     sources = [Source(f"let a = {k};\n") for k in range(5)]
     for k, s in enumerate(sources[:4]):
         parsed.parse_counted(s)
-        entry = parsed._entry(str(cache), s.text)
+        entry = cache / parsed._name(s.text)
         os.utime(entry, ns=(k * 10**9, k * 10**9))
     assert len(list(cache.glob("*.pickle"))) == 4
     parsed.parse_counted(sources[4])
     left = sorted(p.name for p in cache.glob("*.pickle"))
-    assert left == sorted(Path(parsed._entry(str(cache), s.text)).name for s in sources[3:])
+    assert left == sorted(parsed._name(s.text) for s in sources[3:])
     assert not list(cache.glob("*.tmp"))
 
 

@@ -437,8 +437,8 @@ class RunPlanner:
                     break
                 b = pool.block
                 per = period[n]
-                if per < 0:  # (asked at the job's first growth in the run, when a next one may be in it)
-                    per = period[n] = _period(p, a, g, b, cap, e) if b is not None and g + b <= cap else 0
+                if per < 0:  # (asked at the job's first growth in the run)
+                    per = period[n] = _period(p, a, g, b, cap, e)
                 if per:
                     need = b  # type: ignore[assignment]  # (per > 0: b set)
                 else:
@@ -462,13 +462,9 @@ class RunPlanner:
                         kv[i] = a
                     if pid in recheck:
                         again = True
-                if per:
-                    if g + per <= cap:
-                        heappush(nxt, (g + per, n))
-                elif not (a - p > skip and p < _P_SKIP):  # (else no growth of its in the run, as above)
-                    it = _first_growth(p, a, g + 1, cap, e)
-                    if it <= cap:
-                        heappush(nxt, (it, n))
+                it = g + per if per else _first_growth(p, a, g + 1, cap, e)
+                if it <= cap:
+                    heappush(nxt, (it, n))
             if stopped:
                 break
             if growths and kv_cost is not None:

@@ -35,7 +35,6 @@ from ... import expr, ir
 from ...errors import SerqError, SerqRuntimeError
 from ..cache import EPS
 from ..order import total_key
-from ..pool import GRANTED
 from ..stats import LogHistogram, fold
 from . import candidate, hooks, waiting
 from .coalesce import RunPlanner
@@ -749,20 +748,7 @@ class StepEngine(Stage):
             else:
                 decoders += 1.0
                 if kvs is not None:
-                    s = job.session
-                    holds = s.holds
-                    req = holds[0] if len(holds) == 1 else None
-                    if req is not None and req.state == GRANTED and len(req.pools) == 2:
-                        # `s.held_in(memory)` of the usual decoder, inline: one hold, a slot and memory
-                        pools, held = req.pools, req.held
-                        kv = 0.0
-                        if pools[0] is memory and held[0]:
-                            kv += req.alloc[0]
-                        if pools[1] is memory and held[1]:
-                            kv += req.alloc[1]
-                    else:
-                        kv = s.held_in(memory)  # type: ignore[arg-type]
-                    kvs[i] = kv
+                    kv = kvs[i] = job.session.held_in(memory)  # type: ignore[arg-type]
                     kv_d += kv
         raw = self.cost_of(tokens, prefilled, decoders, kv_d, kv_p, attention)
         cost = raw if raw > 0.0 else 0.0
