@@ -250,9 +250,15 @@ class LogHistogram:
     is the bucket of the ``ceil(q n)``-th smallest value, reported as the
     bucket's geometric middle clamped to the smallest and largest value that
     bucket saw — so within 0.5 % of the true order statistic, and exact when
-    the bucket holds one distinct value.  ``mean`` is exact."""
+    the bucket holds one distinct value.  ``mean`` is exact.
 
-    __slots__ = ("count", "total", "_buckets", "_last_x", "_last_b")
+    A bucket's count, smallest and largest do not depend on the order its
+    values came in, so a coalesced run's gaps (serq/sim/stages/vector.py) may
+    be put in the buckets later, many runs' at once: ``_later`` holds them
+    (the count and the total are kept up to date), and whatever reads the
+    buckets counts them in first (:meth:`_counted`)."""
+
+    __slots__ = ("count", "total", "_buckets", "_last_x", "_last_b", "_later", "_held")
 
     def __init__(self) -> None:
         self.count = 0
@@ -263,6 +269,10 @@ class LogHistogram:
         # again and again (every decoder of an iteration), so skip the logarithm
         self._last_x = NAN
         self._last_b: list[float] = []
+        # stretches of positive finite values not counted into the buckets yet:
+        # (values, counts, n), each value counts × n times (serq/sim/stages/vector.py)
+        self._later: list[tuple[Any, Any, int]] = []
+        self._held = 0  # the values in `_later`
 
     def add(self, x: float) -> None:
         """Record one value (a gap in seconds, ≥ 0)."""
@@ -391,7 +401,7 @@ class LogHistogram:
         for h in parts:
             out.count += h.count
             out.total += h.total
-            for k, (c, lo, hi) in h._buckets.items():
+            for k, (c, lo, hi) in h._counted().items():
                 b = buckets.get(k)
                 if b is None:
                     buckets[k] = [c, lo, hi]
@@ -413,8 +423,9 @@ class LogHistogram:
             return NAN
         rank = min(max(math.ceil(q * n), 1), n)
         seen = 0.0  # a bucket is a list[float]: [count, smallest, largest]
-        for k in sorted(self._buckets):
-            c, lo, hi = self._buckets[k]
+        buckets = self._counted()
+        for k in sorted(buckets):
+            c, lo, hi = buckets[k]
             seen += c
             if seen >= rank:
                 return min(max(_middle(k), lo), hi)
@@ -422,7 +433,14 @@ class LogHistogram:
 
     def buckets(self) -> list[tuple[float, float, int]]:
         """``(smallest, largest, count)`` of each non-empty bucket, in order."""
-        return [(b[1], b[2], int(b[0])) for _k, b in sorted(self._buckets.items())]
+        return [(b[1], b[2], int(b[0])) for _k, b in sorted(self._counted().items())]
+
+    def _counted(self) -> dict[int, list[float]]:
+        """The buckets, with the values left for later counted in."""
+        if self._later:
+            from .stages.vector import count_later  # (values are left only once it is imported)
+            count_later(self)
+        return self._buckets
 
 
 def _middle(k: int) -> float:

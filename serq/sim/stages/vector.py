@@ -756,10 +756,11 @@ def add_stretches(h: Any, vals: np.ndarray, counts: np.ndarray, n: int) -> None:
     """``LogHistogram.add_runs`` of ``numpy.repeat(vals, counts)`` (each of
     ``vals`` ``counts`` times in a row, a count of 0 none), each value recorded
     ``n`` times in a row: the total takes the same additions in the same
-    order, the buckets the same counts, smallest and largest, in the order
-    they first appear (serq/sim/stats.py).  A run's gaps come in stretches of
-    one value (the iterations between two growths), so the buckets are worked
-    out for each stretch's value, not for every gap."""
+    order, the buckets the same counts, smallest and largest (serq/sim/stats.py).
+    A run's gaps come in stretches of one value (the iterations between two
+    growths), so the buckets are worked out for each stretch's value, not for
+    every gap; many stretches of positive finite values are left for later
+    (:func:`count_later`), to be counted in with other runs'."""
     if not counts.all():
         keep = counts > 0
         vals, counts = vals[keep], counts[keep]
@@ -773,26 +774,18 @@ def add_stretches(h: Any, vals: np.ndarray, counts: np.ndarray, n: int) -> None:
         lo, hi = min(v), max(v)
         h._fill(lambda: zip(v, counts.tolist()), n, lo, hi, size, v[-1])
         return
-    if vals.min() > 0.0 and vals.max() < math.inf:  # (the usual gaps: every key from the logarithm)
-        finite = None
-        fx = vals
-    else:
-        finite = (vals > 0.0) & (vals != math.inf)
-        fx = vals[finite]
+    if vals.min() > 0.0 and vals.max() < math.inf:  # (the usual gaps) into the buckets later, with
+        h._later.append((vals, counts, n))  # other runs' (a bucket's count, least and greatest do not
+        h._held += vals.size  # depend on the order)
+        if h._held >= _LATER:
+            count_later(h)
+        return
+    finite = (vals > 0.0) & (vals != math.inf)
+    fx = vals[finite]
+    keys = np.full(vals.size, _ZERO_KEY, dtype=np.int64)
     if fx.size:
-        y = np.log(fx) / _LOG_W  # as `_bucket`: a quotient within 1e-9 of an edge is decided by serQ's log
-        kf = np.floor(y)
-        frac = y - kf
-        kk = kf.astype(np.int64)
-        for i in (~((frac > 1e-9) & (frac < 0.999999999))).nonzero()[0].tolist():
-            kk[i] = _bucket(float(fx[i]))
-    if finite is None:
-        keys = kk
-    else:
-        keys = np.full(vals.size, _ZERO_KEY, dtype=np.int64)
-        if fx.size:
-            keys[finite] = kk
-        keys[vals == math.inf] = _INF_KEY
+        keys[finite] = _keys(fx)
+    keys[vals == math.inf] = _INF_KEY
     if keys.size > 1 and (keys[1:] >= keys[:-1]).all():  # (a run whose lengths grow: keys in order)
         new = np.empty(keys.size, dtype=bool)
         new[0] = True
@@ -829,6 +822,68 @@ def add_stretches(h: Any, vals: np.ndarray, counts: np.ndarray, n: int) -> None:
             b[2] = x_hi
     h._last_x = float(vals[-1])
     h._last_b = buckets[int(keys[-1])]
+
+
+#: The stretches' values a histogram holds for later (``LogHistogram._later``) before they are
+#: counted in: a megabyte of arrays.
+_LATER = 1 << 16
+
+
+def count_later(h: Any) -> None:
+    """Count the stretches ``h._later`` holds into the buckets of ``h`` (a
+    ``LogHistogram``), all at once: each value's key, and for each key the
+    count, the least and the greatest value added to its bucket (its count,
+    smallest and largest as one by one, in any order)."""
+    later = h._later
+    vals = np.concatenate([v for v, _c, _n in later])
+    counts = np.concatenate([c * n for _v, c, n in later])
+    later.clear()  # (each stretch counted at least once: add_stretches leaves out the others)
+    h._held = 0
+    keys = _keys(vals)
+    k0 = int(keys.min())
+    span = int(keys.max()) - k0 + 1
+    if span <= 4 * vals.size + 4096:  # the keys' range as an index (gaps span a few hundred keys)
+        at = keys - k0
+        per_f = np.bincount(at, weights=counts, minlength=span)  # (whole numbers: exact below 2^53)
+        where = np.flatnonzero(per_f)
+        uniq = where + k0
+        per = per_f[where].astype(np.int64)
+        inverse, size = at, span
+    else:
+        uniq, inverse = np.unique(keys, return_inverse=True)
+        per = np.zeros(uniq.size, dtype=np.int64)
+        np.add.at(per, inverse, counts)
+        where, size = None, uniq.size
+    lo = np.full(size, math.inf)
+    hi = np.full(size, -math.inf)
+    np.minimum.at(lo, inverse, vals)
+    np.maximum.at(hi, inverse, vals)
+    if where is not None:
+        lo, hi = lo[where], hi[where]
+    buckets = h._buckets
+    for key, c, x_lo, x_hi in zip(uniq.tolist(), per.tolist(), lo.tolist(), hi.tolist()):
+        b = buckets.get(key)
+        if b is None:
+            buckets[key] = [c, x_lo, x_hi]
+            continue
+        b[0] += c
+        if x_lo < b[1]:
+            b[1] = x_lo
+        if x_hi > b[2]:
+            b[2] = x_hi
+
+
+def _keys(fx: np.ndarray) -> np.ndarray:
+    """The log bucket of each of the positive finite values ``fx``, as
+    ``stats._bucket`` gives it: a quotient within 1e-9 of a bucket's edge is
+    decided by serQ's own logarithm."""
+    y = np.log(fx) / _LOG_W
+    kf = np.floor(y)
+    frac = y - kf
+    kk = kf.astype(np.int64)
+    for i in (~((frac > 1e-9) & (frac < 0.999999999))).nonzero()[0].tolist():
+        kk[i] = _bucket(float(fx[i]))
+    return kk
 
 
 # -- a run's growths of one pool, in arrays -------------------------------------------------------

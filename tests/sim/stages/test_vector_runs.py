@@ -274,9 +274,10 @@ def test_a_program_of_short_decodes_never_imports_numpy() -> None:
 @pytest.mark.parametrize("n", [1, 3])
 def test_a_runs_gaps_fill_the_histogram_as_one_by_one(shape: str, n: int) -> None:
     # vector.add_stretches of the values as stretches (each bucketed once; keys in order:
-    # run-length groups; else np.unique; a few stretches: LogHistogram's fill) against LogHistogram.add, each value
-    # n times in a row: the same total, count, buckets (count, smallest, largest) and the same
-    # last value and bucket
+    # run-length groups; else np.unique; a few stretches: LogHistogram's fill; many positive
+    # finite ones left for later and counted in when the buckets are read) against
+    # LogHistogram.add, each value n times in a row: the same total, count, buckets (count,
+    # smallest, largest), and a last value whose bucket is the one kept for it
     from serq.sim.stats import LogHistogram
     rng = np.random.default_rng(7)
     xs = np.sort(rng.uniform(1e-4, 3e-3, 500))
@@ -300,9 +301,73 @@ def test_a_runs_gaps_fill_the_histogram_as_one_by_one(shape: str, n: int) -> Non
         for _ in range(n):
             slow.add(x)
     assert (fast.count, fast.total) == (slow.count, slow.total)
-    assert fast._buckets == slow._buckets
-    assert list(fast._buckets) == list(slow._buckets)  # (the order the buckets were made in)
-    assert (fast._last_x, fast._last_b) == (slow._last_x, slow._last_b)
+    assert bool(fast._later) == (shape in ("growing", "shuffled", "stretches"))  # (left for later)
+    assert fast._counted() == slow._buckets and not fast._later
+    if fast._last_x == fast._last_x:  # (the value `add` finds its bucket for without a logarithm)
+        assert fast._last_b is fast._buckets[_key(fast._last_x)]
+    assert fast.buckets() == slow.buckets()
+    assert [fast.quantile(q) for q in (0.01, 0.5, 0.99, 1.0)] == [slow.quantile(q) for q in (0.01, 0.5, 0.99, 1.0)]
+
+
+def _key(x: float) -> int:
+    from serq.sim.stats import _INF_KEY, _ZERO_KEY, _bucket
+    return _ZERO_KEY if not x > 0.0 else _INF_KEY if x == math.inf else _bucket(x)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_runs_gaps_left_for_later_give_the_buckets_of_one_by_one_among_other_values(
+        seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # runs' gaps left for later (LogHistogram._later), counted in when their number reaches
+    # vector._LATER (small here) or when the buckets are read, between single values, runs
+    # walked in Python (add_runs, add_repeat) and zeros: the same buckets, quantiles and mean as
+    # every value added one by one, and a merged family the same as the merge of those
+    from serq.sim.stats import LogHistogram
+    monkeypatch.setattr(vector, "_LATER", 60)
+    rng = np.random.default_rng(seed)
+    fast, slow = LogHistogram(), LogHistogram()
+    read = by_size = 0
+    for _ in range(40):
+        what = rng.integers(0, 5)
+        if what == 0:  # a run's gaps in arrays: stretches between growths, n decoders
+            vals = np.sort(rng.uniform(2.8e-4, 3.4e-4, int(rng.integers(vector._FEW + 1, 80))))
+            counts = rng.integers(0, 20, vals.size)
+            n = int(rng.integers(1, 4))
+            held = len(fast._later)
+            vector.add_stretches(fast, vals, counts, n)
+            by_size += len(fast._later) <= held  # (counted in: they reached vector._LATER values)
+            for x, c in zip(vals.tolist(), counts.tolist()):
+                for _ in range(c * n):
+                    slow.add(x)
+        elif what == 1:
+            x = float(rng.choice([0.0, rng.uniform(1e-4, 1e-3), 3e-4]))
+            fast.add(x)
+            slow.add(x)
+        elif what == 2:  # a walked run's gaps
+            runs = [[float(rng.uniform(2.8e-4, 3.4e-4)), int(rng.integers(1, 9))] for _ in range(3)]
+            fast.add_runs(runs, 2, min(x for x, _c in runs))
+            for x, c in runs:
+                for _ in range(2 * c):
+                    slow.add(x)
+        elif what == 3:
+            x = float(rng.uniform(1e-4, 1e-3))
+            fast.add_repeat(x, 5)
+            for _ in range(5):
+                slow.add(x)
+        else:  # the report reads the buckets in the middle of a run (a --dump, say): all counted in
+            read += 1
+            assert fast.buckets() == slow.buckets()
+            assert not fast._later
+    assert (fast.count, fast.total, fast.mean) == (slow.count, slow.total, slow.mean)
+    assert fast.buckets() == slow.buckets()
+    assert [fast.quantile(q) for q in (0.5, 0.9, 0.99)] == [slow.quantile(q) for q in (0.5, 0.9, 0.99)]
+    other_fast, other_slow = LogHistogram(), LogHistogram()
+    vector.add_stretches(other_fast, np.linspace(3e-4, 6e-4, 40), np.full(40, 3), 1)
+    for x in np.linspace(3e-4, 6e-4, 40).tolist():
+        for _ in range(3):
+            other_slow.add(x)
+    merged = LogHistogram.merged([fast, other_fast])
+    assert merged.buckets() == LogHistogram.merged([slow, other_slow]).buckets()
+    assert read > 0 and by_size > 0
 
 
 @pytest.mark.parametrize("router, gauges", [(2, True), (3, False), (0, True)])
