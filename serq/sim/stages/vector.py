@@ -953,16 +953,23 @@ def grow_blocks(pool: Any, b: float, t: np.ndarray) -> bool:
     np.subtract(t[1:], t[:-1], out=dts[1:])
     qn, hn = len(pool.put_queue), len(pool.holders)
     # each average's value before each growth times the time since the one before, added in turn to its
-    # integral: one row each, accumulated along the rows (each row in turn, as four folds)
-    buf = np.empty((4, n + 1))
-    buf[:, 0] = ua.integral, ca.integral, qa.integral, ha.integral
-    buf[:, 1] = ua.value, ca.value, qa.value, ha.value
+    # integral: one row each, accumulated along the rows (each row in turn, as four folds); an empty
+    # queue before and during the run adds 0.0 to its integral each time, which leaves it as it is
+    rows = 3 if qn == 0 and qa.value == 0 else 4
+    buf = np.empty((rows, n + 1))
+    buf[0, 0], buf[1, 0], buf[2, 0] = ua.integral, ca.integral, ha.integral
+    buf[0, 1], buf[1, 1], buf[2, 1] = ua.value, ca.value, ha.value
     buf[0, 2:] = pool.used + b * np.arange(1, n, dtype=np.float64)  # whole numbers: `used += need` in turn
     buf[1, 2:] = totals[:-1]
-    buf[2, 2:] = float(qn)
-    buf[3, 2:] = float(hn)
+    buf[2, 2:] = float(hn)
+    if rows == 4:
+        buf[3, 0], buf[3, 1] = qa.integral, qa.value
+        buf[3, 2:] = float(qn)
     buf[:, 1:] *= dts
-    ua.integral, ca.integral, qa.integral, ha.integral = np.add.accumulate(buf, axis=1)[:, -1].tolist()
+    sums = np.add.accumulate(buf, axis=1)[:, -1].tolist()
+    ua.integral, ca.integral, ha.integral = sums[0], sums[1], sums[2]
+    if rows == 4:
+        qa.integral = sums[3]
     pool.used = used
     end = float(t[-1])
     ua.last = ca.last = qa.last = ha.last = end

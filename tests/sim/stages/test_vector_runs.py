@@ -544,3 +544,37 @@ def test_the_whole_ulp_sum_refuses_what_it_cannot_do() -> None:
     assert vector.fold_in_binade(1023.9, np.full(1000, 1e-3), 1) is None  # past 1024
     assert vector.fold_in_binade(0.0, np.full(10, 1e-3), 1) is None
     assert vector.fold_in_binade(1000.0, np.full(1000, 1e-3), 2) == reduce(add, repeat(1e-3, 2000), 1000.0)
+
+
+@pytest.mark.parametrize("queued, before", [(0, 0.0), (0, 2.0), (3, 0.0), (3, 3.0)])
+def test_a_runs_growths_in_arrays_keep_the_pools_averages_queue_or_none(queued: int, before: float) -> None:
+    # vector.grow_blocks (a run's growths of one block each, in arrays) against Pool.allocate, one
+    # growth at a time: the same used, cached and four integrals, to the bit, whether holds wait at
+    # the pool or not (an empty queue before and through the run leaves its integral as it is, and
+    # the arrays then skip its row)
+    from types import SimpleNamespace
+
+    import simpy
+
+    from serq.sim.pool import Pool
+
+    def pool() -> Pool:
+        sim = SimpleNamespace(env=simpy.Environment(), gauges=None)
+        decl = SimpleNamespace(name="kv", cap=1e6, block=16.0, preempt="lifo", admit_via=None)
+        p = Pool(sim, decl, "kv", None)  # type: ignore[arg-type]
+        p.used = 4096.0
+        p.holders = [object()] * 2  # type: ignore[list-item]
+        p.put_queue = [object()] * queued  # type: ignore[list-item]
+        for avg, value in zip(p._averages, (4096.0, 0.0, before, 2.0)):
+            avg.value, avg.last, avg.integral = value, 3.0, 0.125
+        return p
+
+    rng = np.random.default_rng(queued * 10 + int(before))
+    times = 3.0 + np.add.accumulate(rng.uniform(1e-4, 3e-3, 300))
+    fast, slow = pool(), pool()
+    assert vector.grow_blocks(fast, 16.0, times)
+    for t in times.tolist():
+        slow.allocate(16.0, t)
+    state = lambda p: (p.used, p.cache.total, [(a.value, a.last, a.integral) for a in p._averages])  # noqa: E731
+    assert state(fast) == state(slow)
+    assert (fast.queue_avg.integral == 0.125) == (queued == 0 and before == 0.0)
