@@ -353,7 +353,7 @@ def test_runs_gaps_left_for_later_give_the_buckets_of_one_by_one_among_other_val
             fast.add_repeat(x, 5)
             for _ in range(5):
                 slow.add(x)
-        else:  # the report reads the buckets in the middle of a run (a --dump, say): all counted in
+        else:  # something reads the buckets between two runs (a quantile): all counted in first
             read += 1
             assert fast.buckets() == slow.buckets()
             assert not fast._later
