@@ -252,21 +252,22 @@ def store(path: str, sets: Sequence[tuple[str, str]], program: "Program", found:
     ``found`` on disk (nothing when the folder cannot be written)."""
     if path == reading.STDIO:
         return
-    try:
-        key = _key(path, sets)
-    except OSError:  # (the current folder is gone)
-        return
-    write_entry(key + SUFFIX, MAX_ENTRIES, lambda f: pickle.dump((MAGIC, key, found, program), f,
-                                                                 protocol=pickle.HIGHEST_PROTOCOL))
+
+    def entry() -> tuple[str, Callable[[IO[bytes]], None]]:
+        key = _key(path, sets)  # (an OSError when the current folder is gone: not kept)
+        return key + SUFFIX, lambda f: pickle.dump((MAGIC, key, found, program), f, protocol=pickle.HIGHEST_PROTOCOL)
+    write_entry(entry, MAX_ENTRIES)
 
 
-def write_entry(name: str, most: int, dump: Callable[[IO[bytes]], None]) -> None:
-    """Write the entry ``name`` into :func:`cache_dir` by ``dump(file)``, whole or
-    not at all (a temporary file, then a rename), and keep at most ``most``
-    entries of its suffix (:func:`prune`); nothing when keeping is off, the
-    folder is not this user's alone, or the entry cannot be written (a
-    read-only or full disk, something that does not pickle).  The kept parses'
-    and the linked programs' writer."""
+def write_entry(entry: Callable[[], tuple[str, Callable[[IO[bytes]], None]]], most: int) -> None:
+    """Write an entry into :func:`cache_dir`: ``entry()`` gives its file name and
+    the function that writes it into a file, asked only when there is a folder
+    to keep it in (its key stamps serQ's files).  Whole or not at all (a
+    temporary file, then a rename), and at most ``most`` entries of its suffix
+    kept (:func:`prune`); nothing when keeping is off, the folder is not this
+    user's alone, or the entry cannot be written (a read-only or full disk,
+    something that does not pickle).  The kept parses' and the linked
+    programs' writer."""
     folder = cache_dir()
     if folder is None:
         return
@@ -276,6 +277,7 @@ def write_entry(name: str, most: int, dump: Callable[[IO[bytes]], None]) -> None
         os.makedirs(folder, mode=0o700, exist_ok=True)
         if not trusted(folder):
             return
+        name, dump = entry()
         fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as f:

@@ -226,3 +226,22 @@ def test_the_key_follows_the_parser_libraries_files(tmp_path: Path, monkeypatch:
     (lib / "__init__.py").write_text("RULES = 22\n")  # (another size: an upgrade of the parser)
     monkeypatch.setattr(linked, "_STAMP", None)
     assert linked.package_stamp() != before
+
+
+def test_with_keeping_off_nothing_is_stamped_or_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # SERQ_CACHE_DIR= turns keeping off: a load then neither reads nor writes an entry, and
+    # does not work out an entry's key (it stamps every file of serQ and of the parser)
+    from serq.frontend import parsed
+
+    monkeypatch.setenv("SERQ_CACHE_DIR", "")
+    monkeypatch.chdir(tmp_path)
+    stamped = []
+    monkeypatch.setattr(linked, "_STAMP", None)
+    monkeypatch.setattr(parsed, "_FINGERPRINT", None)
+    real_files = linked.stamp_files
+    monkeypatch.setattr(linked, "stamp_files", lambda *a: stamped.append(a[1]) or real_files(*a))
+    monkeypatch.setattr(parsed, "stamp_parser_libraries", lambda h: stamped.append("parser"))
+    path = write(tmp_path / "p")
+    assert serq.load(path) == serq.load(path)
+    assert stamped == []
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["extra.sq", "p", "prog.sq"]

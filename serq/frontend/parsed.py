@@ -123,8 +123,9 @@ def load(source: Source) -> tuple[list[A.Item], int] | None:
 
 def store(source: Source, items: list[A.Item], count: int) -> None:
     """Keep ``source``'s items and token count (nothing when the cache cannot be written)."""
-    write_entry(_name(source.text), MAX_ENTRIES,
-                lambda f: _Pickler(f, source).dump((MAGIC, fingerprint(), source.text, items, count)))
+    write_entry(lambda: (_name(source.text),
+                         lambda f: _Pickler(f, source).dump((MAGIC, fingerprint(), source.text, items, count))),
+                MAX_ENTRIES)
 
 
 def parse_counted(source: Source, library: bool = False, max_tokens: int | None = None) -> tuple[list[A.Item], int]:
