@@ -758,9 +758,9 @@ def add_stretches(h: Any, vals: np.ndarray, counts: np.ndarray, n: int) -> None:
     ``n`` times in a row: the total takes the same additions in the same
     order, the buckets the same counts, smallest and largest (serq/sim/stats.py).
     A run's gaps come in stretches of one value (the iterations between two
-    growths), so the buckets are worked out for each stretch's value, not for
-    every gap; many stretches of positive finite values are left for later
-    (:func:`count_later`), to be counted in with other runs'."""
+    growths): a few stretches go through ``LogHistogram``'s own fill; many are
+    left for later (:func:`count_later`), to be bucketed with other runs',
+    when none is a NaN or negative (whose buckets would depend on the order)."""
     if not counts.all():
         keep = counts > 0
         vals, counts = vals[keep], counts[keep]
@@ -769,59 +769,15 @@ def add_stretches(h: Any, vals: np.ndarray, counts: np.ndarray, n: int) -> None:
     h.total = fold_runs(h.total, vals, counts, n)
     size = int(counts.sum())
     h.count += n * size
-    if vals.size <= _FEW:  # a few values: LogHistogram's own fill (one bucket, or a lookup each)
-        v = vals.tolist()
-        lo, hi = min(v), max(v)
-        h._fill(lambda: zip(v, counts.tolist()), n, lo, hi, size, v[-1])
-        return
-    if vals.min() > 0.0 and vals.max() < math.inf:  # (the usual gaps) into the buckets later, with
-        h._later.append((vals, counts, n))  # other runs' (a bucket's count, least and greatest do not
-        h._held += vals.size  # depend on the order)
+    if vals.size > _FEW and vals.min() >= 0.0:  # (the usual gaps: a NaN fails the test)
+        h._later.append((vals, counts, n))
+        h._held += vals.size
         if h._held >= _LATER:
             count_later(h)
         return
-    finite = (vals > 0.0) & (vals != math.inf)
-    fx = vals[finite]
-    keys = np.full(vals.size, _ZERO_KEY, dtype=np.int64)
-    if fx.size:
-        keys[finite] = _keys(fx)
-    keys[vals == math.inf] = _INF_KEY
-    if keys.size > 1 and (keys[1:] >= keys[:-1]).all():  # (a run whose lengths grow: keys in order)
-        new = np.empty(keys.size, dtype=bool)
-        new[0] = True
-        np.not_equal(keys[1:], keys[:-1], out=new[1:])
-        first = new.nonzero()[0]
-        uniq = keys[first]
-        per = np.add.reduceat(counts, first)
-        lo = np.minimum.reduceat(vals, first)
-        hi = np.maximum.reduceat(vals, first)
-        order: Any = range(first.size)  # (first appearances in order already)
-    else:
-        uniq, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-        per = np.zeros(uniq.size, dtype=np.int64)
-        np.add.at(per, inverse, counts)
-        lo = np.full(uniq.size, math.inf)
-        hi = np.full(uniq.size, -math.inf)
-        np.minimum.at(lo, inverse, vals)
-        np.maximum.at(hi, inverse, vals)
-        order = np.argsort(first, kind="stable").tolist()
-    buckets = h._buckets
-    uniq_l, per_l, lo_l, hi_l = uniq.tolist(), per.tolist(), lo.tolist(), hi.tolist()
-    first_v = vals[first].tolist()
-    for j in order:  # (each bucket in the order its first value came)
-        key = uniq_l[j]
-        b = buckets.get(key)
-        x_lo, x_hi = lo_l[j], hi_l[j]
-        if b is None:
-            v = first_v[j]
-            b = buckets[key] = [0, v, v]
-        b[0] += per_l[j] * n
-        if x_lo < b[1]:
-            b[1] = x_lo
-        if x_hi > b[2]:
-            b[2] = x_hi
-    h._last_x = float(vals[-1])
-    h._last_b = buckets[int(keys[-1])]
+    v = vals.tolist()
+    lo, hi = min(v), max(v)
+    h._fill(lambda: zip(v, counts.tolist()), n, lo, hi, size, v[-1])
 
 
 #: The stretches' values a histogram holds for later (``LogHistogram._later``) before they are
@@ -839,7 +795,13 @@ def count_later(h: Any) -> None:
     counts = np.concatenate([c * n for _v, c, n in later])
     later.clear()  # (each stretch counted at least once: add_stretches leaves out the others)
     h._held = 0
-    keys = _keys(vals)
+    positive = (vals > 0.0) & (vals < math.inf)
+    if positive.all():
+        keys = _keys(vals)
+    else:  # zeros and infinities have buckets of their own (their keys far apart: np.unique below)
+        keys = np.full(vals.size, _ZERO_KEY, dtype=np.int64)
+        keys[positive] = _keys(vals[positive])
+        keys[vals == math.inf] = _INF_KEY
     k0 = int(keys.min())
     span = int(keys.max()) - k0 + 1
     if span <= 4 * vals.size + 4096:  # the keys' range as an index (gaps span a few hundred keys)
