@@ -269,7 +269,7 @@ class LogHistogram:
         # again and again (every decoder of an iteration), so skip the logarithm
         self._last_x = NAN
         self._last_b: list[float] = []
-        # stretches of positive finite values not counted into the buckets yet:
+        # stretches of values (none a NaN or negative) not counted into the buckets yet:
         # (values, counts, n), each value counts × n times (serq/sim/stages/vector.py)
         self._later: list[tuple[Any, Any, int]] = []
         self._held = 0  # the values in `_later`
